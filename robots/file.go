@@ -1,0 +1,104 @@
+package robots
+
+import "time"
+
+// File is a parsed robots.txt. It is immutable and safe for concurrent use.
+// The zero value is an empty file (everything allowed); Parse builds others.
+type File struct {
+	// arena holds every string of the file back to back (escaped patterns,
+	// lower-case agent tokens, agent names); rules and agents point into it.
+	arena   string
+	rules   []rule   // per run contiguous, each run sorted by precedence
+	runs    []run    // runs of user-agent lines and the lines that follow
+	agents  []agent  // sorted by key
+	members []member // per agent contiguous, sorted by run; global last
+	global  span     // members of the "*" group
+	usage   []usageRule
+
+	sitemaps []string
+	host     string
+	signals  []Pref
+	// Truncated reports that the body exceeded MaxFileSize and only its
+	// first MaxFileSize bytes (up to the last complete line) were parsed.
+	Truncated bool
+}
+
+// span is a half-open index range into one of File's slices.
+type span struct{ start, end uint32 }
+
+func (s span) len() int { return int(s.end - s.start) }
+
+// rule is one allow/disallow line, its pattern stored in File.arena.
+type rule struct {
+	off   uint32 // pattern offset in arena
+	n     uint16 // pattern length in octets (its precedence)
+	lit   uint16 // length of the literal prefix before any '*' or final '$'
+	line  uint32
+	flags ruleFlags
+}
+
+type ruleFlags uint8
+
+const (
+	ruleAllow    ruleFlags = 1 << iota
+	ruleStar               // pattern has a '*'
+	ruleAnchored           // pattern ends in '$'
+	ruleImplied            // allow "/dir/$" implied by "allow: /dir/index.htm..."
+)
+
+// run is a run of user-agent lines with the directives that follow it until
+// the next user-agent line that comes after a rule.
+type run struct {
+	rules           span
+	usage           span
+	crawlDelay      time.Duration
+	requestInterval time.Duration
+	line            uint32 // first user-agent line
+}
+
+// agent is one product token named in user-agent lines.
+type agent struct {
+	key     string // lower case
+	name    string // as first written
+	members span
+}
+
+// member records that an agent (or "*") is named in a run at a line.
+type member struct{ run, line uint32 }
+
+type usageRule struct {
+	pattern string // escaped; "/" when the line names no path
+	prefs   string
+	line    uint32
+}
+
+// Pref is one AI-usage preference: a Content-Usage (IETF aipref) or
+// Content-Signal (Cloudflare) entry such as "train-ai=n" or "ai-train=no".
+// Name and Value are lower case.
+type Pref struct {
+	Name  string
+	Value string
+	Line  int
+}
+
+// Sitemaps returns the sitemap URLs the file lists, in order. The caller must
+// not modify the slice.
+func (f *File) Sitemaps() []string { return f.sitemaps }
+
+// Host returns the value of the first Host line (a Yandex extension), or "".
+func (f *File) Host() string { return f.host }
+
+// ContentSignals returns the file's Content-Signal preferences (Cloudflare's
+// "search=yes, ai-train=no" lines), in order. The caller must not modify the
+// slice.
+func (f *File) ContentSignals() []Pref { return f.signals }
+
+// Agents returns the product tokens the file names in user-agent lines, in
+// lower case, sorted; "*" is not included.
+func (f *File) Agents() []string {
+	out := make([]string, len(f.agents))
+	for i, a := range f.agents {
+		out[i] = a.key
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package robots
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Rule is an allow or disallow line of a robots.txt.
+type Rule struct {
+	Allow bool
+	// Pattern is the path pattern as matched: non-ASCII octets %-encoded and
+	// %xx escapes upper-cased, as Google's parser stores it.
+	Pattern string
+	// Line is the 1-based line number in the file.
+	Line int
+	// Implied is set for the "/dir/$" allow that Google derives from an
+	// "Allow: /dir/index.htm" or "/dir/index.html" line (reported at its line).
+	Implied bool
+}
+
+// String formats the rule as it would appear in a robots.txt.
+func (r Rule) String() string {
+	verb := "Disallow"
+	if r.Allow {
+		verb = "Allow"
+	}
+	return verb + ": " + r.Pattern
+}
+
+// Decision is the verdict on one request-target for one group, with why.
+type Decision struct {
+	// Allowed is the verdict.
+	Allowed bool
+	// Matched reports that Rule decided; otherwise no rule matched (allowed).
+	Matched bool
+	// Rule is the deciding rule when Matched: the matching rule with the
+	// longest pattern, allow on a tie, the earliest line among equals.
+	Rule Rule
+	// Group is the group that judged the request.
+	Group Group
+}
+
+// String explains the decision in one line, e.g.
+// `disallowed by "Disallow: /private" (line 3, group "*")`.
+func (d Decision) String() string {
+	verdict := "allowed"
+	if !d.Allowed {
+		verdict = "disallowed"
+	}
+	group := "no group"
+	if d.Group.Found() {
+		group = fmt.Sprintf("group %q", d.Group.Name())
+	}
+	if !d.Matched {
+		return fmt.Sprintf("%s: no rule matched (%s)", verdict, group)
+	}
+	return fmt.Sprintf("%s by %q (line %d, %s)", verdict, d.Rule.String(), d.Rule.Line, group)
+}
+
+// Allowed reports whether agent may fetch target by this file. It is
+// Google's RobotsMatcher::OneAgentAllowedByRobots for a URL whose path part is
+// target. agent is a product token ("FooBot"), compared whole; target is the
+// request-target as sent, path[;params][?query]: it is matched as is (the
+// caller supplies it %-encoded, as Google expects), a fragment is ignored and
+// "" means "/". Like Google's library it does not single out /robots.txt
+// (RFC 9309 §2.2.2 lets crawlers always fetch it): see IsRobotsTxt.
+func (f *File) Allowed(agent, target string) bool {
+	return f.Group(agent).Decide(target).Allowed
+}
+
+// Decide judges target (see File.Allowed) by the group's rules. It does not
+// allocate when target starts with "/".
+func (g Group) Decide(target string) Decision {
+	d := Decision{Allowed: true, Group: g}
+	ms := g.members()
+	if len(ms) == 0 {
+		return d
+	}
+	f := g.f
+	path := requestPath(target)
+	best := -1
+	for i, m := range ms {
+		if i > 0 && ms[i-1].run == m.run {
+			continue
+		}
+		rs := f.runs[m.run].rules
+		for j := rs.start; j < rs.end; j++ {
+			r := &f.rules[j]
+			if best >= 0 && byPrecedence(*r, f.rules[best]) >= 0 {
+				break // this run has nothing that could beat best
+			}
+			if f.match(r, path) {
+				best = int(j)
+				break
+			}
+		}
+	}
+	if best < 0 {
+		return d
+	}
+	r := &f.rules[best]
+	d.Matched = true
+	d.Allowed = r.flags&ruleAllow != 0
+	d.Rule = Rule{
+		Allow:   d.Allowed,
+		Pattern: f.arena[r.off : r.off+uint32(r.n)],
+		Line:    int(r.line),
+		Implied: r.flags&ruleImplied != 0,
+	}
+	return d
+}
+
+// IsRobotsTxt reports whether target is the robots.txt file itself, which
+// RFC 9309 §2.2.2 says is implicitly allowed whatever the rules say.
+func IsRobotsTxt(target string) bool {
+	path, _, _ := strings.Cut(requestPath(target), "?")
+	return path == "/robots.txt"
+}
+
+func (f *File) match(r *rule, path string) bool {
+	lit := f.arena[r.off : r.off+uint32(r.lit)]
+	if !strings.HasPrefix(path, lit) {
+		return false
+	}
+	switch {
+	case r.flags&ruleStar != 0:
+		end := r.off + uint32(r.n)
+		anchored := r.flags&ruleAnchored != 0
+		if anchored {
+			end--
+		}
+		return matchWild(f.arena[r.off+uint32(r.lit)+1:end], path[len(lit):], anchored)
+	case r.flags&ruleAnchored != 0:
+		return len(path) == len(lit)
+	}
+	return true
+}
+
+// matchPattern reports whether a robots.txt pattern matches path from its
+// start: '*' matches any run of octets, a final '$' anchors the end, any
+// other octet (a '$' elsewhere included) matches itself.
+func matchPattern(pattern, path string) bool {
+	anchored := strings.HasSuffix(pattern, "$")
+	if anchored {
+		pattern = pattern[:len(pattern)-1]
+	}
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 {
+		if anchored {
+			return path == pattern
+		}
+		return strings.HasPrefix(path, pattern)
+	}
+	if !strings.HasPrefix(path, pattern[:star]) {
+		return false
+	}
+	return matchWild(pattern[star+1:], path[star:], anchored)
+}
+
+// matchWild matches the part of a pattern after its first '*' against the
+// rest of the path (anchored: the pattern's final '$' already removed).
+// Each literal segment between stars is matched at its leftmost occurrence,
+// which is optimal when '*' matches anything, so the cost is linear in
+// len(p)+len(s) searches rather than exponential backtracking.
+func matchWild(p, s string, anchored bool) bool {
+	for {
+		i := strings.IndexByte(p, '*')
+		if i < 0 {
+			if anchored {
+				return len(s) >= len(p) && s[len(s)-len(p):] == p
+			}
+			return strings.Contains(s, p)
+		}
+		seg := p[:i]
+		p = p[i+1:]
+		if seg == "" {
+			continue
+		}
+		j := strings.Index(s, seg)
+		if j < 0 {
+			return false
+		}
+		s = s[j+len(seg):]
+	}
+}

@@ -1,0 +1,237 @@
+package robots
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+)
+
+// Parse parses a robots.txt body. It never fails: lines it cannot read are
+// skipped, as Google's parser skips them. Only the first MaxFileSize bytes
+// are read. The returned File does not refer to body.
+func Parse(body []byte) *File {
+	truncated := len(body) > MaxFileSize
+	if truncated {
+		body = body[:MaxFileSize]
+	}
+	b := builder{agentKeys: map[string]uint32{}}
+	sc := newLineScanner(body)
+	for {
+		text, ok := sc.next()
+		if !ok {
+			break
+		}
+		b.line(uint32(sc.num), text)
+	}
+	f := b.finish()
+	f.Truncated = truncated
+	return f
+}
+
+// builder accumulates a File while the lines are read.
+type builder struct {
+	arena    []byte
+	rules    []rule
+	runs     []run
+	members  []pendingMember
+	usage    []usageRule
+	sitemaps []string
+	host     string
+	hostSet  bool
+	signals  []Pref
+	// sawRule is Google's seen_separator_: an allow/disallow line was read
+	// since the last user-agent line, so the next one starts a new run.
+	sawRule bool
+	// agentKeys maps a lower-case token to its offset in arena, so that an
+	// agent named many times is stored once.
+	agentKeys map[string]uint32
+}
+
+type pendingMember struct {
+	global  bool
+	keyOff  uint32 // lower-case token in arena
+	nameOff uint32 // token as written, in arena
+	n       uint32
+	run     uint32
+	line    uint32
+}
+
+func (b *builder) line(num uint32, text []byte) {
+	key, value, _, ok := splitLine(text)
+	if !ok {
+		return
+	}
+	kind, _ := classifyKey(key)
+	switch kind {
+	case keyUserAgent:
+		b.userAgent(num, value)
+	case keyAllow, keyDisallow:
+		b.rule(num, kind == keyAllow, value)
+	case keySitemap:
+		if len(value) > 0 {
+			b.sitemaps = append(b.sitemaps, string(value))
+		}
+	case keyHost:
+		if !b.hostSet && len(value) > 0 {
+			b.host, b.hostSet = string(value), true
+		}
+	case keyContentSignal:
+		b.signals = appendPrefs(b.signals, value, num)
+	case keyCrawlDelay, keyRequestRate, keyContentUsage:
+		b.groupExtension(num, kind, value)
+	}
+}
+
+func (b *builder) userAgent(num uint32, value []byte) {
+	if len(b.runs) == 0 || b.sawRule {
+		n := uint32(len(b.rules))
+		u := uint32(len(b.usage))
+		b.runs = append(b.runs, run{rules: span{n, n}, usage: span{u, u}, line: num})
+		b.sawRule = false
+	}
+	m := pendingMember{run: uint32(len(b.runs) - 1), line: num}
+	if isGlobalAgent(value) {
+		m.global = true
+	} else {
+		token := value[:tokenLen(value)]
+		m.n = uint32(len(token))
+		m.keyOff = b.agentKey(token)
+		m.nameOff = uint32(len(b.arena))
+		b.arena = append(b.arena, token...)
+	}
+	b.members = append(b.members, m)
+}
+
+// isGlobalAgent reports a user-agent value Google reads as "*": a star
+// alone or followed by whitespace and anything.
+func isGlobalAgent(v []byte) bool {
+	return len(v) > 0 && v[0] == '*' && (len(v) == 1 || isSpace(v[1]))
+}
+
+func (b *builder) agentKey(token []byte) uint32 {
+	var lower [64]byte
+	k := lower[:0]
+	if len(token) > len(lower) {
+		k = make([]byte, 0, len(token))
+	}
+	for _, c := range token {
+		k = append(k, lowerASCII(c))
+	}
+	if off, ok := b.agentKeys[string(k)]; ok {
+		return off
+	}
+	off := uint32(len(b.arena))
+	b.arena = append(b.arena, k...)
+	b.agentKeys[string(k)] = off
+	return off
+}
+
+func (b *builder) rule(num uint32, allow bool, value []byte) {
+	if len(b.runs) == 0 {
+		return // rules before any user-agent line belong to no group
+	}
+	b.sawRule = true
+	if len(value) == 0 {
+		return // an empty pattern matches with priority 0: no effect
+	}
+	off := len(b.arena)
+	b.arena = appendEscaped(b.arena, value)
+	b.addRule(num, allow, off, false)
+	if !allow {
+		return
+	}
+	// Google normalises "allow: /dir/index.htm(l)" to also allow "/dir/$".
+	p := b.arena[off:]
+	if slash := bytes.LastIndexByte(p, '/'); slash >= 0 && bytes.HasPrefix(p[slash:], []byte("/index.htm")) {
+		implied := len(b.arena)
+		b.arena = append(b.arena, b.arena[off:off+slash+1]...)
+		b.arena = append(b.arena, '$')
+		b.addRule(num, true, implied, true)
+	}
+}
+
+// addRule records the pattern stored in arena from off to its end.
+func (b *builder) addRule(num uint32, allow bool, off int, implied bool) {
+	p := b.arena[off:]
+	r := rule{off: uint32(off), n: uint16(len(p)), line: num}
+	if allow {
+		r.flags |= ruleAllow
+	}
+	if implied {
+		r.flags |= ruleImplied
+	}
+	lit := len(p)
+	if p[len(p)-1] == '$' {
+		r.flags |= ruleAnchored
+		lit--
+	}
+	if star := bytes.IndexByte(p, '*'); star >= 0 {
+		r.flags |= ruleStar
+		lit = star
+	}
+	r.lit = uint16(lit)
+	b.rules = append(b.rules, r)
+	b.runs[len(b.runs)-1].rules.end = uint32(len(b.rules))
+}
+
+// finish sorts what was read into the File's lookup structures.
+func (b *builder) finish() *File {
+	f := &File{arena: string(b.arena), host: b.host}
+	f.rules = slices.Clip(b.rules)
+	f.runs = slices.Clip(b.runs)
+	f.usage = slices.Clip(b.usage)
+	f.sitemaps = slices.Clip(b.sitemaps)
+	f.signals = slices.Clip(b.signals)
+	for _, r := range f.runs {
+		slices.SortFunc(f.rules[r.rules.start:r.rules.end], byPrecedence)
+	}
+	b.finishAgents(f)
+	return f
+}
+
+// byPrecedence orders rules so that the first one matching a path decides:
+// longest pattern first, allow before disallow on a tie, then by line (Google
+// reports the first line among equals).
+func byPrecedence(a, b rule) int {
+	if c := cmp.Compare(b.n, a.n); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.flags&ruleAllow, a.flags&ruleAllow); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.line, b.line)
+}
+
+func (b *builder) finishAgents(f *File) {
+	var specific, global []pendingMember
+	for _, m := range b.members {
+		if m.global {
+			global = append(global, m)
+		} else {
+			specific = append(specific, m)
+		}
+	}
+	key := func(m pendingMember) string { return f.arena[m.keyOff : m.keyOff+m.n] }
+	slices.SortFunc(specific, func(x, y pendingMember) int {
+		return cmp.Or(cmp.Compare(key(x), key(y)), cmp.Compare(x.run, y.run), cmp.Compare(x.line, y.line))
+	})
+	f.members = make([]member, 0, len(b.members))
+	for i, m := range specific {
+		if i == 0 || key(specific[i-1]) != key(m) {
+			start := uint32(len(f.members))
+			f.agents = append(f.agents, agent{
+				key:     key(m),
+				name:    f.arena[m.nameOff : m.nameOff+m.n],
+				members: span{start, start},
+			})
+		}
+		f.members = append(f.members, member{run: m.run, line: m.line})
+		f.agents[len(f.agents)-1].members.end = uint32(len(f.members))
+	}
+	f.agents = slices.Clip(f.agents)
+	start := uint32(len(f.members))
+	for _, m := range global {
+		f.members = append(f.members, member{run: m.run, line: m.line})
+	}
+	f.global = span{start, uint32(len(f.members))}
+}
