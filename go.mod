@@ -2,10 +2,10 @@ module github.com/robotsgate/robotsgate
 
 go 1.26.0
 
+require github.com/temoto/robotstxt v1.1.2
+
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
-	github.com/jimsmart/grobotstxt v1.0.3 // indirect
-	github.com/temoto/robotstxt v1.1.2 // indirect
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da // indirect
 )
 
