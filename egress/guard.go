@@ -1,0 +1,135 @@
+package egress
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// Resolver looks up the addresses of a host; *net.Resolver implements it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// DialFunc dials a network address, like net.Dialer.DialContext.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Guard checks destinations and dials them. Use its DialContext as the
+// DialContext of every transport that reaches the outside (proxied requests
+// and robots.txt fetches alike). The zero Guard allows every valid address;
+// BlockPrivate turns on the default policy. A Guard must not be modified
+// while in use.
+type Guard struct {
+	// BlockPrivate refuses every address whose Class is not Public.
+	BlockPrivate bool
+	// AllowNetworks are exceptions to BlockPrivate (an operator's internal
+	// service, a test's loopback origin).
+	AllowNetworks []netip.Prefix
+	// Resolver resolves host names; nil means net.DefaultResolver.
+	Resolver Resolver
+	// Dial connects to the checked IP literal; nil means a net.Dialer with
+	// DialTimeout.
+	Dial DialFunc
+	// DialTimeout bounds each connection attempt when Dial is nil
+	// (default 10s).
+	DialTimeout time.Duration
+}
+
+// DeniedError reports a destination the guard refused.
+type DeniedError struct {
+	Host  string     // as asked for
+	IP    netip.Addr // the offending address
+	Class Class
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("egress denied: %s resolves to %s (%s)", e.Host, e.IP, e.Class)
+}
+
+// Check returns a *DeniedError if ip may not be connected to.
+func (g *Guard) Check(host string, ip netip.Addr) error {
+	c := Classify(ip)
+	switch {
+	case c == Unparseable:
+		return &DeniedError{Host: host, IP: ip, Class: c}
+	case c == Public || !g.BlockPrivate:
+		return nil
+	}
+	for _, p := range g.AllowNetworks {
+		if p.Contains(ip.Unmap()) {
+			return nil
+		}
+	}
+	return &DeniedError{Host: host, IP: ip, Class: c}
+}
+
+// DialContext resolves addr's host once, refuses the connection if any of
+// its addresses is denied, and otherwise dials the checked addresses in turn
+// by IP literal, so the address connected to is the one that was checked.
+func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: bad port: %w", addr, err)
+	}
+	ips, err := g.resolve(ctx, network, host)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	for _, ip := range ips {
+		if err := g.Check(host, ip); err != nil {
+			return nil, err
+		}
+	}
+	dial := g.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: cmp.Or(g.DialTimeout, 10*time.Second)}
+		dial = d.DialContext
+	}
+	var firstErr error
+	for _, ip := range ips {
+		conn, err := dial(ctx, network, netip.AddrPortFrom(ip, uint16(port)).String())
+		if err == nil {
+			return conn, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, firstErr
+}
+
+func (g *Guard) resolve(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{ip}, nil
+	}
+	r := g.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	ipNet := "ip"
+	switch network {
+	case "tcp4", "udp4":
+		ipNet = "ip4"
+	case "tcp6", "udp6":
+		ipNet = "ip6"
+	}
+	ips, err := r.LookupNetIP(ctx, ipNet, host)
+	if err != nil {
+		return nil, err
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("no addresses for %s", host)
+	}
+	return ips, nil
+}
