@@ -1,0 +1,244 @@
+// Package resolver finds the robots.txt that applies to an origin: it
+// fetches it with RFC 9309's status semantics (§2.3.1), keeps parsed files
+// in a bounded LRU cache with their freshness, fetches each cold origin once
+// however many requests wait for it, refreshes expired entries in the
+// background while the old copy keeps serving, and falls back to an expired
+// copy while an origin is unreachable.
+package resolver
+
+import (
+	"cmp"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/origin"
+)
+
+// Config configures a Resolver. Zero fields take the defaults given.
+type Config struct {
+	// UserAgent is sent with every fetch. Default "robotsgate/1.0".
+	UserAgent string
+	// FetchTimeout bounds a whole fetch, redirects and body included.
+	// Default 10s.
+	FetchTimeout time.Duration
+	// CacheEntries is how many origins the cache holds. Default 100000.
+	CacheEntries int
+	// MinTTL is the shortest freshness, whatever Cache-Control says (so
+	// max-age=0 does not turn every request into a fetch). Default 1m.
+	MinTTL time.Duration
+	// MaxTTL is the longest freshness and the default without max-age
+	// (RFC 9309 §2.4: 24 hours). Default 24h.
+	MaxTTL time.Duration
+	// RetryMin is the first retry delay after a failure; it doubles with
+	// each consecutive failure up to RetryMax. Defaults 10s and 10m. A
+	// longer Retry-After from the origin is honoured (up to MaxTTL).
+	RetryMin, RetryMax time.Duration
+	// DialContext connects to origins. Default: an egress.Guard with
+	// BlockPrivate, so redirects to internal addresses are not followed.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RootCAs verifies origins' TLS certificates; nil means the system roots.
+	RootCAs *x509.CertPool
+	// Store, when set, shares fetched files between instances (a fleet).
+	Store Store
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	c.UserAgent = cmp.Or(c.UserAgent, "robotsgate/1.0")
+	c.FetchTimeout = cmp.Or(c.FetchTimeout, 10*time.Second)
+	c.CacheEntries = cmp.Or(c.CacheEntries, 100000)
+	c.MinTTL = cmp.Or(c.MinTTL, time.Minute)
+	c.MaxTTL = cmp.Or(c.MaxTTL, 24*time.Hour)
+	c.RetryMin = cmp.Or(c.RetryMin, 10*time.Second)
+	c.RetryMax = cmp.Or(c.RetryMax, 10*time.Minute)
+	if c.DialContext == nil {
+		c.DialContext = (&egress.Guard{BlockPrivate: true}).DialContext
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Resolver resolves origins to their robots.txt. It is safe for concurrent
+// use. Close stops background refreshes.
+type Resolver struct {
+	cfg    Config
+	client *http.Client
+	cache  *lru.Cache[origin.Origin, *entry]
+	flight singleflight.Group
+
+	ctx    context.Context // parent of background work, cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// refreshed, when set by tests, is called after each refresh is stored.
+	refreshed func(origin.Origin)
+}
+
+// entry is one cached origin. res is replaced as a whole, never modified.
+type entry struct {
+	res        atomic.Pointer[Result]
+	refreshing atomic.Bool
+	promoted   atomic.Int64 // unix nanoseconds of the last LRU promotion
+}
+
+// promoteEvery limits LRU promotions of a hot entry: a hit is a read-locked
+// Peek, and only once a second a write-locked Get that refreshes recency.
+const promoteEvery = int64(time.Second)
+
+// New returns a Resolver for cfg.
+func New(cfg Config) (*Resolver, error) {
+	cfg.setDefaults()
+	if cfg.MinTTL > cfg.MaxTTL {
+		return nil, fmt.Errorf("resolver: min TTL %v exceeds max TTL %v", cfg.MinTTL, cfg.MaxTTL)
+	}
+	cache, err := lru.New[origin.Origin, *entry](cfg.CacheEntries)
+	if err != nil {
+		return nil, fmt.Errorf("resolver: cache: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Resolver{cfg: cfg, cache: cache, ctx: ctx, cancel: cancel}
+	r.client = newClient(&r.cfg)
+	return r, nil
+}
+
+// Close cancels background refreshes and waits for them to end.
+func (r *Resolver) Close() {
+	r.cancel()
+	r.wg.Wait()
+	r.client.CloseIdleConnections()
+}
+
+// Resolve returns the robots.txt verdict for o. A fresh cached entry costs
+// no allocation. An expired entry with rules is returned as is while one
+// background refresh runs. Otherwise the caller waits for the one shared
+// fetch of o; only ctx's cancellation ends that wait early (the fetch goes
+// on for the others), and it is then the only error.
+func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error) {
+	now := r.cfg.Now()
+	if e, ok := r.cache.Peek(o); ok {
+		res := e.res.Load()
+		r.promote(o, e, now)
+		if now.Before(res.Expires) {
+			return res, nil
+		}
+		if res.usable() {
+			r.refreshInBackground(o, e)
+			return res, nil
+		}
+	}
+	ch := r.flight.DoChan(o.String(), func() (any, error) { return r.refresh(o), nil })
+	select {
+	case v := <-ch:
+		return v.Val.(*Result), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("resolve %s: %w", o, ctx.Err())
+	}
+}
+
+func (r *Resolver) promote(o origin.Origin, e *entry, now time.Time) {
+	n := now.UnixNano()
+	if last := e.promoted.Load(); n-last > promoteEvery && e.promoted.CompareAndSwap(last, n) {
+		r.cache.Get(o)
+	}
+}
+
+func (r *Resolver) refreshInBackground(o origin.Origin, e *entry) {
+	if !e.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer e.refreshing.Store(false)
+		r.flight.Do(o.String(), func() (any, error) { return r.refresh(o), nil })
+	}()
+}
+
+// refresh obtains a new verdict for o (from the shared store or a fetch),
+// merges it with the cached one and stores it. It runs detached from any
+// request: one caller giving up must not fail the fetch for the others.
+func (r *Resolver) refresh(o origin.Origin) *Result {
+	var prev *Result
+	if e, ok := r.cache.Peek(o); ok {
+		prev = e.res.Load()
+		if r.cfg.Now().Before(prev.Expires) {
+			// A caller that missed the cache just before the previous
+			// flight stored its result must not start a second fetch.
+			return prev
+		}
+	}
+	res := r.obtain(o, prev)
+	e := &entry{}
+	e.res.Store(res)
+	e.promoted.Store(r.cfg.Now().UnixNano())
+	if old, found, _ := r.cache.PeekOrAdd(o, e); found {
+		old.res.Store(res)
+	}
+	if r.refreshed != nil {
+		r.refreshed(o)
+	}
+	return res
+}
+
+// obtain turns a fetch (or a shared record) into the Result to cache.
+func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
+	if res, ok := r.fromStore(o); ok {
+		return res
+	}
+	f := r.fetch(r.ctx, o)
+	now := r.cfg.Now()
+	res := &Result{
+		Origin: o, Status: f.status, File: f.file, HTTPStatus: f.httpStatus,
+		FetchedAt: now, Err: f.err,
+	}
+	if f.url != o.RobotsURL() {
+		res.redirectedTo = f.url
+	}
+	if f.status != Unreachable {
+		res.Expires = now.Add(r.ttl(f.maxAge))
+		r.toStore(o, res, f)
+		return res
+	}
+	failures := 1
+	if prev != nil {
+		failures = prev.failures + 1
+	}
+	retry := min(max(r.backoff(failures), f.retryAfter), r.cfg.MaxTTL)
+	if prev != nil && prev.File != nil {
+		// RFC 9309 §2.4: while unreachable, keep using the cached copy.
+		stale := *prev
+		stale.Stale, stale.Err, stale.failures = true, f.err, failures
+		stale.Expires = now.Add(retry)
+		return &stale
+	}
+	res.Expires, res.failures = now.Add(retry), failures
+	return res
+}
+
+func (r *Resolver) ttl(maxAge time.Duration) time.Duration {
+	if maxAge < 0 {
+		return r.cfg.MaxTTL
+	}
+	return min(max(maxAge, r.cfg.MinTTL), r.cfg.MaxTTL)
+}
+
+// backoff returns the retry delay after n consecutive failures.
+func (r *Resolver) backoff(n int) time.Duration {
+	d := r.cfg.RetryMin
+	for i := 1; i < n && d < r.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, r.cfg.RetryMax)
+}
