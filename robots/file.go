@@ -19,7 +19,8 @@ type File struct {
 	host     string
 	signals  []Pref
 	// Truncated reports that the body exceeded MaxFileSize and only its
-	// first MaxFileSize bytes (up to the last complete line) were parsed.
+	// first MaxFileSize bytes were parsed (a line cut at the limit is read
+	// as far as it goes, as a crawler truncating the download would).
 	Truncated bool
 }
 

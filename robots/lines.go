@@ -103,17 +103,23 @@ func cutLine(text []byte) ([]byte, lineShape) {
 	return text, shape
 }
 
+// lineContent returns the part of a line Google's parser reads: the line as
+// cutLine leaves it, without its '#' comment and surrounding whitespace.
+func lineContent(text []byte) ([]byte, lineShape) {
+	text, shape := cutLine(text)
+	if i := bytes.IndexByte(text, '#'); i >= 0 {
+		text = text[:i]
+		shape |= shapeComment
+	}
+	return trimSpace(text), shape
+}
+
 // splitLine returns the key and value of one line the way Google's parser
 // reads them: a '#' starts a comment, surrounding whitespace is dropped, the
 // key ends at the first ':' or, when there is none, at whitespace between
 // exactly two words. ok is false for lines that carry no key/value pair.
 func splitLine(text []byte) (key, value []byte, shape lineShape, ok bool) {
-	text, shape = cutLine(text)
-	if i := bytes.IndexByte(text, '#'); i >= 0 {
-		text = text[:i]
-		shape |= shapeComment
-	}
-	text = trimSpace(text)
+	text, shape = lineContent(text)
 	sep := bytes.IndexByte(text, ':')
 	if sep < 0 {
 		sep = bytes.IndexAny(text, " \t")
