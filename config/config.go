@@ -1,0 +1,367 @@
+// Package config reads robotsgate's YAML configuration (SPEC §7).
+//
+// Load and Parse start from Default, overlay what the file sets, and then
+// Validate the result. Decoding is strict: unknown keys, values of the wrong
+// type and invalid values are all errors, and every error names the key as a
+// dotted path ("pacing.max_wait", "clients[1].mode") and, where known, the file
+// and line:
+//
+//	config.yaml:12: pacing.max_wait: invalid duration "abc" (want a Go duration such as 1.5s, 10m or 24h)
+//
+// All errors found are reported at once, joined (errors.Join), in line order;
+// each one is an *Error.
+//
+// A key the file does not mention keeps its default. A list in the file
+// replaces the default list; an empty list ([]) is stored as nil. A mapping
+// left empty ("robots:" with nothing under it) keeps all its defaults. A
+// string key left empty ("audit:") means ""; a number, boolean or duration
+// left empty is an error rather than a silent zero.
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config is the whole configuration. Its zero value is not usable: start from
+// Default (Load and Parse do).
+type Config struct {
+	// Listen is the proxy's own address, host:port (port 0 picks a free port).
+	// Default "127.0.0.1:8080".
+	Listen string `yaml:"listen"`
+	// AdminListen is the admin listener's address, host:port: /metrics,
+	// /healthz, /readyz, /explain and the status page. "" disables it.
+	// Default "127.0.0.1:9090".
+	AdminListen string `yaml:"admin_listen"`
+
+	Robots   Robots   `yaml:"robots"`
+	Egress   Egress   `yaml:"egress"`
+	MITM     MITM     `yaml:"mitm"`
+	Pacing   Pacing   `yaml:"pacing"`
+	Auth     Auth     `yaml:"auth"`
+	Clients  []Client `yaml:"clients"`
+	Sites    []Site   `yaml:"sites"`
+	Trap     Trap     `yaml:"trap"`
+	Identify Identify `yaml:"identify"`
+	Log      Log      `yaml:"log"`
+}
+
+// Robots configures how robots.txt files are fetched and cached (SPEC §2).
+type Robots struct {
+	// FetchUserAgent is the User-Agent header of the proxy's own robots.txt
+	// fetches. Default "robotsgate/1.0".
+	FetchUserAgent string `yaml:"fetch_user_agent"`
+	// FetchTimeout bounds one whole robots.txt fetch: connecting, redirects,
+	// headers and body. Must be > 0. Default 10s.
+	FetchTimeout Duration `yaml:"fetch_timeout"`
+	// CacheEntries is the number of origins whose parsed robots.txt is kept
+	// (LRU). Must be > 0. Default 100000.
+	CacheEntries int `yaml:"cache_entries"`
+	// MinTTL is the shortest time a fetched copy is considered fresh, whatever
+	// Cache-Control says. Default 1m.
+	MinTTL Duration `yaml:"min_ttl"`
+	// MaxTTL is the longest time a fetched copy is considered fresh (RFC 9309:
+	// 24 h); without Cache-Control max-age a copy is fresh this long. Must be
+	// > 0 and >= MinTTL. Default 24h.
+	MaxTTL Duration `yaml:"max_ttl"`
+	// RetryMin is how long an unreachable robots.txt (429, 5xx, timeout,
+	// connection or TLS error) is remembered before the first retry; the
+	// wait doubles with each further failure up to RetryMax. Must be > 0.
+	// Default 10s.
+	RetryMin Duration `yaml:"retry_min"`
+	// RetryMax caps the retry backoff after repeated failures. Must be
+	// >= RetryMin. Default 10m.
+	RetryMax Duration `yaml:"retry_max"`
+	// StrictPaths also judges the canonical form of each path (dot segments
+	// removed, unreserved %xx decoded, repeated slashes collapsed) and refuses
+	// if either judgement disallows: the evasion guard of SPEC §1.
+	// Default true.
+	StrictPaths bool `yaml:"strict_paths"`
+}
+
+// Egress configures the egress guard: which destinations may be reached at
+// all (SPEC §4). It applies to proxied requests and robots.txt fetches, and
+// to clients in bypass mode too.
+type Egress struct {
+	// BlockPrivateNetworks refuses destinations whose resolved address is
+	// loopback, private, link-local, CGNAT, ULA, multicast or unspecified
+	// (also in IPv4-mapped and similar embedded forms). Default true.
+	BlockPrivateNetworks bool `yaml:"block_private_networks"`
+	// AllowNetworks lists CIDRs (e.g. 10.1.0.0/16) exempt from
+	// BlockPrivateNetworks: internal sites that may be reached. Host bits
+	// are ignored. Default none.
+	AllowNetworks []string `yaml:"allow_networks"`
+	// AllowHosts, when not empty, restricts destinations to hosts matching
+	// one of these globs (path.Match syntax, matched against the lower-case
+	// host, e.g. "*.example.com"). It does not exempt a host from
+	// BlockPrivateNetworks. Default none (any host).
+	AllowHosts []string `yaml:"allow_hosts"`
+	// DenyHosts refuses hosts matching any of these globs; it wins over
+	// AllowHosts. Default none.
+	DenyHosts []string `yaml:"deny_hosts"`
+	// AllowPorts, when not empty, restricts every destination (proxied
+	// requests, CONNECT tunnels, robots.txt fetches) to these ports
+	// (1..65535). Default none (any port).
+	AllowPorts []int `yaml:"allow_ports"`
+	// TunnelPorts are the ports a CONNECT may reach without interception (a
+	// blind tunnel: mitm.enabled false or a mitm.skip_hosts match); empty
+	// means no blind tunnels. Default [443].
+	TunnelPorts []int `yaml:"tunnel_ports"`
+}
+
+// MITM configures HTTPS interception (SPEC §5).
+type MITM struct {
+	// Enabled intercepts CONNECT tunnels with robotsgate's own CA so that
+	// every request inside is judged; when false every tunnel is blind and
+	// only host-level decisions are possible. Default true.
+	Enabled bool `yaml:"enabled"`
+	// CACert is the interception CA's certificate (PEM); created with CAKey
+	// on first start if missing. Required when Enabled. Default
+	// "certs/ca.pem".
+	CACert string `yaml:"ca_cert"`
+	// CAKey is the interception CA's private key (PEM, mode 0600). Required
+	// when Enabled. Default "certs/ca-key.pem".
+	CAKey string `yaml:"ca_key"`
+	// UpstreamCA is a PEM file of extra roots trusted for upstream TLS, in
+	// addition to the system roots. Default "" (system roots only).
+	UpstreamCA string `yaml:"upstream_ca"`
+	// SkipHosts lists host globs (path.Match syntax) whose tunnels are never
+	// intercepted (e.g. certificate-pinned services). Default none.
+	SkipHosts []string `yaml:"skip_hosts"`
+}
+
+// Pacing configures how requests are held to honour Crawl-delay and
+// Request-rate (SPEC §3).
+type Pacing struct {
+	// MaxWait is the longest a request is held for its slot; a request whose
+	// slot lies further ahead is refused with 429 and Retry-After. 0 refuses
+	// every request that would have to wait. Default 60s.
+	MaxWait Duration `yaml:"max_wait"`
+	// DefaultDelay is the operator's floor interval between requests to one
+	// origin, applied where robots.txt sets a shorter delay or none.
+	// Default 0s (none).
+	DefaultDelay Duration `yaml:"default_delay"`
+	// MaxDelay caps the interval taken from robots.txt; what happens above it
+	// is OverMaxDelay. Must be >= DefaultDelay when set. Default 0s (no cap).
+	MaxDelay Duration `yaml:"max_delay"`
+	// OverMaxDelay decides what happens to requests to an origin whose
+	// robots.txt asks for an interval above MaxDelay: "clamp" paces them at
+	// MaxDelay, "refuse" refuses them with 429. Default "clamp".
+	OverMaxDelay OverMaxDelay `yaml:"over_max_delay"`
+	// Key decides what shares one pacing schedule: "origin+group" (the origin
+	// and the robots.txt group that judged the request, so different agents
+	// are paced independently) or "origin" (one schedule per origin, whatever
+	// the agent). Default "origin+group".
+	Key PacingKey `yaml:"key"`
+	// MaxConcurrency limits the requests in flight to one origin at a time
+	// (paced or not); further requests wait like paced ones. 0 = unlimited.
+	// Default 0.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Store holds the pacing state: "memory" (this process) or "redis"
+	// (shared by a fleet through Redis). Default "memory".
+	Store Store `yaml:"store"`
+	// Redis is the Redis server used when Store is "redis".
+	Redis Redis `yaml:"redis"`
+	// OnStoreError decides how paced requests are answered while the store
+	// (Redis) fails: "refuse" (503 + Retry-After) or "local" (in-process
+	// pacing until Redis is back). Default "refuse".
+	OnStoreError StoreErrorPolicy `yaml:"on_store_error"`
+}
+
+// Redis locates the Redis server of the shared pacing store.
+type Redis struct {
+	// Addr is the server's host:port; required when pacing.store is
+	// "redis". Default "127.0.0.1:6379".
+	Addr string `yaml:"addr"`
+}
+
+// Auth configures proxy authentication (Proxy-Authorization: Basic) for the
+// clients entries that name a user.
+type Auth struct {
+	// Htpasswd is an htpasswd-style file of "user:bcrypt-hash" lines, used
+	// for clients entries with a user and no password_bcrypt.
+	// Default "" (none).
+	Htpasswd string `yaml:"htpasswd"`
+	// Realm is the realm of the Proxy-Authenticate challenge sent with 407.
+	// Default "robotsgate".
+	Realm string `yaml:"realm"`
+}
+
+// Client is one clients entry: who is asking (source network and/or proxy
+// user) and how their requests are treated (SPEC §4). When both CIDR and
+// User are set, both must match. The first matching entry applies; a
+// request that matches none is enforced and judged by its User-Agent.
+type Client struct {
+	// CIDR matches the client's source address, e.g. "10.0.0.0/8". Host
+	// bits are ignored. Default "" (any address).
+	CIDR string `yaml:"cidr"`
+	// User matches the proxy user of Proxy-Authorization: Basic. Its
+	// password is PasswordBcrypt, or else the user's line in auth.htpasswd.
+	// Default "" (no authentication).
+	User string `yaml:"user"`
+	// PasswordBcrypt is the bcrypt hash ("$2a$", "$2b$" or "$2y$") of User's
+	// password. Default "".
+	PasswordBcrypt string `yaml:"password_bcrypt"`
+	// Mode is "enforce" (refuse and hold as robots.txt asks), "monitor"
+	// (decide and log, never refuse or hold: a dry run) or "bypass" (no
+	// robots checks; the egress guard still applies). Default "enforce".
+	Mode Mode `yaml:"mode"`
+	// Agent is a fixed product token ([A-Za-z_-]+, e.g. "ResearchBot") to
+	// judge this client's requests by, instead of their User-Agent header.
+	// Default "" (use the header).
+	Agent string `yaml:"agent"`
+	// Purposes are the uses this client makes of what it fetches, in the
+	// vocabulary of the sites' AI-usage preferences (content-usage,
+	// content-signal), e.g. "train-ai", "search". A path whose preferences
+	// refuse one of them is refused with 403 usage-denied. Lower-case tokens
+	// [a-z0-9-]. Default none (preferences are not checked).
+	Purposes []string `yaml:"purposes"`
+}
+
+// Site is one sites entry: a per-host override (SPEC §4). The first entry
+// with a matching host glob applies.
+type Site struct {
+	// Hosts are host globs (path.Match syntax, matched against the
+	// lower-case host, e.g. "*.example.com"). At least one is required.
+	Hosts []string `yaml:"hosts"`
+	// Robots is "obey" (judge by robots.txt) or "ignore" (no robots checks
+	// for these hosts; the egress guard still applies). Default "obey".
+	Robots RobotsPolicy `yaml:"robots"`
+	// Delay is the operator's floor interval for these hosts, used instead of
+	// pacing.default_delay. Default 0s (pacing.default_delay applies).
+	Delay Duration `yaml:"delay"`
+}
+
+// Trap configures the crawler-trap guard (SPEC §4): limits that stop a
+// crawler looping through endless generated URLs. Requests over a limit are
+// refused (403 trap-denied; 429 for the page budget).
+type Trap struct {
+	// Enabled turns the guard on. Default false.
+	Enabled bool `yaml:"enabled"`
+	// MaxURLLength is the longest request-target (path and query), in
+	// bytes. 0 = no limit. Default 2048.
+	MaxURLLength int `yaml:"max_url_length"`
+	// MaxRepeatedSegments is how many times in a row the same path segment,
+	// or run of segments, may repeat (/a/b/a/b/a/b repeats a/b three
+	// times). 0 = no limit. Default 3.
+	MaxRepeatedSegments int `yaml:"max_repeated_segments"`
+	// PageBudget is the number of requests allowed to one origin per
+	// BudgetWindow. 0 = no budget. Default 0.
+	PageBudget int `yaml:"page_budget"`
+	// BudgetWindow is the window of PageBudget. Must be > 0 when PageBudget
+	// is set. Default 1h.
+	BudgetWindow Duration `yaml:"budget_window"`
+}
+
+// Identify adds identification to forwarded requests, after the decision is
+// made (the decision uses the client's own User-Agent), for crawlers that
+// must say who runs them.
+type Identify struct {
+	// From is the value of a From header added to forwarded requests: a
+	// mail address, e.g. "crawler-admin@example.org". Default "" (none).
+	From string `yaml:"from"`
+	// UserAgentSuffix is appended, after a space, to the User-Agent of
+	// forwarded requests, e.g. "(+https://example.org/bot)". Default "".
+	UserAgentSuffix string `yaml:"user_agent_suffix"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is the least severity logged: "debug", "info", "warn" or
+	// "error". Default "info".
+	Level LogLevel `yaml:"level"`
+	// Audit is where the audit log (one JSON line per decision) goes: a file
+	// path (appended to, reopened on SIGHUP), "-" for stdout, or "" for none.
+	// Default "".
+	Audit string `yaml:"audit"`
+}
+
+// Mode is a client's mode.
+type Mode string
+
+// The client modes.
+const (
+	ModeEnforce Mode = "enforce"
+	ModeMonitor Mode = "monitor"
+	ModeBypass  Mode = "bypass"
+)
+
+// RobotsPolicy is a site's robots setting.
+type RobotsPolicy string
+
+// The site robots settings.
+const (
+	RobotsObey   RobotsPolicy = "obey"
+	RobotsIgnore RobotsPolicy = "ignore"
+)
+
+// Store is the pacing store.
+type Store string
+
+// The pacing stores.
+const (
+	StoreMemory Store = "memory"
+	StoreRedis  Store = "redis"
+)
+
+// StoreErrorPolicy says how paced requests are answered while the store fails.
+type StoreErrorPolicy string
+
+// The store error policies.
+const (
+	OnStoreErrorRefuse StoreErrorPolicy = "refuse"
+	OnStoreErrorLocal  StoreErrorPolicy = "local"
+)
+
+// PacingKey says what shares one pacing schedule.
+type PacingKey string
+
+// The pacing keys.
+const (
+	KeyOriginGroup PacingKey = "origin+group"
+	KeyOrigin      PacingKey = "origin"
+)
+
+// OverMaxDelay says what happens when robots.txt asks for more than
+// pacing.max_delay.
+type OverMaxDelay string
+
+// The over-max-delay policies.
+const (
+	OverMaxDelayClamp  OverMaxDelay = "clamp"
+	OverMaxDelayRefuse OverMaxDelay = "refuse"
+)
+
+// LogLevel is a log severity name.
+type LogLevel string
+
+// The log levels.
+const (
+	LevelDebug LogLevel = "debug"
+	LevelInfo  LogLevel = "info"
+	LevelWarn  LogLevel = "warn"
+	LevelError LogLevel = "error"
+)
+
+// SlogLevel returns the level as a log/slog level (info for unknown names).
+func (l LogLevel) SlogLevel() slog.Level {
+	switch l {
+	case LevelDebug:
+		return slog.LevelDebug
+	case LevelWarn:
+		return slog.LevelWarn
+	case LevelError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Duration is a time.Duration written in YAML as a Go duration string
+// ("1.5s", "10m", "24h"; "0" is zero).
+type Duration time.Duration
+
+// Duration returns d as a time.Duration.
+func (d Duration) Duration() time.Duration { return time.Duration(d) }
+
+// String formats d as time.Duration does ("1m0s").
+func (d Duration) String() string { return time.Duration(d).String() }

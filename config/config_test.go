@@ -1,0 +1,449 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// A well-formed bcrypt hash (of "password", cost 10).
+const hash = "$2b$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"
+
+func TestDefaultValidates(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+}
+
+// The sample config.yaml documents every key with its default value: it must
+// parse, and mean exactly Default().
+func TestSampleConfigIsDefault(t *testing.T) {
+	c, err := Load("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Default(); !reflect.DeepEqual(c, want) {
+		t.Errorf("config.yaml parses to\n%+v\nwant Default()\n%+v", c, want)
+	}
+}
+
+// Every key of Config appears in config.yaml, so the sample stays complete.
+func TestSampleConfigHasEveryKey(t *testing.T) {
+	data, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		if n.Kind == yaml.DocumentNode {
+			walk(n.Content[0], path)
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := join(path, n.Content[i].Value)
+			present[key] = true
+			walk(n.Content[i+1], key)
+		}
+	}
+	walk(&root, "")
+	// Every key of every section must be there; list items (clients,
+	// sites) are documented in comments, their keys need not appear.
+	var check func(typ reflect.Type, path string)
+	check = func(typ reflect.Type, path string) {
+		for name, i := range structFields(typ) {
+			key := join(path, name)
+			if !present[key] {
+				t.Errorf("config.yaml lacks key %s", key)
+				continue
+			}
+			if ft := typ.Field(i).Type; ft.Kind() == reflect.Struct {
+				check(ft, key)
+			}
+		}
+	}
+	check(reflect.TypeFor[Config](), "")
+}
+
+// Marshalling a Config and parsing it back gives the same Config: every field
+// has a YAML name and Duration round-trips.
+func TestMarshalRoundTrip(t *testing.T) {
+	c := Default()
+	c.Clients = []Client{{CIDR: "10.0.0.0/8", User: "alice", PasswordBcrypt: hash, Mode: ModeMonitor, Agent: "ResearchBot", Purposes: []string{"train-ai"}}}
+	c.Sites = []Site{{Hosts: []string{"*.example.com"}, Robots: RobotsIgnore, Delay: Duration(1500 * time.Millisecond)}}
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(data, "marshalled")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("round trip gives\n%+v\nwant\n%+v", got, c)
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want func(c *Config) // changes from Default()
+	}{
+		{name: "empty", yaml: ""},
+		{name: "comments only", yaml: "# nothing here\n\n# at all\n"},
+		{name: "explicit null document", yaml: "---\n~\n"},
+		{name: "empty section keeps defaults", yaml: "robots:\npacing:\n  redis:\n"},
+		{name: "empty string", yaml: "admin_listen:\n", want: func(c *Config) { c.AdminListen = "" }},
+		{name: "empty list is nil", yaml: "egress:\n  tunnel_ports: []\n", want: func(c *Config) { c.Egress.TunnelPorts = nil }},
+		{name: "null list is nil", yaml: "egress:\n  tunnel_ports:\n", want: func(c *Config) { c.Egress.TunnelPorts = nil }},
+		{name: "list replaces default", yaml: "egress:\n  tunnel_ports: [443, 8443]\n", want: func(c *Config) { c.Egress.TunnelPorts = []int{443, 8443} }},
+		{name: "durations", yaml: "pacing:\n  max_wait: 1.5s\n  default_delay: 0\n  max_delay: 1h30m\n", want: func(c *Config) {
+			c.Pacing.MaxWait = Duration(1500 * time.Millisecond)
+			c.Pacing.MaxDelay = Duration(90 * time.Minute)
+		}},
+		{name: "hex int", yaml: "robots:\n  cache_entries: 0x10\n", want: func(c *Config) { c.Robots.CacheEntries = 16 }},
+		{name: "quoted and unquoted strings", yaml: "listen: \"[::1]:8080\"\nlog: {audit: '-'}\n", want: func(c *Config) {
+			c.Listen = "[::1]:8080"
+			c.Log.Audit = "-"
+		}},
+		{name: "redis", yaml: "pacing:\n  store: redis\n  redis: {addr: redis.internal:6380}\n  on_store_error: local\n", want: func(c *Config) {
+			c.Pacing.Store = StoreRedis
+			c.Pacing.Redis.Addr = "redis.internal:6380"
+			c.Pacing.OnStoreError = OnStoreErrorLocal
+		}},
+		{name: "list items start from their defaults", yaml: "clients:\n  - cidr: 10.0.0.0/8\n  - user: alice\n    password_bcrypt: \"" + hash + "\"\n    mode: monitor\n    agent: Research_Bot\n    purposes: [train-ai, search]\nsites:\n  - hosts: [\"*.example.com\", example.com]\n    delay: 2s\n", want: func(c *Config) {
+			c.Clients = []Client{
+				{CIDR: "10.0.0.0/8", Mode: ModeEnforce},
+				{User: "alice", PasswordBcrypt: hash, Mode: ModeMonitor, Agent: "Research_Bot", Purposes: []string{"train-ai", "search"}},
+			}
+			c.Sites = []Site{{Hosts: []string{"*.example.com", "example.com"}, Robots: RobotsObey, Delay: Duration(2 * time.Second)}}
+		}},
+		{name: "user checked against htpasswd", yaml: "auth: {htpasswd: /etc/robotsgate/htpasswd}\nclients: [{user: bob}]\n", want: func(c *Config) {
+			c.Auth.Htpasswd = "/etc/robotsgate/htpasswd"
+			c.Clients = []Client{{User: "bob", Mode: ModeEnforce}}
+		}},
+		{name: "anchors and aliases", yaml: "egress:\n  deny_hosts: &bad [evil.example]\nmitm:\n  skip_hosts: *bad\n", want: func(c *Config) {
+			c.Egress.DenyHosts = []string{"evil.example"}
+			c.MITM.SkipHosts = []string{"evil.example"}
+		}},
+		{name: "mitm off needs no CA", yaml: "mitm: {enabled: false, ca_cert: \"\", ca_key: \"\"}\n", want: func(c *Config) {
+			c.MITM = MITM{}
+		}},
+		{name: "identify", yaml: "identify:\n  from: Crawler Admin <crawler@example.org>\n  user_agent_suffix: (+https://example.org/bot)\n", want: func(c *Config) {
+			c.Identify = Identify{From: "Crawler Admin <crawler@example.org>", UserAgentSuffix: "(+https://example.org/bot)"}
+		}},
+		{name: "trap", yaml: "trap: {enabled: true, page_budget: 1000, budget_window: 10m}\n", want: func(c *Config) {
+			c.Trap.Enabled = true
+			c.Trap.PageBudget = 1000
+			c.Trap.BudgetWindow = Duration(10 * time.Minute)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse([]byte(tc.yaml), "cfg.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Default()
+			if tc.want != nil {
+				tc.want(&want)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want string // exact substring of the error
+	}{
+		// Unknown keys.
+		{"unknown top-level key", "listen: 127.0.0.1:8080\nlisen: x\n",
+			"cfg.yaml:2: lisen: unknown key (did you mean listen?)"},
+		{"unknown key, wrong case", "Listen: 127.0.0.1:8080\n",
+			"cfg.yaml:1: Listen: unknown key (did you mean listen?)"},
+		{"unknown nested key", "robots:\n  fetch_timeout: 5s\n  fetch_timeot: 5s\n",
+			"cfg.yaml:3: robots.fetch_timeot: unknown key (did you mean fetch_timeout?)"},
+		{"unknown key, no near miss", "pacing:\n  xyzzy: 1\n",
+			"cfg.yaml:2: pacing.xyzzy: unknown key (valid keys here: max_wait, default_delay, max_delay, over_max_delay, key, max_concurrency, store, redis, on_store_error)"},
+		{"unknown key in a list item", "clients:\n  - cidr: 10.0.0.0/8\n  - cidr: 10.1.0.0/16\n    mod: monitor\n",
+			"cfg.yaml:4: clients[1].mod: unknown key (did you mean mode?)"},
+		{"unknown key deeper", "pacing:\n  redis:\n    address: x:1\n",
+			"cfg.yaml:3: pacing.redis.address: unknown key (did you mean addr?)"},
+		{"duplicate key", "listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n",
+			"cfg.yaml:2: listen: set twice (first at line 1)"},
+		{"merge key", "base: &b {level: info}\nlog:\n  <<: *b\n",
+			"cfg.yaml:3: log: YAML merge keys (<<) are not supported"},
+
+		// Wrong types.
+		{"string for int", "robots:\n  cache_entries: lots\n",
+			`cfg.yaml:2: robots.cache_entries: expected an integer, got "lots"`},
+		{"float for int", "trap:\n  max_url_length: 1.5\n",
+			`cfg.yaml:2: trap.max_url_length: expected an integer, got "1.5"`},
+		{"empty int", "robots:\n  cache_entries:\n",
+			"cfg.yaml:2: robots.cache_entries: expected an integer, got nothing"},
+		{"int overflow", "robots:\n  cache_entries: 99999999999999999999\n",
+			"cfg.yaml:2: robots.cache_entries: "},
+		{"list for map", "listen: 127.0.0.1:8080\npacing: [1, 2]\n",
+			"cfg.yaml:2: pacing: expected a mapping (key: value lines), got a list"},
+		{"block list for map", "pacing:\n  - max_wait: 1s\n",
+			"cfg.yaml:2: pacing: expected a mapping (key: value lines), got a list"},
+		{"map for list", "egress:\n  tunnel_ports:\n    https: 443\n",
+			"cfg.yaml:3: egress.tunnel_ports: expected a list, got a mapping"},
+		{"scalar for list", "egress:\n  tunnel_ports: 443\n",
+			`cfg.yaml:2: egress.tunnel_ports: expected a list, got "443"`},
+		{"yaml 1.1 bool", "robots:\n  strict_paths: yes\n",
+			`cfg.yaml:2: robots.strict_paths: expected true or false, got "yes"`},
+		{"list for string", "listen: [a, b]\n",
+			"cfg.yaml:1: listen: expected a string, got a list"},
+		{"scalar for list item mapping", "clients:\n  - 10.0.0.0/8\n",
+			`cfg.yaml:2: clients[0]: expected a mapping (key: value lines), got "10.0.0.0/8"`},
+		{"top level not a mapping", "- listen\n",
+			"cfg.yaml:1: expected a mapping (key: value lines), got a list"},
+
+		// Durations.
+		{"invalid duration", "\n# pacing\npacing:\n  max_wait: abc\n",
+			`cfg.yaml:4: pacing.max_wait: invalid duration "abc"`},
+		{"duration without unit", "pacing:\n  max_wait: 10\n",
+			`cfg.yaml:2: pacing.max_wait: invalid duration "10"`},
+		{"empty duration", "pacing:\n  max_wait:\n",
+			"cfg.yaml:2: pacing.max_wait: expected a duration such as 1.5s or 10m, got nothing"},
+		{"duration in a list item", "sites:\n  - hosts: [a.example]\n    delay: soon\n",
+			`cfg.yaml:3: sites[0].delay: invalid duration "soon"`},
+		{"negative duration", "pacing:\n  max_wait: -1s\n",
+			"cfg.yaml:2: pacing.max_wait: must not be negative, got -1s"},
+		{"zero fetch timeout", "robots:\n  fetch_timeout: 0s\n",
+			"cfg.yaml:2: robots.fetch_timeout: must be > 0, got 0s"},
+		{"min_ttl > max_ttl", "robots:\n  min_ttl: 2h\n  max_ttl: 1h\n",
+			"cfg.yaml:2: robots.min_ttl: 2h0m0s is longer than robots.max_ttl (1h0m0s)"},
+		{"max_ttl < default min_ttl", "robots:\n  max_ttl: 30s\n",
+			"cfg.yaml:2: robots.max_ttl: 30s is shorter than robots.min_ttl (1m0s)"},
+		{"retry_min > retry_max", "robots:\n  retry_min: 1h\n",
+			"cfg.yaml:2: robots.retry_min: 1h0m0s is longer than robots.retry_max (10m0s)"},
+		{"default_delay > max_delay", "pacing:\n  default_delay: 10s\n  max_delay: 5s\n",
+			"cfg.yaml:2: pacing.default_delay: 10s is longer than pacing.max_delay (5s)"},
+
+		// Enums.
+		{"invalid mode", "clients:\n  - cidr: 10.0.0.0/8\n  - user: bob\n    password_bcrypt: \"" + hash + "\"\n    mode: enforced\n",
+			`cfg.yaml:5: clients[1].mode: invalid value "enforced" (want enforce, monitor or bypass)`},
+		{"invalid store", "pacing:\n  store: memcached\n",
+			`cfg.yaml:2: pacing.store: invalid value "memcached" (want memory or redis)`},
+		{"invalid on_store_error", "pacing: {on_store_error: retry}\n",
+			`cfg.yaml:1: pacing.on_store_error: invalid value "retry" (want refuse or local)`},
+		{"invalid pacing key", "pacing:\n  key: group\n",
+			`cfg.yaml:2: pacing.key: invalid value "group" (want origin+group or origin)`},
+		{"invalid over_max_delay", "pacing:\n  over_max_delay: wait\n",
+			`cfg.yaml:2: pacing.over_max_delay: invalid value "wait" (want clamp or refuse)`},
+		{"invalid site robots", "sites:\n  - hosts: [a.example]\n    robots: disobey\n",
+			`cfg.yaml:3: sites[0].robots: invalid value "disobey" (want obey or ignore)`},
+		{"invalid log level", "log:\n  level: verbose\n",
+			`cfg.yaml:2: log.level: invalid value "verbose" (want debug, info, warn or error)`},
+
+		// Addresses, networks, ports, globs.
+		{"invalid listen", "listen: localhost\n",
+			`cfg.yaml:1: listen: invalid address "localhost"`},
+		{"invalid listen port", "listen: 127.0.0.1:http\n",
+			`cfg.yaml:1: listen: invalid port "http" in "127.0.0.1:http"`},
+		{"admin on the proxy port", "admin_listen: 127.0.0.1:8080\n",
+			"cfg.yaml:1: admin_listen: same address as listen"},
+		{"invalid CIDR", "egress:\n  allow_networks:\n    - 10.0.0.0/8\n    - 10.0.0.0/33\n",
+			`cfg.yaml:4: egress.allow_networks[1]: invalid CIDR "10.0.0.0/33"`},
+		{"invalid client CIDR", "clients:\n  - cidr: 10.0.0/8\n",
+			`cfg.yaml:2: clients[0].cidr: invalid CIDR "10.0.0/8"`},
+		{"port out of range", "egress:\n  tunnel_ports: [443, 70000]\n",
+			"cfg.yaml:2: egress.tunnel_ports[1]: invalid port 70000 (want 1..65535)"},
+		{"port zero", "egress:\n  allow_ports:\n    - 0\n",
+			"cfg.yaml:3: egress.allow_ports[0]: invalid port 0 (want 1..65535)"},
+		{"redis store without addr", "pacing:\n  store: redis\n  redis:\n    addr: \"\"\n",
+			"cfg.yaml:4: pacing.redis.addr: required when pacing.store is redis"},
+		{"invalid redis addr", "pacing:\n  redis: {addr: redis}\n",
+			`cfg.yaml:2: pacing.redis.addr: invalid address "redis"`},
+		{"invalid glob", "sites:\n  - hosts: [\"[a-\"]\n",
+			`cfg.yaml:2: sites[0].hosts[0]: invalid host glob "[a-": syntax error in pattern`},
+		{"URL for a glob", "egress:\n  deny_hosts:\n    - https://evil.example/\n",
+			`cfg.yaml:3: egress.deny_hosts[0]: invalid host glob "https://evil.example/" (want a host such as *.example.com, not a URL)`},
+		{"site without hosts", "sites:\n  - robots: ignore\n",
+			"cfg.yaml:2: sites[0].hosts: required: at least one host glob"},
+		{"mitm without CA", "mitm:\n  ca_key: \"\"\n",
+			"cfg.yaml:2: mitm.ca_key: required when mitm.enabled is true"},
+
+		// Clients.
+		{"client without cidr or user", "clients:\n  - mode: monitor\n",
+			"cfg.yaml:2: clients[0]: a client entry needs cidr or user (or both)"},
+		{"bad bcrypt", "clients:\n  - user: alice\n    password_bcrypt: secret\n",
+			"cfg.yaml:3: clients[0].password_bcrypt: not a bcrypt hash"},
+		{"bcrypt of wrong length", "clients:\n  - user: alice\n    password_bcrypt: \"" + hash[:59] + "\"\n",
+			"cfg.yaml:3: clients[0].password_bcrypt: not a bcrypt hash"},
+		{"password without user", "clients:\n  - cidr: 10.0.0.0/8\n    password_bcrypt: \"" + hash + "\"\n",
+			"cfg.yaml:3: clients[0].password_bcrypt: set without user"},
+		{"user without password", "clients:\n  - user: alice\n",
+			`cfg.yaml:2: clients[0].password_bcrypt: required for user "alice" (or set auth.htpasswd)`},
+		{"user with colon", "auth: {htpasswd: pw}\nclients:\n  - user: \"a:b\"\n",
+			`cfg.yaml:3: clients[0].user: invalid user name "a:b"`},
+		{"bad agent token", "clients:\n  - cidr: 10.0.0.0/8\n    agent: ResearchBot/1.0\n",
+			`cfg.yaml:3: clients[0].agent: invalid agent "ResearchBot/1.0" (want a product token`},
+		{"bad purpose", "clients:\n  - cidr: 10.0.0.0/8\n    purposes:\n      - train-ai\n      - Train AI\n",
+			`cfg.yaml:5: clients[0].purposes[1]: invalid purpose "Train AI"`},
+
+		// Other sections.
+		{"zero cache", "robots:\n  cache_entries: 0\n",
+			"cfg.yaml:2: robots.cache_entries: must be > 0, got 0"},
+		{"empty fetch user agent", "robots:\n  fetch_user_agent: \"\"\n",
+			"cfg.yaml:2: robots.fetch_user_agent: required"},
+		{"negative concurrency", "pacing:\n  max_concurrency: -1\n",
+			"cfg.yaml:2: pacing.max_concurrency: must be >= 0 (0 = unlimited), got -1"},
+		{"budget without window", "trap:\n  page_budget: 10\n  budget_window: 0s\n",
+			"cfg.yaml:3: trap.budget_window: must be > 0 when trap.page_budget is set"},
+		{"invalid from", "identify:\n  from: nobody\n",
+			`cfg.yaml:2: identify.from: invalid mail address "nobody"`},
+		{"control character", "identify:\n  user_agent_suffix: \"a\\r\\nX-Evil: 1\"\n",
+			"cfg.yaml:2: identify.user_agent_suffix: control character"},
+		{"bad realm", "auth:\n  realm: 'a\"b'\n",
+			"cfg.yaml:2: auth.realm: invalid realm"},
+
+		// Not YAML, or more than one document.
+		{"syntax error", "robots:\n  fetch_timeout: 5s\n  - x\n",
+			"cfg.yaml:3: invalid YAML: "},
+		{"tab indentation", "robots:\n\tfetch_timeout: 5s\n",
+			"cfg.yaml:2: invalid YAML: "},
+		{"two documents", "listen: 127.0.0.1:8080\n---\nlisten: 127.0.0.1:8081\n",
+			"cfg.yaml:2: a config file holds one YAML document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml), "cfg.yaml")
+			if err == nil {
+				t.Fatalf("no error; want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
+			}
+			if !reflect.DeepEqual(c, Config{}) {
+				t.Errorf("on error, Config = %+v, want the zero value", c)
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Errorf("error %v is not an *Error", err)
+			}
+		})
+	}
+}
+
+// All problems are reported at once, one per line of the error, in line
+// order, and a key that failed to decode is not reported again by validation.
+func TestParseReportsAllErrors(t *testing.T) {
+	const in = `pacing:
+  store: nope
+  max_wait: abc
+robots:
+  cache_entries: -1
+clients:
+  - cidr: 10.0.0.0/8
+    mode: [monitor]
+extra: 1
+`
+	_, err := Parse([]byte(in), "cfg.yaml")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	got := strings.Split(err.Error(), "\n")
+	want := []string{
+		`cfg.yaml:2: pacing.store: invalid value "nope"`,
+		`cfg.yaml:3: pacing.max_wait: invalid duration "abc"`,
+		"cfg.yaml:5: robots.cache_entries: must be > 0, got -1",
+		"cfg.yaml:8: clients[0].mode: expected a string, got a list",
+		"cfg.yaml:9: extra: unknown key",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d errors:\n%v\nwant %d", len(got), err, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %d = %q, want prefix %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestValidateWithoutFile(t *testing.T) {
+	c := Default()
+	c.Pacing.Store = "etcd"
+	c.Clients = []Client{{Mode: ModeEnforce}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := "pacing.store: invalid value \"etcd\" (want memory or redis)\nclients[0]: a client entry needs cidr or user (or both)"
+	if err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rg.yaml")
+	if err := os.WriteFile(path, []byte("log:\n  level: debug\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Log.Level != LevelDebug || c.Log.Level.SlogLevel().String() != "DEBUG" {
+		t.Errorf("log.level = %q", c.Log.Level)
+	}
+
+	if err := os.WriteFile(path, []byte("log:\n  level: loud\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.HasPrefix(err.Error(), path+":2: log.level: ") {
+		t.Errorf("Load(invalid) = %v, want an error starting %q", err, path+":2: log.level: ")
+	}
+
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) = %v, want os.ErrNotExist", err)
+	}
+}
+
+// Aliases multiply the work of decoding (each reference is decoded again);
+// the work is bounded instead of growing with the product of the references.
+func TestAliasExpansionBounded(t *testing.T) {
+	in := "clients: [&c {cidr: 10.0.0.0/8, purposes: &p [" + strings.Repeat("x, ", 399) + "x]}" +
+		strings.Repeat(", *c", 399) + "]\n"
+	_, err := Parse([]byte(in), "aliases.yaml")
+	if err == nil || !strings.Contains(err.Error(), "aliases.yaml:1: clients[") || !strings.Contains(err.Error(), "document too large") {
+		t.Errorf("err = %v, want document too large", err)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	var v struct {
+		D Duration `yaml:"d"`
+	}
+	if err := yaml.Unmarshal([]byte("d: 1m30s\n"), &v); err != nil || v.D.Duration() != 90*time.Second {
+		t.Errorf("Unmarshal = %v, %v", v.D, err)
+	}
+	if err := yaml.Unmarshal([]byte("d: 90\n"), &v); err == nil || !strings.Contains(err.Error(), `invalid duration "90"`) {
+		t.Errorf("Unmarshal(90) error = %v", err)
+	}
+	out, err := yaml.Marshal(v)
+	if err != nil || string(out) != "d: 1m30s\n" {
+		t.Errorf("Marshal = %q, %v", out, err)
+	}
+}

@@ -1,0 +1,65 @@
+package config
+
+import "time"
+
+// This file holds every default value; nowhere else sets one.
+
+// Default returns the built-in configuration: what robotsgate runs with when
+// there is no config file, and what a file's keys are laid over. It is valid.
+// Empty lists are nil.
+func Default() Config {
+	return Config{
+		Listen:      "127.0.0.1:8080",
+		AdminListen: "127.0.0.1:9090",
+		Robots: Robots{
+			FetchUserAgent: "robotsgate/1.0",
+			FetchTimeout:   Duration(10 * time.Second),
+			CacheEntries:   100000,
+			MinTTL:         Duration(time.Minute),
+			MaxTTL:         Duration(24 * time.Hour),
+			RetryMin:       Duration(10 * time.Second),
+			RetryMax:       Duration(10 * time.Minute),
+			StrictPaths:    true,
+		},
+		Egress: Egress{
+			BlockPrivateNetworks: true,
+			TunnelPorts:          []int{443},
+		},
+		MITM: MITM{
+			Enabled: true,
+			CACert:  "certs/ca.pem",
+			CAKey:   "certs/ca-key.pem",
+		},
+		Pacing: Pacing{
+			MaxWait:      Duration(60 * time.Second),
+			OverMaxDelay: OverMaxDelayClamp,
+			Key:          KeyOriginGroup,
+			Store:        StoreMemory,
+			Redis:        Redis{Addr: "127.0.0.1:6379"},
+			OnStoreError: OnStoreErrorRefuse,
+		},
+		Auth: Auth{
+			Realm: "robotsgate",
+		},
+		Trap: Trap{
+			Enabled:             false,
+			MaxURLLength:        2048,
+			MaxRepeatedSegments: 3,
+			BudgetWindow:        Duration(time.Hour),
+		},
+		Log: Log{
+			Level: LevelInfo,
+		},
+	}
+}
+
+// DefaultClient returns the defaults of a clients entry: the keys an entry
+// does not set keep these values.
+func DefaultClient() Client {
+	return Client{Mode: ModeEnforce}
+}
+
+// DefaultSite returns the defaults of a sites entry.
+func DefaultSite() Site {
+	return Site{Robots: RobotsObey}
+}

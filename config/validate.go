@@ -1,0 +1,358 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/mail"
+	"net/netip"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Validate checks every value and every combination of values, and reports
+// all problems found (joined, each an *Error naming its key). Load and Parse
+// call it, adding file and line to each message; call it yourself for a
+// Config built or changed in code.
+func (c *Config) Validate() error {
+	v := &validator{}
+	v.validate(c)
+	if len(v.errs) > 0 {
+		return joinErrors(v.errs)
+	}
+	return nil
+}
+
+type validator struct {
+	file  string
+	lines map[string]int  // dotted path -> line, from the decoder; may be nil
+	skip  map[string]bool // paths that failed to decode: already reported
+	errs  []*Error
+}
+
+// add reports a problem with key, located at the line of key or, if the file
+// did not set key, of its nearest enclosing key that it did set.
+func (v *validator) add(key, format string, args ...any) {
+	line := 0
+	for k := key; k != ""; k = parent(k) {
+		if v.skip[k] {
+			return
+		}
+		if l, ok := v.lines[k]; ok && line == 0 {
+			line = l
+		}
+	}
+	v.errs = append(v.errs, &Error{File: v.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// set reports whether the file set key.
+func (v *validator) set(key string) bool {
+	_, ok := v.lines[key]
+	return ok
+}
+
+// parent strips the last ".name" or "[i]" of a dotted path.
+func parent(key string) string {
+	if i := strings.LastIndexAny(key, ".["); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+func (v *validator) validate(c *Config) {
+	if c.Listen == "" {
+		v.add("listen", "required (host:port, e.g. 127.0.0.1:8080)")
+	} else if msg := checkHostPort(c.Listen, 0); msg != "" {
+		v.add("listen", "%s", msg)
+	}
+	if c.AdminListen != "" {
+		if msg := checkHostPort(c.AdminListen, 0); msg != "" {
+			v.add("admin_listen", "%s", msg)
+		} else if c.AdminListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+			v.add("admin_listen", "same address as listen (use another port, or \"\" to disable)")
+		}
+	}
+	v.robots(&c.Robots)
+	v.egress(&c.Egress)
+	v.mitm(&c.MITM)
+	v.pacing(&c.Pacing)
+	if msg := checkHeaderText(c.Auth.Realm); c.Auth.Realm == "" || msg != "" || strings.ContainsAny(c.Auth.Realm, `"\`) {
+		v.add("auth.realm", "invalid realm %q (want non-empty text without quotes or backslashes)", c.Auth.Realm)
+	}
+	for i := range c.Clients {
+		v.client(fmt.Sprintf("clients[%d]", i), &c.Clients[i], c.Auth.Htpasswd != "")
+	}
+	for i := range c.Sites {
+		v.site(fmt.Sprintf("sites[%d]", i), &c.Sites[i])
+	}
+	v.trap(&c.Trap)
+	if f := c.Identify.From; f != "" {
+		if a, err := mail.ParseAddress(f); err != nil || checkHeaderText(f) != "" {
+			v.add("identify.from", "invalid mail address %q", f)
+		} else if a.Address == "" {
+			v.add("identify.from", "invalid mail address %q", f)
+		}
+	}
+	if msg := checkHeaderText(c.Identify.UserAgentSuffix); msg != "" {
+		v.add("identify.user_agent_suffix", "%s", msg)
+	}
+	v.enum("log.level", string(c.Log.Level), LevelDebug, LevelInfo, LevelWarn, LevelError)
+}
+
+func (v *validator) robots(r *Robots) {
+	if r.FetchUserAgent == "" {
+		v.add("robots.fetch_user_agent", "required (e.g. \"robotsgate/1.0\")")
+	} else if msg := checkHeaderText(r.FetchUserAgent); msg != "" {
+		v.add("robots.fetch_user_agent", "%s", msg)
+	}
+	v.positive("robots.fetch_timeout", r.FetchTimeout)
+	if r.CacheEntries <= 0 {
+		v.add("robots.cache_entries", "must be > 0, got %d", r.CacheEntries)
+	}
+	v.nonNegative("robots.min_ttl", r.MinTTL)
+	v.positive("robots.max_ttl", r.MaxTTL)
+	if r.MinTTL >= 0 && r.MaxTTL > 0 && r.MinTTL > r.MaxTTL {
+		if v.set("robots.max_ttl") && !v.set("robots.min_ttl") {
+			v.add("robots.max_ttl", "%s is shorter than robots.min_ttl (%s)", r.MaxTTL, r.MinTTL)
+		} else {
+			v.add("robots.min_ttl", "%s is longer than robots.max_ttl (%s)", r.MinTTL, r.MaxTTL)
+		}
+	}
+	v.positive("robots.retry_min", r.RetryMin)
+	v.positive("robots.retry_max", r.RetryMax)
+	if r.RetryMin > 0 && r.RetryMax > 0 && r.RetryMin > r.RetryMax {
+		if v.set("robots.retry_max") && !v.set("robots.retry_min") {
+			v.add("robots.retry_max", "%s is shorter than robots.retry_min (%s)", r.RetryMax, r.RetryMin)
+		} else {
+			v.add("robots.retry_min", "%s is longer than robots.retry_max (%s)", r.RetryMin, r.RetryMax)
+		}
+	}
+}
+
+func (v *validator) egress(e *Egress) {
+	for i, s := range e.AllowNetworks {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			v.add(fmt.Sprintf("egress.allow_networks[%d]", i), "invalid CIDR %q (want e.g. 10.1.0.0/16 or fd00::/8)", s)
+		}
+	}
+	v.globs("egress.allow_hosts", e.AllowHosts)
+	v.globs("egress.deny_hosts", e.DenyHosts)
+	v.ports("egress.allow_ports", e.AllowPorts)
+	v.ports("egress.tunnel_ports", e.TunnelPorts)
+}
+
+func (v *validator) mitm(m *MITM) {
+	if m.Enabled {
+		if m.CACert == "" {
+			v.add("mitm.ca_cert", "required when mitm.enabled is true")
+		}
+		if m.CAKey == "" {
+			v.add("mitm.ca_key", "required when mitm.enabled is true")
+		}
+	}
+	v.globs("mitm.skip_hosts", m.SkipHosts)
+}
+
+func (v *validator) pacing(p *Pacing) {
+	v.nonNegative("pacing.max_wait", p.MaxWait)
+	v.nonNegative("pacing.default_delay", p.DefaultDelay)
+	v.nonNegative("pacing.max_delay", p.MaxDelay)
+	if p.MaxDelay > 0 && p.DefaultDelay > p.MaxDelay {
+		v.add("pacing.default_delay", "%s is longer than pacing.max_delay (%s)", p.DefaultDelay, p.MaxDelay)
+	}
+	v.enum("pacing.over_max_delay", string(p.OverMaxDelay), OverMaxDelayClamp, OverMaxDelayRefuse)
+	v.enum("pacing.key", string(p.Key), KeyOriginGroup, KeyOrigin)
+	if p.MaxConcurrency < 0 {
+		v.add("pacing.max_concurrency", "must be >= 0 (0 = unlimited), got %d", p.MaxConcurrency)
+	}
+	v.enum("pacing.store", string(p.Store), StoreMemory, StoreRedis)
+	switch {
+	case p.Redis.Addr == "" && p.Store == StoreRedis:
+		v.add("pacing.redis.addr", "required when pacing.store is redis")
+	case p.Redis.Addr != "":
+		if msg := checkHostPort(p.Redis.Addr, 1); msg != "" {
+			v.add("pacing.redis.addr", "%s", msg)
+		}
+	}
+	v.enum("pacing.on_store_error", string(p.OnStoreError), OnStoreErrorRefuse, OnStoreErrorLocal)
+}
+
+func (v *validator) client(key string, c *Client, htpasswd bool) {
+	if c.CIDR == "" && c.User == "" {
+		v.add(key, "a client entry needs cidr or user (or both)")
+	}
+	if c.CIDR != "" {
+		if _, err := netip.ParsePrefix(c.CIDR); err != nil {
+			v.add(key+".cidr", "invalid CIDR %q (want e.g. 10.0.0.0/8 or 2001:db8::/32)", c.CIDR)
+		}
+	}
+	if c.User != "" && (strings.Contains(c.User, ":") || checkHeaderText(c.User) != "") {
+		v.add(key+".user", "invalid user name %q (no colons or control characters)", c.User)
+	}
+	switch {
+	case c.PasswordBcrypt != "" && c.User == "":
+		v.add(key+".password_bcrypt", "set without user")
+	case c.PasswordBcrypt != "" && !isBcrypt(c.PasswordBcrypt):
+		v.add(key+".password_bcrypt", "not a bcrypt hash (want $2a$, $2b$ or $2y$, cost and 53 characters, e.g. from htpasswd -nbB user password)")
+	case c.PasswordBcrypt == "" && c.User != "" && !htpasswd:
+		v.add(key+".password_bcrypt", "required for user %q (or set auth.htpasswd)", c.User)
+	}
+	v.enum(key+".mode", string(c.Mode), ModeEnforce, ModeMonitor, ModeBypass)
+	if c.Agent != "" && !isProductToken(c.Agent) {
+		v.add(key+".agent", "invalid agent %q (want a product token of letters, '-' and '_', e.g. ResearchBot)", c.Agent)
+	}
+	for i, p := range c.Purposes {
+		if !isPurpose(p) {
+			v.add(fmt.Sprintf("%s.purposes[%d]", key, i), "invalid purpose %q (want a lower-case token such as train-ai or search)", p)
+		}
+	}
+}
+
+func (v *validator) site(key string, s *Site) {
+	if len(s.Hosts) == 0 {
+		v.add(key+".hosts", "required: at least one host glob (e.g. \"*.example.com\")")
+	}
+	v.globs(key+".hosts", s.Hosts)
+	v.enum(key+".robots", string(s.Robots), RobotsObey, RobotsIgnore)
+	v.nonNegative(key+".delay", s.Delay)
+}
+
+func (v *validator) trap(t *Trap) {
+	for _, f := range []struct {
+		key string
+		n   int
+	}{
+		{"trap.max_url_length", t.MaxURLLength},
+		{"trap.max_repeated_segments", t.MaxRepeatedSegments},
+		{"trap.page_budget", t.PageBudget},
+	} {
+		if f.n < 0 {
+			v.add(f.key, "must be >= 0 (0 = no limit), got %d", f.n)
+		}
+	}
+	v.nonNegative("trap.budget_window", t.BudgetWindow)
+	if t.PageBudget > 0 && t.BudgetWindow == 0 {
+		v.add("trap.budget_window", "must be > 0 when trap.page_budget is set")
+	}
+}
+
+func (v *validator) enum(key, val string, allowed ...any) {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = fmt.Sprint(a)
+		if names[i] == val {
+			return
+		}
+	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	v.add(key, "invalid value %q (want %s)", val, want)
+}
+
+func (v *validator) positive(key string, d Duration) {
+	if d <= 0 {
+		v.add(key, "must be > 0, got %s", d)
+	}
+}
+
+func (v *validator) nonNegative(key string, d Duration) {
+	if d < 0 {
+		v.add(key, "must not be negative, got %s", d)
+	}
+}
+
+func (v *validator) ports(key string, ports []int) {
+	for i, p := range ports {
+		if p < 1 || p > 65535 {
+			v.add(fmt.Sprintf("%s[%d]", key, i), "invalid port %d (want 1..65535)", p)
+		}
+	}
+}
+
+func (v *validator) globs(key string, globs []string) {
+	for i, g := range globs {
+		if msg := checkHostGlob(g); msg != "" {
+			v.add(fmt.Sprintf("%s[%d]", key, i), "%s", msg)
+		}
+	}
+}
+
+// checkHostPort returns what is wrong with a host:port address, or "".
+// The host may be empty (all interfaces); the port must be a number from
+// minPort to 65535.
+func checkHostPort(s string, minPort int) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Sprintf("invalid address %q (want host:port, e.g. 127.0.0.1:8080 or [::1]:8080)", s)
+	}
+	if strings.ContainsAny(host, " \t/") {
+		return fmt.Sprintf("invalid host %q in %q", host, s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < minPort || n > 65535 {
+		return fmt.Sprintf("invalid port %q in %q (want %d..65535)", port, s, minPort)
+	}
+	return ""
+}
+
+// checkHostGlob returns what is wrong with a host glob, or "".
+func checkHostGlob(g string) string {
+	switch {
+	case g == "":
+		return "empty host glob"
+	case strings.ContainsAny(g, "/ \t"):
+		return fmt.Sprintf("invalid host glob %q (want a host such as *.example.com, not a URL)", g)
+	}
+	if _, err := path.Match(g, ""); err != nil {
+		return fmt.Sprintf("invalid host glob %q: %v", g, err)
+	}
+	return ""
+}
+
+// checkHeaderText returns what is wrong with s as (part of) a header value,
+// or "".
+func checkHeaderText(s string) string {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 && b != '\t' || b == 0x7f {
+			return fmt.Sprintf("control character in %q", s)
+		}
+	}
+	return ""
+}
+
+// isBcrypt reports whether s has the shape of a bcrypt hash:
+// "$2b$10$" followed by 53 characters of bcrypt's base64 alphabet.
+func isBcrypt(s string) bool {
+	if len(s) != 60 || !(strings.HasPrefix(s, "$2a$") || strings.HasPrefix(s, "$2b$") || strings.HasPrefix(s, "$2y$")) {
+		return false
+	}
+	cost, err := strconv.Atoi(s[4:6])
+	if err != nil || cost < 4 || cost > 31 || s[6] != '$' {
+		return false
+	}
+	for _, c := range []byte(s[7:]) {
+		if !(c == '.' || c == '/' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// isProductToken reports whether s is a robots.txt product token: [A-Za-z_-]+.
+func isProductToken(s string) bool {
+	for _, c := range []byte(s) {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isPurpose reports whether s is a usage-preference name: [a-z0-9-]+,
+// starting with a letter or digit.
+func isPurpose(s string) bool {
+	for i, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' && i > 0) {
+			return false
+		}
+	}
+	return s != ""
+}
