@@ -14,6 +14,9 @@ type File struct {
 	members []member // per agent contiguous, sorted by run; global last
 	global  span     // members of the "*" group
 	usage   []usageRule
+	// canon is the file with canonical patterns for the evasion guard
+	// (Group.DecideStrict); nil when every pattern is canonical already.
+	canon *File
 
 	sitemaps []string
 	host     string
@@ -81,6 +84,8 @@ type Pref struct {
 	Value string
 	Line  int
 }
+
+func (f *File) rulePattern(r *rule) string { return f.arena[r.off : r.off+uint32(r.n)] }
 
 // Sitemaps returns the sitemap URLs the file lists, in order. The caller must
 // not modify the slice.

@@ -38,6 +38,10 @@ type Decision struct {
 	Rule Rule
 	// Group is the group that judged the request.
 	Group Group
+	// Canonical is set when the verdict came from judging the canonical
+	// form of the target (Group.DecideStrict, the evasion guard): it is
+	// that form, and Rule is the pattern in canonical form.
+	Canonical string
 }
 
 // String explains the decision in one line, e.g.
@@ -53,6 +57,9 @@ func (d Decision) String() string {
 	}
 	if !d.Matched {
 		return fmt.Sprintf("%s: no rule matched (%s)", verdict, group)
+	}
+	if d.Canonical != "" {
+		group += fmt.Sprintf(", judged as %q", d.Canonical)
 	}
 	return fmt.Sprintf("%s by %q (line %d, %s)", verdict, d.Rule.String(), d.Rule.Line, group)
 }
@@ -110,6 +117,35 @@ func (g Group) Decide(target string) Decision {
 	return d
 }
 
+// DecideStrict judges target as Decide does and, unless that disallows, also
+// judges its canonical form (CanonicalTarget) against the patterns in
+// canonical form; the request is refused if either judgement disallows.
+// This closes the evasions Google's raw comparison leaves open, since origins
+// decode and normalise paths: with "Disallow: /private", "/%70rivate",
+// "/public/../private" and "//private" are refused; with "Disallow: /~joe/",
+// "/%7Ejoe/x" is, and with "Disallow: /%7Ejoe/", "/~joe/x" is. It does not
+// allocate when the target and every pattern are canonical already.
+func (g Group) DecideStrict(target string) Decision {
+	d := g.Decide(target)
+	if !d.Allowed || g.f == nil {
+		return d
+	}
+	canon := g.f.canon
+	if canon == nil {
+		canon = g.f
+	}
+	ct := CanonicalTarget(requestPath(target))
+	if canon == g.f && ct == requestPath(target) {
+		return d
+	}
+	dc := Group{f: canon, id: g.id}.Decide(ct)
+	if dc.Allowed {
+		return d
+	}
+	dc.Group, dc.Canonical = g, ct
+	return dc
+}
+
 // IsRobotsTxt reports whether target is the robots.txt file itself, which
 // RFC 9309 §2.2.2 says is implicitly allowed whatever the rules say.
 func IsRobotsTxt(target string) bool {
@@ -163,6 +199,16 @@ func matchPattern(pattern, path string) bool {
 // which is optimal when '*' matches anything, so the cost is linear in
 // len(p)+len(s) searches rather than exponential backtracking.
 func matchWild(p, s string, anchored bool) bool {
+	if anchored {
+		// What follows the last '*' must end the path: check it first, then
+		// place the other segments in what precedes it.
+		last := strings.LastIndexByte(p, '*')
+		tail := p[last+1:]
+		if !strings.HasSuffix(s, tail) {
+			return false
+		}
+		s, p, anchored = s[:len(s)-len(tail)], p[:last+1], false
+	}
 	for {
 		i := strings.IndexByte(p, '*')
 		if i < 0 {

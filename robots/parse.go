@@ -137,20 +137,19 @@ func (b *builder) rule(num uint32, allow bool, value []byte) {
 	off := len(b.arena)
 	b.arena = appendEscaped(b.arena, value)
 	b.addRule(num, allow, off, false)
-	if !allow {
-		return
-	}
 	// Google normalises "allow: /dir/index.htm(l)" to also allow "/dir/$".
 	p := b.arena[off:]
-	if slash := bytes.LastIndexByte(p, '/'); slash >= 0 && bytes.HasPrefix(p[slash:], []byte("/index.htm")) {
+	if slash := bytes.LastIndexByte(p, '/'); allow && slash >= 0 && bytes.HasPrefix(p[slash:], []byte("/index.htm")) {
 		implied := len(b.arena)
 		b.arena = append(b.arena, b.arena[off:off+slash+1]...)
 		b.arena = append(b.arena, '$')
 		b.addRule(num, true, implied, true)
 	}
+	b.runs[len(b.runs)-1].rules.end = uint32(len(b.rules))
 }
 
-// addRule records the pattern stored in arena from off to its end.
+// addRule records the pattern stored in arena from off to its end; the
+// caller extends the current run over it.
 func (b *builder) addRule(num uint32, allow bool, off int, implied bool) {
 	p := b.arena[off:]
 	r := rule{off: uint32(off), n: uint16(len(p)), line: num}
@@ -171,7 +170,6 @@ func (b *builder) addRule(num uint32, allow bool, off int, implied bool) {
 	}
 	r.lit = uint16(lit)
 	b.rules = append(b.rules, r)
-	b.runs[len(b.runs)-1].rules.end = uint32(len(b.rules))
 }
 
 // finish sorts what was read into the File's lookup structures.
@@ -183,11 +181,14 @@ func (b *builder) finish() *File {
 	f.sitemaps = slices.Clip(b.sitemaps)
 	f.signals = slices.Clip(b.signals)
 	for _, r := range f.runs {
-		slices.SortFunc(f.rules[r.rules.start:r.rules.end], byPrecedence)
+		sortRules(f.rules[r.rules.start:r.rules.end])
 	}
 	b.finishAgents(f)
+	f.canon = buildCanonical(f)
 	return f
 }
+
+func sortRules(rs []rule) { slices.SortFunc(rs, byPrecedence) }
 
 // byPrecedence orders rules so that the first one matching a path decides:
 // longest pattern first, allow before disallow on a tie, then by line (Google

@@ -1,0 +1,156 @@
+package robots
+
+import "strings"
+
+// CanonicalTarget returns the canonical form of a request-target's path, the
+// form origin servers act on once they have decoded and normalised it:
+// %XX escapes of unreserved characters (RFC 3986 §2.3) decoded, other escapes
+// upper-cased, non-ASCII octets %-encoded, repeated slashes collapsed and
+// dot segments removed (RFC 3986 §5.2.4); a '%' that starts no escape becomes
+// %25. The query and fragment are kept as
+// they are. It returns target itself, without allocating, when it is
+// already canonical.
+func CanonicalTarget(target string) string {
+	path, rest := target, ""
+	if i := strings.IndexAny(target, "?#"); i >= 0 {
+		path, rest = target[:i], target[i:]
+	}
+	if isCanonicalPath(path) {
+		return target
+	}
+	return canonicalPath(path) + rest
+}
+
+// isCanonicalPath reports whether canonicalPath would leave p unchanged,
+// cheaply: no escapes, no non-ASCII octets, no "//" and no dot segment.
+func isCanonicalPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '%' || c >= 0x80:
+			return false
+		case c == '/' && i+1 < len(p) && p[i+1] == '/':
+			return false
+		case c == '.' && (i == 0 || p[i-1] == '/'):
+			// "." or ".." as a whole segment
+			j := i + 1
+			if j < len(p) && p[j] == '.' {
+				j++
+			}
+			if j == len(p) || p[j] == '/' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func canonicalPath(p string) string {
+	b := make([]byte, 0, len(p)+8)
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]):
+			v := unhex(p[i+1])<<4 | unhex(p[i+2])
+			if isUnreserved(v) {
+				b = append(b, v)
+			} else {
+				b = append(b, '%', upperASCII(p[i+1]), upperASCII(p[i+2]))
+			}
+			i += 2
+		case c >= 0x80 || c == '%':
+			// A '%' that starts no escape is a literal '%': written %25 so
+			// that decoding cannot make a new escape of it ("%0%61").
+			b = append(b, '%', upperHex[c>>4], upperHex[c&0xF])
+		case c == '/' && len(b) > 0 && b[len(b)-1] == '/':
+			// collapse "//"
+		default:
+			b = append(b, c)
+		}
+	}
+	return removeDotSegments(string(b))
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// removeDotSegments is RFC 3986 §5.2.4 on a path without "//".
+func removeDotSegments(p string) string {
+	if !strings.Contains(p, ".") {
+		return p
+	}
+	var out []string
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch s {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	if len(out) == 1 && out[0] == "" && strings.HasPrefix(p, "/") {
+		return "/"
+	}
+	return strings.Join(out, "/")
+}
+
+// buildCanonical returns f with every rule pattern in canonical form (see
+// CanonicalTarget), for judging canonical targets, or nil when no pattern
+// changes, which is the common case and costs nothing.
+func buildCanonical(f *File) *File {
+	changed := false
+	for i := range f.rules {
+		if !isCanonicalPath(patternPath(f.rulePattern(&f.rules[i]))) {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return nil
+	}
+	b := builder{runs: f.runs}
+	for i := range f.rules {
+		r := &f.rules[i]
+		off := len(b.arena)
+		b.arena = append(b.arena, CanonicalTarget(f.rulePattern(r))...)
+		b.addRule(r.line, r.flags&ruleAllow != 0, off, r.flags&ruleImplied != 0)
+	}
+	c := *f
+	c.arena = string(b.arena)
+	c.rules = b.rules
+	for _, r := range c.runs {
+		sortRules(c.rules[r.rules.start:r.rules.end])
+	}
+	c.canon = nil
+	return &c
+}
+
+// patternPath is the part of a pattern before its query.
+func patternPath(p string) string {
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
