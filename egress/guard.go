@@ -67,6 +67,23 @@ func (g *Guard) Check(host string, ip netip.Addr) error {
 	return &DeniedError{Host: host, IP: ip, Class: c}
 }
 
+// CheckHost resolves host and returns a *DeniedError if any of its
+// addresses may not be connected to, so that a request can be refused before
+// anything is sent (a CONNECT before its 200). DialContext checks again: the
+// answer may change in between, and only the dial-time check is binding.
+func (g *Guard) CheckHost(ctx context.Context, host string) error {
+	ips, err := g.resolve(ctx, "tcp", host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", host, err)
+	}
+	for _, ip := range ips {
+		if err := g.Check(host, ip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DialContext resolves addr's host once, refuses the connection if any of
 // its addresses is denied, and otherwise dials the checked addresses in turn
 // by IP literal, so the address connected to is the one that was checked.

@@ -242,3 +242,24 @@ func requestPath(target string) string {
 	}
 	return target
 }
+
+// DisallowsAll reports whether the group refuses every path: a disallow rule
+// matching every path ("/", "*", "/*") and no allow rule at all. It is the
+// one decision possible about a host without seeing its paths (a tunnel that
+// is not intercepted). An unknown or empty group disallows nothing.
+func (g Group) DisallowsAll() bool {
+	blanket := false
+	for _, m := range g.members() {
+		rs := g.f.runs[m.run].rules
+		for _, r := range g.f.rules[rs.start:rs.end] {
+			if r.flags&ruleAllow != 0 {
+				return false
+			}
+			switch g.f.rulePattern(&r) {
+			case "/", "*", "/*", "*$", "/*$":
+				blanket = true
+			}
+		}
+	}
+	return blanket
+}

@@ -196,3 +196,19 @@ func TestDecideDoesNotAllocate(t *testing.T) {
 		t.Errorf("allocations per decision = %v, want 0", allocs)
 	}
 }
+
+func TestDisallowsAll(t *testing.T) {
+	for body, want := range map[string]bool{
+		"User-agent: *\nDisallow: /":                 true,
+		"User-agent: *\nDisallow: /*":                true,
+		"User-agent: *\nDisallow: *":                 true,
+		"User-agent: *\nDisallow: /\nAllow: /public": false,
+		"User-agent: *\nDisallow: /private":          false,
+		"User-agent: other\nDisallow: /":             false,
+		"":                                           false,
+	} {
+		if got := Parse([]byte(body)).GroupForUserAgent("bot").DisallowsAll(); got != want {
+			t.Errorf("%q: DisallowsAll = %v, want %v", body, got, want)
+		}
+	}
+}

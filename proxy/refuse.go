@@ -1,0 +1,196 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/policy"
+)
+
+// Every response robotsgate makes itself is built here, so all of them carry
+// X-Robotsgate-Decision, an RFC 9209 Proxy-Status and Cache-Control: no-store,
+// and explain themselves in plain text or, when asked for, JSON.
+
+// explanation is the body of a refusal.
+type explanation struct {
+	Decision   string `json:"decision"`
+	Status     int    `json:"status"`
+	Message    string `json:"message"`
+	URL        string `json:"url,omitempty"`
+	UserAgent  string `json:"user_agent,omitempty"`
+	Group      string `json:"group,omitempty"`
+	Rule       string `json:"rule,omitempty"`
+	Line       int    `json:"line,omitempty"`
+	Canonical  string `json:"canonical_target,omitempty"`
+	RobotsURL  string `json:"robots_url,omitempty"`
+	RobotsInfo string `json:"robots_status,omitempty"`
+	RetryAfter int    `json:"retry_after,omitempty"`
+}
+
+// refusal renders a policy decision that refuses the request.
+func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
+	e := explanation{
+		Decision:  d.Verdict.String(),
+		URL:       d.Request.Origin.String() + d.Request.Target,
+		UserAgent: d.Request.UserAgent,
+		Group:     d.Group(),
+	}
+	if d.Robots != nil {
+		e.RobotsURL = d.Robots.URL()
+		e.RobotsInfo = d.Robots.Status.String()
+	}
+	switch d.Verdict {
+	case policy.Disallow:
+		e.Status = http.StatusForbidden
+		e.Message = "robots.txt disallows this request."
+		if d.Rule.Matched {
+			e.Rule, e.Line, e.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
+		} else {
+			e.Message = "robots.txt disallows every path of this host to this agent (tunnel not intercepted)."
+		}
+	case policy.Unreachable:
+		e.Status = http.StatusServiceUnavailable
+		e.Message = "robots.txt could not be fetched (" + unreachableReason(d) + "): every request to this origin is refused until it can be."
+		e.RetryAfter = seconds(d.RetryAfter)
+	}
+	return render(req, &e, "http_request_denied")
+}
+
+func unreachableReason(d *policy.Decision) string {
+	if d.Robots != nil && d.Robots.HTTPStatus != 0 {
+		return "HTTP " + strconv.Itoa(d.Robots.HTTPStatus)
+	}
+	return "no response"
+}
+
+// egressRefusal renders a destination refused before anything was sent.
+func (s *Server) egressRefusal(req *http.Request, err error) *http.Response {
+	var denied *egress.DeniedError
+	var port *portError
+	switch {
+	case errors.As(err, &denied):
+		return egressDenied(req, denied)
+	case errors.As(err, &port):
+		return render(req, &explanation{Decision: "egress-denied", Status: http.StatusForbidden, Message: port.Error() + "."}, "destination_ip_prohibited")
+	}
+	s.log.Info("destination lookup failed", "host", req.Host, "err", err)
+	return plainResponse(req, http.StatusBadGateway, "upstream-error", "dns_error", "The destination's name could not be resolved.")
+}
+
+func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response {
+	return render(req, &explanation{
+		Decision: "egress-denied", Status: http.StatusForbidden,
+		Message: "The destination is on a " + denied.Class.String() + " network, which this proxy does not reach (egress guard).",
+	}, "destination_ip_prohibited")
+}
+
+// plainRefusal renders a refusal that is only a message.
+func (s *Server) plainRefusal(req *http.Request, status int, decision, proxyError, message string) *http.Response {
+	return plainResponse(req, status, decision, proxyError, message)
+}
+
+func plainResponse(req *http.Request, status int, decision, proxyError, message string) *http.Response {
+	return render(req, &explanation{Decision: decision, Status: status, Message: message}, proxyError)
+}
+
+// render builds the response for an explanation.
+func render(req *http.Request, e *explanation, proxyError string) *http.Response {
+	var body []byte
+	contentType := "text/plain; charset=utf-8"
+	if wantsJSON(req) {
+		body, _ = json.Marshal(e)
+		body = append(body, '\n')
+		contentType = "application/json"
+	} else {
+		body = e.text()
+	}
+	h := http.Header{}
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Robotsgate-Decision", e.Decision)
+	h.Set("Proxy-Status", proxyStatus(proxyError, e))
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	return &http.Response{
+		StatusCode:    e.Status,
+		Status:        fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status)),
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}
+
+func wantsJSON(req *http.Request) bool {
+	return req != nil && strings.Contains(req.Header.Get("Accept"), "application/json")
+}
+
+// proxyStatus formats an RFC 9209 Proxy-Status field value.
+func proxyStatus(errorType string, e *explanation) string {
+	details := e.Decision
+	if e.Rule != "" {
+		details += fmt.Sprintf(": %s (line %d)", e.Rule, e.Line)
+	}
+	return fmt.Sprintf("robotsgate; error=%s; details=%s", errorType, strconv.Quote(details))
+}
+
+func (e *explanation) text() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s: %s\n", e.Status, http.StatusText(e.Status), e.Message)
+	field := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(&b, "%-12s %s\n", name+":", value)
+		}
+	}
+	if e.URL != "" {
+		b.WriteString("\n")
+	}
+	field("URL", e.URL)
+	field("User-Agent", e.UserAgent)
+	field("Group", groupText(e.Group))
+	if e.Rule != "" {
+		field("Rule", fmt.Sprintf("%s (line %d)", e.Rule, e.Line))
+	}
+	field("Judged as", e.Canonical)
+	field("robots.txt", e.RobotsURL)
+	if e.RetryAfter > 0 {
+		field("Retry after", strconv.Itoa(e.RetryAfter)+"s")
+	}
+	return []byte(b.String())
+}
+
+func groupText(g string) string {
+	if g == "" {
+		return ""
+	}
+	return "User-agent: " + g
+}
+
+// seconds rounds a duration up to whole seconds, at least 1.
+func seconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// writeResponse sends a response built here through a ResponseWriter.
+func writeResponse(w http.ResponseWriter, resp *http.Response) {
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+	resp.Body.Close()
+}

@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/policy"
+)
+
+// newGoproxy wires goproxy: our dialer for everything (never HTTP(S)_PROXY
+// from the environment, never its public CA), our judgement on every
+// request, our round tripper so upstream failures are responses.
+func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = slogWriter{s.log}
+	gp.Tr = s.upstream.tr
+	gp.ConnectDial = nil // NewProxyHttpServer sets one from HTTPS_PROXY
+	gp.ConnectDialWithReq = func(req *http.Request, network, addr string) (net.Conn, error) {
+		return s.dial(req.Context(), network, addr)
+	}
+	gp.KeepAcceptEncoding = true // pass the client's Accept-Encoding, bodies untouched
+	gp.NonproxyHandler = http.HandlerFunc(s.notAProxyRequest)
+	gp.OnRequest().HandleConnectFunc(s.onConnect)
+	gp.OnRequest().DoFunc(s.onRequest)
+	return gp
+}
+
+// onRequest judges one request (plain HTTP in absolute form, or one from
+// inside an intercepted tunnel) and either returns a refusal or prepares the
+// request to go upstream unchanged.
+func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	ctx.RoundTripper = s.upstream
+	if req.Method == http.MethodConnect {
+		return req, s.plainRefusal(req, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported.")
+	}
+	o, err := origin.FromURL(req.URL)
+	if err != nil {
+		return req, s.plainRefusal(req, http.StatusBadRequest, "bad-request", "http_request_error", "The request URL has no valid http or https origin.")
+	}
+	if _, inTunnel := tunnelOf(req.Context()); !inTunnel {
+		if err := s.checkDestination(req.Context(), o, false); err != nil {
+			return req, s.egressRefusal(req, err)
+		}
+	}
+	target := requestTarget(req)
+	d, err := s.settings().engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent()})
+	if err != nil {
+		return req, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
+	}
+	s.logDecision(req, &d)
+	if d.Verdict != policy.Allow {
+		return req, s.refusal(req, &d)
+	}
+	prepareUpstream(req, target)
+	return req, nil
+}
+
+// requestTarget returns the request-target as the client sent it, in origin
+// form: the path and query of an absolute-form target, "/" when it has none.
+func requestTarget(req *http.Request) string {
+	t := req.RequestURI
+	if t == "" {
+		return req.URL.RequestURI()
+	}
+	if strings.HasPrefix(t, "/") {
+		return t
+	}
+	if i := strings.Index(t, "://"); i >= 0 {
+		rest := t[i+3:]
+		j := strings.IndexAny(rest, "/?")
+		if j < 0 {
+			return "/"
+		}
+		if rest[j] == '?' {
+			return "/" + rest[j:]
+		}
+		return rest[j:]
+	}
+	return "/" // "*" or an authority
+}
+
+// prepareUpstream makes the request go out as the client sent it: the raw
+// request-target, not a re-encoding of the parsed path, and without the
+// client's "Connection: close", which would stop upstream connection reuse.
+func prepareUpstream(req *http.Request, target string) {
+	req.Close = false
+	if req.URL.RequestURI() == target || strings.HasPrefix(target, "//") {
+		return
+	}
+	path, query, hasQuery := strings.Cut(target, "?")
+	req.URL.Opaque = path
+	req.URL.RawQuery = query
+	req.URL.ForceQuery = hasQuery && query == ""
+}
+
+func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
+	writeResponse(w, s.plainRefusal(req, http.StatusBadRequest, "bad-request", "http_request_error",
+		"This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
+}
+
+// logDecision writes the one log line of a decision.
+func (s *Server) logDecision(req *http.Request, d *policy.Decision) {
+	attrs := []any{
+		"decision", d.Verdict.String(), "method", req.Method,
+		"url", d.Request.Origin.String() + d.Request.Target, "agent", d.Group(), "client", req.RemoteAddr,
+	}
+	if d.Rule.Matched {
+		attrs = append(attrs, "rule", d.Rule.Rule.String(), "line", d.Rule.Rule.Line)
+	}
+	if d.Verdict == policy.Allow {
+		s.log.Debug("request", attrs...)
+		return
+	}
+	s.log.Info("request refused", attrs...)
+}
+
+type tunnelKey struct{}
+
+// tunnelInfo describes the intercepted tunnel a request arrived in.
+type tunnelInfo struct {
+	origin  origin.Origin
+	connect *http.Request // the CONNECT request
+}
+
+func tunnelOf(ctx context.Context) (*tunnelInfo, bool) {
+	t, ok := ctx.Value(tunnelKey{}).(*tunnelInfo)
+	return t, ok
+}

@@ -1,0 +1,310 @@
+// Package proxy is robotsgate's forward proxy: goproxy wired so that every
+// plain HTTP request and every request inside an intercepted CONNECT tunnel
+// is judged by the policy engine before it leaves, refusals are rendered in
+// one place, and upstream failures become proper responses.
+//
+// Requests inside an intercepted tunnel are read by a net/http server of
+// their own (one per tunnel) rather than by goproxy's MITM loop, so they get
+// the same limits, timeouts and malformed-request handling (400, 431) as
+// requests on the proxy port; they are then handed to goproxy like any
+// absolute-form request.
+package proxy
+
+import (
+	"cmp"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/robotsgate/robotsgate/certs"
+	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/robots/resolver"
+)
+
+// Timeouts. Upstream ones bound each phase of talking to an origin; client
+// ones free connections from clients that stall or idle.
+const (
+	dialTimeout           = 10 * time.Second
+	tlsHandshakeTimeout   = 10 * time.Second
+	responseHeaderTimeout = 60 * time.Second
+	upstreamIdleTimeout   = 90 * time.Second  // idle pooled upstream connection
+	upstreamReadTimeout   = 120 * time.Second // silence inside a response or tunnel
+	clientHeaderTimeout   = 30 * time.Second
+	clientIdleTimeout     = 90 * time.Second
+	maxHeaderBytes        = 1 << 20 // request head; beyond it 431
+)
+
+// Options carries what New cannot derive from the configuration.
+type Options struct {
+	// CA signs intercepted connections' certificates; required when
+	// mitm.enabled is true.
+	CA *certs.CA
+	// Logger receives operational logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Resolver, when set, replaces the egress guard's DNS resolver (tests).
+	Resolver egress.Resolver
+}
+
+// Server is the proxy. Create it with New, run it with Serve, stop it with
+// Shutdown.
+type Server struct {
+	log      *slog.Logger
+	resolver *resolver.Resolver
+	minter   *certs.Minter
+	dnsOpt   egress.Resolver
+	gp       *goproxy.ProxyHttpServer
+	http     *http.Server
+	upstream *upstream
+	current  atomic.Pointer[settings]
+	tunnels  tunnelSet
+}
+
+// settings is the part of the server that a configuration reload replaces.
+type settings struct {
+	cfg    config.Config
+	engine *policy.Engine
+	guard  *egress.Guard
+}
+
+// New builds a Server from a validated configuration.
+func New(cfg config.Config, opts Options) (*Server, error) {
+	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver}
+	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MITM.Enabled {
+		if opts.CA == nil {
+			return nil, errors.New("proxy: mitm.enabled needs a CA")
+		}
+		if s.minter, err = certs.NewMinter(opts.CA, certs.MinterOptions{}); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+	}
+	s.resolver, err = resolver.New(resolver.Config{
+		UserAgent:    cfg.Robots.FetchUserAgent,
+		FetchTimeout: cfg.Robots.FetchTimeout.Duration(),
+		CacheEntries: cfg.Robots.CacheEntries,
+		MinTTL:       cfg.Robots.MinTTL.Duration(),
+		MaxTTL:       cfg.Robots.MaxTTL.Duration(),
+		RetryMin:     cfg.Robots.RetryMin.Duration(),
+		RetryMax:     cfg.Robots.RetryMax.Duration(),
+		DialContext:  s.dial,
+		RootCAs:      roots,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if err := s.Reload(cfg); err != nil {
+		return nil, err
+	}
+	s.upstream = newUpstream(s.dial, roots, s.log)
+	s.gp = s.newGoproxy()
+	s.http = &http.Server{
+		Handler:           s.gp,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: clientHeaderTimeout,
+		IdleTimeout:       clientIdleTimeout,
+		ErrorLog:          log.New(slogWriter{s.log}, "", 0),
+	}
+	return s, nil
+}
+
+// Reload applies a new configuration to the parts that can change while
+// running (robots.strict_paths, egress, mitm.skip_hosts). Listen addresses,
+// the CA and the robots.txt cache settings need a restart.
+func (s *Server) Reload(cfg config.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	guard, err := newGuard(cfg.Egress, s.dnsOpt)
+	if err != nil {
+		return err
+	}
+	s.current.Store(&settings{
+		cfg:    cfg,
+		engine: policy.New(policy.Config{Resolver: s.resolver, StrictPaths: cfg.Robots.StrictPaths}),
+		guard:  guard,
+	})
+	return nil
+}
+
+func (s *Server) settings() *settings { return s.current.Load() }
+
+func newGuard(e config.Egress, r egress.Resolver) (*egress.Guard, error) {
+	g := &egress.Guard{BlockPrivate: e.BlockPrivateNetworks, Resolver: r, DialTimeout: dialTimeout}
+	for _, c := range e.AllowNetworks {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: egress.allow_networks: %w", err)
+		}
+		g.AllowNetworks = append(g.AllowNetworks, p.Masked())
+	}
+	return g, nil
+}
+
+// dial connects to an origin through the current egress guard; upstream
+// connections get a read deadline refreshed by traffic, so a silent origin
+// cannot hold a request or tunnel forever.
+func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := s.settings().guard.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return newIdleConn(c, upstreamReadTimeout), nil
+}
+
+func upstreamRoots(file string) (*x509.CertPool, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if file == "" {
+		return roots, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: mitm.upstream_ca: %w", err)
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("proxy: mitm.upstream_ca: no certificate in %s", file)
+	}
+	return roots, nil
+}
+
+// Serve accepts proxy connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits, until ctx is done, for
+// in-flight requests (tunnels included) to finish; then it closes what is
+// left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.tunnels.shutdown(ctx)
+	}()
+	err := s.http.Shutdown(ctx)
+	wg.Wait()
+	s.resolver.Close()
+	s.upstream.close()
+	return err
+}
+
+// mitmHost reports whether CONNECTs to host are intercepted.
+func (st *settings) mitmHost(host string) bool {
+	if !st.cfg.MITM.Enabled {
+		return false
+	}
+	for _, glob := range st.cfg.MITM.SkipHosts {
+		if ok, _ := path.Match(glob, host); ok {
+			return false
+		}
+	}
+	return true
+}
+
+// portAllowed applies egress.allow_ports (every destination) and, for blind
+// tunnels, egress.tunnel_ports.
+func (st *settings) portAllowed(port uint16, blindTunnel bool) bool {
+	in := func(ports []int) bool {
+		for _, p := range ports {
+			if p == int(port) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(st.cfg.Egress.AllowPorts) > 0 && !in(st.cfg.Egress.AllowPorts) {
+		return false
+	}
+	return !blindTunnel || in(st.cfg.Egress.TunnelPorts)
+}
+
+// checkDestination applies the port rules and the egress guard to a
+// destination before anything is sent to it.
+func (s *Server) checkDestination(ctx context.Context, o origin.Origin, blindTunnel bool) error {
+	st := s.settings()
+	if !st.portAllowed(o.Port, blindTunnel) {
+		return &portError{port: o.Port, tunnel: blindTunnel}
+	}
+	return st.guard.CheckHost(ctx, o.Host)
+}
+
+type portError struct {
+	port   uint16
+	tunnel bool
+}
+
+func (e *portError) Error() string {
+	if e.tunnel {
+		return fmt.Sprintf("port %d is not open to tunnels without interception (egress.tunnel_ports)", e.port)
+	}
+	return fmt.Sprintf("port %d is not allowed (egress.allow_ports)", e.port)
+}
+
+// slogWriter adapts net/http's and goproxy's line loggers to slog.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(trimNewline(p)), "component", "http")
+	return len(p), nil
+}
+
+// Printf implements goproxy.Logger.
+func (w slogWriter) Printf(format string, v ...any) {
+	w.log.Debug(fmt.Sprintf(format, v...), "component", "goproxy")
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// Decide judges a URL as a request through the proxy with that User-Agent
+// would be judged (egress guard, robots.txt, evasion guard), without sending
+// it. It serves `robotsgate check` and the admin /explain endpoint.
+func (s *Server) Decide(ctx context.Context, rawURL, userAgent string) (policy.Decision, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return policy.Decision{}, fmt.Errorf("decide %s: %w", rawURL, err)
+	}
+	o, err := origin.FromURL(u)
+	if err != nil {
+		return policy.Decision{}, fmt.Errorf("decide %s: %w", rawURL, err)
+	}
+	if err := s.checkDestination(ctx, o, false); err != nil {
+		return policy.Decision{}, fmt.Errorf("decide %s: %w", rawURL, err)
+	}
+	target := u.RequestURI()
+	if u.Opaque == "" && u.RawPath == "" && u.Path == "" && u.RawQuery == "" {
+		target = "/"
+	}
+	return s.settings().engine.Decide(ctx, policy.Request{Origin: o, Target: target, UserAgent: userAgent})
+}
