@@ -69,7 +69,7 @@ func (s *Server) interceptor(o origin.Origin) func(*http.Request, net.Conn, *gop
 		client.SetDeadline(time.Time{})
 		info := &tunnelInfo{origin: o, connect: connect}
 		inner := &http.Server{
-			Handler:           s.tunnelHandler(info),
+			Handler:           guardFraming(s.tunnelHandler(info)),
 			MaxHeaderBytes:    maxHeaderBytes,
 			ReadHeaderTimeout: clientHeaderTimeout,
 			IdleTimeout:       clientIdleTimeout,
@@ -85,7 +85,7 @@ func (s *Server) interceptor(o origin.Origin) func(*http.Request, net.Conn, *gop
 		defer s.tunnels.remove(inner)
 		// The tunnel's server closes the connection: when the client leaves,
 		// when it idles, or once in-flight requests end during Shutdown.
-		_ = inner.Serve(newOneConnListener(tlsConn))
+		_ = inner.Serve(newOneConnListener(newFramingGuard(tlsConn, maxHeaderBytes+4096)))
 	}
 }
 

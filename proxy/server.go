@@ -118,7 +118,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	s.upstream = newUpstream(s.dial, roots, s.log)
 	s.gp = s.newGoproxy()
 	s.http = &http.Server{
-		Handler:           s.gp,
+		Handler:           guardFraming(s.gp),
 		MaxHeaderBytes:    maxHeaderBytes,
 		ReadHeaderTimeout: clientHeaderTimeout,
 		IdleTimeout:       clientIdleTimeout,
@@ -191,7 +191,7 @@ func upstreamRoots(file string) (*x509.CertPool, error) {
 
 // Serve accepts proxy connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.http.Serve(ln)
+	err := s.http.Serve(guardedListener{ln})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

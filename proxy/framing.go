@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// framingGuard sits between a client connection and net/http's server and
+// refuses requests whose framing is ambiguous: both Content-Length and
+// Transfer-Encoding (RFC 9112 §6.3: "ought to be handled as an error", the
+// classic request-smuggling vector). net/http would accept such a request,
+// drop the Content-Length and forward it; here the server is handed a
+// stand-in request instead, the client gets a 400 and the connection is
+// closed, so nothing of it reaches an origin.
+//
+// It reads each request head whole before the server sees it, skips bodies
+// of known length, and stops watching a connection after a chunked request
+// (whose connection the proxy closes after the response, see closeAfter).
+type framingGuard struct {
+	net.Conn
+	maxHead int
+
+	mu      sync.Mutex
+	pending []byte // bytes judged and not yet handed to the server
+	carry   []byte // bytes read past a body: the start of the next head
+	skip    int64  // body bytes of the current request still to pass
+	blind   bool   // stopped watching (after a chunked request or an oversized head)
+	refused bool
+}
+
+func newFramingGuard(c net.Conn, maxHead int) *framingGuard {
+	return &framingGuard{Conn: c, maxHead: maxHead}
+}
+
+func (g *framingGuard) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case len(g.pending) > 0:
+		n := copy(p, g.pending)
+		g.pending = g.pending[n:]
+		return n, nil
+	case g.refused:
+		return 0, io.EOF
+	case g.blind:
+		return g.Conn.Read(p)
+	case g.skip > 0:
+		if int64(len(p)) > g.skip {
+			p = p[:g.skip]
+		}
+		n, err := g.Conn.Read(p)
+		g.skip -= int64(n)
+		return n, err
+	}
+	if err := g.readHead(); err != nil {
+		return 0, err
+	}
+	n := copy(p, g.pending)
+	g.pending = g.pending[n:]
+	return n, nil
+}
+
+// readHead reads until a whole request head is buffered and judges it.
+func (g *framingGuard) readHead() error {
+	head := g.carry
+	g.carry = nil
+	buf := make([]byte, 4096)
+	for {
+		if end := headEnd(head); end >= 0 {
+			g.judge(head[:end], head[end:])
+			return nil
+		}
+		if len(head) > g.maxHead {
+			g.blind, g.pending = true, head // let the server answer 431
+			return nil
+		}
+		n, err := g.Conn.Read(buf)
+		head = append(head, buf[:n]...)
+		if err != nil {
+			if len(head) == 0 {
+				return err
+			}
+			g.blind, g.pending = true, head // a partial head: the server's to reject
+			return nil
+		}
+	}
+}
+
+// headEnd returns the length of the head in b (up to and including the
+// blank line), or -1 if it is not complete. Blank lines before a request
+// line are skipped, as servers do.
+func headEnd(b []byte) int {
+	start := 0
+	for start < len(b) && (b[start] == '\r' || b[start] == '\n') {
+		start++
+	}
+	i := bytes.Index(b[start:], []byte("\r\n\r\n"))
+	if i < 0 {
+		return -1
+	}
+	return start + i + 4
+}
+
+// refuseHeader marks the stand-in request the guard hands the server in place
+// of an ambiguous one: the server answers it in turn, after the responses to
+// earlier pipelined requests (writing on the connection from here would cut
+// into them), and guardFraming turns it into the 400.
+const refuseHeader = "X-Robotsgate-Refuse"
+
+var standInRequest = "GET / HTTP/1.1\r\nHost: robotsgate.invalid\r\n" + refuseHeader + ": ambiguous-framing\r\nConnection: close\r\n\r\n"
+
+// judge decides what follows a complete head: refusal, a body of known
+// length (then the next head), or blindness after a chunked body.
+func (g *framingGuard) judge(head, rest []byte) {
+	contentLength, chunked, ambiguous := framing(head)
+	if ambiguous {
+		g.refused = true
+		g.pending = []byte(standInRequest)
+		return
+	}
+	g.pending = head
+	if chunked || becomesTunnel(head) {
+		// After a chunked body, or once a CONNECT or an Upgrade turns the
+		// connection into a tunnel, there are no more heads to find.
+		g.blind = true
+		g.pending = append(g.pending, rest...)
+		return
+	}
+	body := min(int64(len(rest)), contentLength)
+	g.pending = append(g.pending, rest[:body]...)
+	g.skip = contentLength - body
+	g.carry = rest[body:]
+}
+
+// becomesTunnel reports a CONNECT request or a protocol upgrade.
+func becomesTunnel(head []byte) bool {
+	lower := bytes.ToLower(head)
+	return bytes.HasPrefix(bytes.TrimLeft(head, "\r\n"), []byte("CONNECT ")) ||
+		bytes.Contains(lower, []byte("\nupgrade:"))
+}
+
+// framing reads the framing headers of a request head.
+func framing(head []byte) (contentLength int64, chunked, ambiguous bool) {
+	hasCL, hasTE := false, false
+	for _, line := range strings.Split(string(head), "\r\n")[1:] {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(name) {
+		case "content-length":
+			hasCL = true
+			contentLength, _ = strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		case "transfer-encoding":
+			hasTE = true
+			chunked = true // any transfer coding makes the body's end unknowable here
+		}
+	}
+	return max(contentLength, 0), chunked, hasCL && hasTE
+}
