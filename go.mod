@@ -3,17 +3,17 @@ module github.com/robotsgate/robotsgate
 go 1.26.0
 
 require (
+	github.com/elazarl/goproxy v1.9.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jimsmart/grobotstxt v1.0.3
 	github.com/temoto/robotstxt v1.1.2
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.24.0
 )
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
-	github.com/elazarl/goproxy v1.9.2 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -1,0 +1,137 @@
+package robots_test
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/robotsgate/robotsgate/robots"
+)
+
+// Helpers for the benchmarks in bench_test.go. The corpus itself is loaded
+// by robots.LoadCorpus (corpus_ref_test.go), shared with the internal test
+// that compares the package with the Google reference.
+
+// shuffledQueries returns the corpus queries in a fixed pseudo-random order.
+// The match benchmarks cycle through them; a run that stops part-way through
+// a cycle (a slow baseline runs fewer iterations than there are queries) has
+// then measured an unbiased sample rather than the first few sources of the
+// corpus.
+func shuffledQueries(c *robots.Corpus) []robots.CorpusQuery {
+	qs := slices.Clone(c.Queries)
+	r := rand.New(rand.NewPCG(2, 9309))
+	r.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+	return qs
+}
+
+// cursors remembers, per benchmark, where the previous run stopped in its
+// cycle over the queries, so that with -count N a slow baseline measures N
+// different slices of the corpus instead of the same first one N times.
+var cursors sync.Map // benchmark name -> *int
+
+func cursor(b *testing.B) *int {
+	p, _ := cursors.LoadOrStore(b.Name(), new(int))
+	return p.(*int)
+}
+
+// reportLatency measures the per-query latency distribution once and reports
+// its median and 99th percentile. Each query is timed over reps back-to-back
+// repetitions and the time divided by reps, so that the cost of reading the
+// clock (tens of ns) is amortised. The queries come in the order of the mean's
+// stream (shuffled across files), so the first repetition of each batch
+// usually misses the cache: this is "p50-ns" and "p99-ns". With warm, every
+// query is run once untimed before its batch, so the figures ("p50-warm-ns",
+// "p99-warm-ns") are the matcher's own cost with its data in cache.
+func reportLatency(b *testing.B, n, reps int, warm bool, query func(i int) bool) {
+	lat := make([]float64, n)
+	var sink bool
+	for i := range n {
+		if warm {
+			sink = query(i) != sink
+		}
+		start := time.Now()
+		for range reps {
+			sink = query(i) != sink
+		}
+		lat[i] = float64(time.Since(start).Nanoseconds()) / float64(reps)
+	}
+	runtime.KeepAlive(sink)
+	slices.Sort(lat)
+	unit := "-ns"
+	if warm {
+		unit = "-warm-ns"
+	}
+	b.ReportMetric(percentile(lat, 50), "p50"+unit)
+	b.ReportMetric(percentile(lat, 99), "p99"+unit)
+}
+
+// percentile returns the p-th percentile of sorted (nearest rank).
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(p/100*float64(len(sorted))+0.999999) - 1
+	return sorted[max(0, min(rank, len(sorted)-1))]
+}
+
+// heapAfterGC returns the live heap after two full collections (the second
+// one finishes sweeping what the first one freed).
+func heapAfterGC() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// naiveMatch is the textbook dynamic-programming matcher for a robots.txt
+// pattern ('*' any run of octets, final '$' anchors the end), O(len(pattern)
+// × len(path)): the worst-case benchmarks check the package's verdict
+// against it before timing.
+func naiveMatch(pattern, path string) bool {
+	anchored := strings.HasSuffix(pattern, "$")
+	if anchored {
+		pattern = pattern[:len(pattern)-1]
+	}
+	// cur[j]: the pattern read so far matches path[:j] exactly.
+	cur := make([]bool, len(path)+1)
+	next := make([]bool, len(path)+1)
+	cur[0] = true
+	for i := range len(pattern) {
+		c := pattern[i]
+		clear(next)
+		if c == '*' {
+			seen := false
+			for j := range cur {
+				seen = seen || cur[j]
+				next[j] = seen
+			}
+		} else {
+			for j := range len(path) {
+				next[j+1] = cur[j] && path[j] == c
+			}
+		}
+		cur, next = next, cur
+	}
+	if anchored {
+		return cur[len(path)]
+	}
+	return slices.Contains(cur, true)
+}
+
+// ruleFile returns a robots.txt whose "*" group has one Disallow line per
+// pattern.
+func ruleFile(patterns ...string) []byte {
+	var b strings.Builder
+	b.WriteString("User-agent: *\n")
+	for _, p := range patterns {
+		b.WriteString("Disallow: ")
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
