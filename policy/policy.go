@@ -138,6 +138,6 @@ func (e *Engine) DecideHost(ctx context.Context, o origin.Origin, userAgent stri
 
 // retryAfter is the time to the next fetch attempt, at least a second.
 func (e *Engine) retryAfter(res *resolver.Result) time.Duration {
-	wait := res.Expires.Sub(e.cfg.Now())
+	wait := res.Expires().Sub(e.cfg.Now())
 	return max(time.Second, time.Duration(math.Ceil(wait.Seconds()))*time.Second)
 }

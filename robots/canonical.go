@@ -122,7 +122,7 @@ func removeDotSegments(p string) string {
 func buildCanonical(f *File) *File {
 	changed := false
 	for i := range f.rules {
-		if !isCanonicalPath(patternPath(f.rulePattern(&f.rules[i]))) {
+		if p := f.rulePattern(&f.rules[i]); canonicalPattern(p) != p {
 			changed = true
 			break
 		}
@@ -134,8 +134,8 @@ func buildCanonical(f *File) *File {
 	for i := range f.rules {
 		r := &f.rules[i]
 		off := len(b.arena)
-		b.arena = append(b.arena, CanonicalTarget(f.rulePattern(r))...)
-		b.addRule(r.line, r.flags&ruleAllow != 0, off, r.flags&ruleImplied != 0)
+		b.arena = append(b.arena, canonicalPattern(f.rulePattern(r))...)
+		b.addRule(r.line(), r.flags()&ruleAllow != 0, off, r.flags()&ruleImplied != 0)
 	}
 	c := *f
 	c.arena = string(b.arena)
@@ -147,10 +147,16 @@ func buildCanonical(f *File) *File {
 	return &c
 }
 
-// patternPath is the part of a pattern before its query.
-func patternPath(p string) string {
-	if i := strings.IndexByte(p, '?'); i >= 0 {
-		return p[:i]
+// canonicalPattern is the canonical form of a pattern that starts with '/'
+// (the path part; the query is kept). Other patterns match no path in
+// Google's matcher and are left as they are: canonicalising "." or "*/.."
+// could turn them into patterns that match.
+func canonicalPattern(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return p
+	}
+	if c := CanonicalTarget(p); c != "" {
+		return c
 	}
 	return p
 }

@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// maxDelay caps Crawl-delay and Request-rate intervals: a year is "never"
-// for any caller, and the cap keeps absurd values from overflowing.
-const maxDelay = 365 * 24 * time.Hour
-
 // groupExtension records a per-group line that is not part of RFC 9309.
 // Outside any group such lines mean nothing and are dropped.
 func (b *builder) groupExtension(num uint32, kind keyKind, value []byte) {
@@ -21,16 +17,16 @@ func (b *builder) groupExtension(num uint32, kind keyKind, value []byte) {
 	switch kind {
 	case keyCrawlDelay:
 		if d, ok := parseCrawlDelay(value); ok {
-			r.crawlDelay = max(r.crawlDelay, d)
+			r.crawlDelay = max(r.crawlDelay, toDelay(d))
 		}
 	case keyRequestRate:
 		if d, ok := parseRequestRate(value); ok {
-			r.requestInterval = max(r.requestInterval, d)
+			r.requestInterval = max(r.requestInterval, toDelay(d))
 		}
 	case keyContentUsage:
 		if u, ok := parseContentUsage(value, num); ok {
+			u.run = uint32(len(b.runs) - 1)
 			b.usage = append(b.usage, u)
-			r.usage.end = uint32(len(b.usage))
 		}
 	}
 }

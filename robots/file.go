@@ -1,6 +1,9 @@
 package robots
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // File is a parsed robots.txt. It is immutable and safe for concurrent use.
 // The zero value is an empty file (everything allowed); Parse builds others.
@@ -13,18 +16,32 @@ type File struct {
 	agents  []agent  // sorted by key
 	members []member // per agent contiguous, sorted by run; global last
 	global  span     // members of the "*" group
-	usage   []usageRule
 	// canon is the file with canonical patterns for the evasion guard
 	// (Group.DecideStrict); nil when every pattern is canonical already.
 	canon *File
-
-	sitemaps []string
-	host     string
-	signals  []Pref
+	// extra holds what many files lack, so that they do not pay for it.
+	extra *fileExtras
 	// Truncated reports that the body exceeded MaxFileSize and only its
 	// first MaxFileSize bytes were parsed (a line cut at the limit is read
 	// as far as it goes, as a crawler truncating the download would).
 	Truncated bool
+}
+
+// fileExtras are the non-RFC 9309 lines of a file.
+type fileExtras struct {
+	usage    []usageRule
+	sitemaps []string
+	host     string
+	signals  []Pref
+}
+
+var noExtras fileExtras
+
+func (f *File) extras() *fileExtras {
+	if f == nil || f.extra == nil {
+		return &noExtras
+	}
+	return f.extra
 }
 
 // span is a half-open index range into one of File's slices.
@@ -32,14 +49,21 @@ type span struct{ start, end uint32 }
 
 func (s span) len() int { return int(s.end - s.start) }
 
-// rule is one allow/disallow line, its pattern stored in File.arena.
+// rule is one allow/disallow line, its pattern stored in File.arena. It is
+// 16 bytes: the scan of a group's rules touches one contiguous array, and
+// most rules are rejected by pre without reading the arena.
 type rule struct {
-	off   uint32 // pattern offset in arena
-	n     uint16 // pattern length in octets (its precedence)
-	lit   uint16 // length of the literal prefix before any '*' or final '$'
-	line  uint32
-	flags ruleFlags
+	off       uint32 // pattern offset in arena
+	n         uint16 // pattern length in octets (its precedence)
+	lit       uint16 // length of the literal prefix before any '*' or final '$'
+	lineFlags uint32 // line number in the low 24 bits, ruleFlags in the high 8
+	pre       uint32 // the literal prefix's first 4 octets, little-endian, zero-padded
 }
+
+const lineBits = 24 // a 500 KiB file has at most 512,001 lines
+
+func (r *rule) line() uint32     { return r.lineFlags & (1<<lineBits - 1) }
+func (r *rule) flags() ruleFlags { return ruleFlags(r.lineFlags >> lineBits) }
 
 type ruleFlags uint8
 
@@ -54,17 +78,25 @@ const (
 // the next user-agent line that comes after a rule.
 type run struct {
 	rules           span
-	usage           span
-	crawlDelay      time.Duration
-	requestInterval time.Duration
+	crawlDelay      delay
+	requestInterval delay
 	line            uint32 // first user-agent line
 }
 
-// agent is one product token named in user-agent lines.
+// delay is a Crawl-delay or Request-rate interval in milliseconds, kept in
+// 32 bits so that runs stay small (up to maxDelay, about 49 days).
+type delay uint32
+
+const maxDelay = time.Duration(math.MaxUint32) * time.Millisecond
+
+func toDelay(d time.Duration) delay     { return delay(min(d, maxDelay) / time.Millisecond) }
+func (d delay) duration() time.Duration { return time.Duration(d) * time.Millisecond }
+
+// agent is one product token named in user-agent lines: its lower-case key
+// and its first spelling, both n octets of the arena.
 type agent struct {
-	key     string // lower case
-	name    string // as first written
-	members span
+	keyOff, nameOff, n uint32
+	members            span
 }
 
 // member records that an agent (or "*") is named in a run at a line.
@@ -74,6 +106,7 @@ type usageRule struct {
 	pattern string // escaped; "/" when the line names no path
 	prefs   string
 	line    uint32
+	run     uint32
 }
 
 // Pref is one AI-usage preference: a Content-Usage (IETF aipref) or
@@ -85,26 +118,36 @@ type Pref struct {
 	Line  int
 }
 
+func (f *File) agentKey(i int) string {
+	a := &f.agents[i]
+	return f.arena[a.keyOff : a.keyOff+a.n]
+}
+
+func (f *File) agentName(i int) string {
+	a := &f.agents[i]
+	return f.arena[a.nameOff : a.nameOff+a.n]
+}
+
 func (f *File) rulePattern(r *rule) string { return f.arena[r.off : r.off+uint32(r.n)] }
 
 // Sitemaps returns the sitemap URLs the file lists, in order. The caller must
 // not modify the slice.
-func (f *File) Sitemaps() []string { return f.sitemaps }
+func (f *File) Sitemaps() []string { return f.extras().sitemaps }
 
 // Host returns the value of the first Host line (a Yandex extension), or "".
-func (f *File) Host() string { return f.host }
+func (f *File) Host() string { return f.extras().host }
 
 // ContentSignals returns the file's Content-Signal preferences (Cloudflare's
 // "search=yes, ai-train=no" lines), in order. The caller must not modify the
 // slice.
-func (f *File) ContentSignals() []Pref { return f.signals }
+func (f *File) ContentSignals() []Pref { return f.extras().signals }
 
 // Agents returns the product tokens the file names in user-agent lines, in
 // lower case, sorted; "*" is not included.
 func (f *File) Agents() []string {
 	out := make([]string, len(f.agents))
-	for i, a := range f.agents {
-		out[i] = a.key
+	for i := range f.agents {
+		out[i] = f.agentKey(i)
 	}
 	return out
 }

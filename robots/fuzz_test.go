@@ -22,7 +22,8 @@ func addSeeds(f *testing.F) {
 
 // FuzzParseMatch checks, for any body, agent and target: no panic, a bounded
 // time, Allowed equals Decide, the reported rule really matches and gives
-// the verdict, and the verdict and line equal the naive Google oracle's.
+// the verdict, DecideStrict is never more lenient than Decide, and the
+// verdict and line equal the naive Google oracle's.
 func FuzzParseMatch(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, body, agent, target string) {
@@ -47,6 +48,9 @@ func FuzzParseMatch(f *testing.F) {
 			}
 		} else if !d.Allowed {
 			t.Fatal("disallowed without a rule")
+		}
+		if strict := file.Group(agent).DecideStrict(target); strict.Allowed && !d.Allowed {
+			t.Fatalf("DecideStrict allows what Decide refuses: %v", d)
 		}
 		if ok, line := refDecide(body, agent, target); ok != d.Allowed || line != d.Rule.Line {
 			t.Fatalf("oracle: allowed %v line %d; package: %v", ok, line, d)
@@ -93,9 +97,9 @@ func FuzzUserAgent(f *testing.F) {
 		switch {
 		case longest == 0 && (g.id >= 0):
 			t.Fatalf("picked %q though no token names a group", g.Name())
-		case longest > 0 && (g.id < 0 || len(g.f.agents[g.id].key) != longest):
+		case longest > 0 && (g.id < 0 || len(g.f.agentKey(int(g.id))) != longest):
 			t.Fatalf("picked %q, a token of length %d names a group", g.Name(), longest)
-		case g.id >= 0 && !strings.Contains(strings.ToLower(header), g.f.agents[g.id].key):
+		case g.id >= 0 && !strings.Contains(strings.ToLower(header), g.f.agentKey(int(g.id))):
 			t.Fatalf("picked %q, not in header", g.Name())
 		}
 	})

@@ -96,7 +96,7 @@ func (f *File) findAgent(token string) int {
 	lo, hi := 0, len(f.agents)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		c := compareFold(token, f.agents[mid].key)
+		c := compareFold(token, f.agentKey(mid))
 		if c == 0 {
 			return mid
 		}
@@ -145,7 +145,7 @@ func (g Group) Name() string {
 	case g.id == groupGlobal:
 		return "*"
 	}
-	return g.f.agents[g.id].name
+	return g.f.agentName(int(g.id))
 }
 
 func (g Group) members() []member {
@@ -171,20 +171,20 @@ func (g Group) Lines() []int {
 }
 
 // eachRun calls fn once for every run of the group, in file order.
-func (g Group) eachRun(fn func(r *run)) {
+func (g Group) eachRun(fn func(i uint32, r *run)) {
 	ms := g.members()
 	for i, m := range ms {
 		if i > 0 && ms[i-1].run == m.run {
 			continue
 		}
-		fn(&g.f.runs[m.run])
+		fn(m.run, &g.f.runs[m.run])
 	}
 }
 
 // CrawlDelay returns the largest Crawl-delay of the group's lines, or 0.
 func (g Group) CrawlDelay() time.Duration {
 	var d time.Duration
-	g.eachRun(func(r *run) { d = max(d, r.crawlDelay) })
+	g.eachRun(func(_ uint32, r *run) { d = max(d, r.crawlDelay.duration()) })
 	return d
 }
 
@@ -192,7 +192,7 @@ func (g Group) CrawlDelay() time.Duration {
 // of n per T is an interval of T/n), the largest if several, or 0.
 func (g Group) RequestInterval() time.Duration {
 	var d time.Duration
-	g.eachRun(func(r *run) { d = max(d, r.requestInterval) })
+	g.eachRun(func(_ uint32, r *run) { d = max(d, r.requestInterval.duration()) })
 	return d
 }
 
@@ -210,10 +210,10 @@ func (g Group) ContentUsage(target string) []Pref {
 	path := requestPath(target)
 	var best []usageRule
 	bestLen := -1
-	g.eachRun(func(r *run) {
-		for _, u := range g.f.usage[r.usage.start:r.usage.end] {
+	g.eachRun(func(run uint32, _ *run) {
+		for _, u := range g.f.extras().usage {
 			switch {
-			case len(u.pattern) < bestLen || !matchPattern(u.pattern, path):
+			case u.run != run || len(u.pattern) < bestLen || !matchPattern(u.pattern, path):
 			case len(u.pattern) > bestLen:
 				best, bestLen = append(best[:0], u), len(u.pattern)
 			default:
@@ -252,7 +252,7 @@ func (g Group) DisallowsAll() bool {
 	for _, m := range g.members() {
 		rs := g.f.runs[m.run].rules
 		for _, r := range g.f.rules[rs.start:rs.end] {
-			if r.flags&ruleAllow != 0 {
+			if r.flags()&ruleAllow != 0 {
 				return false
 			}
 			switch g.f.rulePattern(&r) {

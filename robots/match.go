@@ -85,6 +85,7 @@ func (g Group) Decide(target string) Decision {
 	}
 	f := g.f
 	path := requestPath(target)
+	pre := prefix4(path)
 	best := -1
 	for i, m := range ms {
 		if i > 0 && ms[i-1].run == m.run {
@@ -96,7 +97,7 @@ func (g Group) Decide(target string) Decision {
 			if best >= 0 && byPrecedence(*r, f.rules[best]) >= 0 {
 				break // this run has nothing that could beat best
 			}
-			if f.match(r, path) {
+			if f.match(r, path, pre) {
 				best = int(j)
 				break
 			}
@@ -107,12 +108,12 @@ func (g Group) Decide(target string) Decision {
 	}
 	r := &f.rules[best]
 	d.Matched = true
-	d.Allowed = r.flags&ruleAllow != 0
+	d.Allowed = r.flags()&ruleAllow != 0
 	d.Rule = Rule{
 		Allow:   d.Allowed,
-		Pattern: f.arena[r.off : r.off+uint32(r.n)],
-		Line:    int(r.line),
-		Implied: r.flags&ruleImplied != 0,
+		Pattern: f.rulePattern(r),
+		Line:    int(r.line()),
+		Implied: r.flags()&ruleImplied != 0,
 	}
 	return d
 }
@@ -153,21 +154,28 @@ func IsRobotsTxt(target string) bool {
 	return path == "/robots.txt"
 }
 
-func (f *File) match(r *rule, path string) bool {
-	lit := f.arena[r.off : r.off+uint32(r.lit)]
-	if !strings.HasPrefix(path, lit) {
+// match reports whether r matches path; pre is prefix4(path).
+func (f *File) match(r *rule, path string, pre uint32) bool {
+	if pre&prefixMask[min(r.lit, 4)] != r.pre {
+		return false // rejected without touching the arena
+	}
+	if r.lit > 4 && !strings.HasPrefix(path, f.arena[r.off:r.off+uint32(r.lit)]) {
 		return false
 	}
+	if len(path) < int(r.lit) {
+		return false
+	}
+	flags := r.flags()
 	switch {
-	case r.flags&ruleStar != 0:
+	case flags&ruleStar != 0:
 		end := r.off + uint32(r.n)
-		anchored := r.flags&ruleAnchored != 0
+		anchored := flags&ruleAnchored != 0
 		if anchored {
 			end--
 		}
-		return matchWild(f.arena[r.off+uint32(r.lit)+1:end], path[len(lit):], anchored)
-	case r.flags&ruleAnchored != 0:
-		return len(path) == len(lit)
+		return matchWild(f.arena[r.off+uint32(r.lit)+1:end], path[r.lit:], anchored)
+	case flags&ruleAnchored != 0:
+		return len(path) == int(r.lit)
 	}
 	return true
 }

@@ -85,8 +85,7 @@ func (b *builder) line(num uint32, text []byte) {
 func (b *builder) userAgent(num uint32, value []byte) {
 	if len(b.runs) == 0 || b.sawRule {
 		n := uint32(len(b.rules))
-		u := uint32(len(b.usage))
-		b.runs = append(b.runs, run{rules: span{n, n}, usage: span{u, u}, line: num})
+		b.runs = append(b.runs, run{rules: span{n, n}, line: num})
 		b.sawRule = false
 	}
 	m := pendingMember{run: uint32(len(b.runs) - 1), line: num}
@@ -152,34 +151,44 @@ func (b *builder) rule(num uint32, allow bool, value []byte) {
 // caller extends the current run over it.
 func (b *builder) addRule(num uint32, allow bool, off int, implied bool) {
 	p := b.arena[off:]
-	r := rule{off: uint32(off), n: uint16(len(p)), line: num}
+	var flags ruleFlags
 	if allow {
-		r.flags |= ruleAllow
+		flags |= ruleAllow
 	}
 	if implied {
-		r.flags |= ruleImplied
+		flags |= ruleImplied
 	}
 	lit := len(p)
 	if p[len(p)-1] == '$' {
-		r.flags |= ruleAnchored
+		flags |= ruleAnchored
 		lit--
 	}
 	if star := bytes.IndexByte(p, '*'); star >= 0 {
-		r.flags |= ruleStar
+		flags |= ruleStar
 		lit = star
 	}
-	r.lit = uint16(lit)
-	b.rules = append(b.rules, r)
+	b.rules = append(b.rules, rule{
+		off:       uint32(off),
+		n:         uint16(len(p)),
+		lit:       uint16(lit),
+		lineFlags: min(num, 1<<lineBits-1) | uint32(flags)<<lineBits,
+		pre:       prefix4(p[:lit]),
+	})
 }
 
 // finish sorts what was read into the File's lookup structures.
 func (b *builder) finish() *File {
-	f := &File{arena: string(b.arena), host: b.host}
+	f := &File{arena: string(b.arena)}
 	f.rules = slices.Clip(b.rules)
 	f.runs = slices.Clip(b.runs)
-	f.usage = slices.Clip(b.usage)
-	f.sitemaps = slices.Clip(b.sitemaps)
-	f.signals = slices.Clip(b.signals)
+	if len(b.usage) > 0 || len(b.sitemaps) > 0 || b.hostSet || len(b.signals) > 0 {
+		f.extra = &fileExtras{
+			usage:    slices.Clip(b.usage),
+			sitemaps: slices.Clip(b.sitemaps),
+			host:     b.host,
+			signals:  slices.Clip(b.signals),
+		}
+	}
 	for _, r := range f.runs {
 		sortRules(f.rules[r.rules.start:r.rules.end])
 	}
@@ -197,11 +206,24 @@ func byPrecedence(a, b rule) int {
 	if c := cmp.Compare(b.n, a.n); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.flags&ruleAllow, a.flags&ruleAllow); c != 0 {
+	if c := cmp.Compare(b.flags()&ruleAllow, a.flags()&ruleAllow); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.line, b.line)
+	return cmp.Compare(a.line(), b.line())
 }
+
+// prefix4 packs the first four octets of s (zero-padded) little-endian.
+func prefix4[S ~string | ~[]byte](s S) uint32 {
+	var v uint32
+	for i := range min(len(s), 4) {
+		v |= uint32(s[i]) << (8 * i)
+	}
+	return v
+}
+
+// prefixMask keeps the octets of a prefix4 value that a literal of n octets
+// has.
+var prefixMask = [5]uint32{0, 0xff, 0xffff, 0xffffff, 0xffffffff}
 
 func (b *builder) finishAgents(f *File) {
 	var specific, global []pendingMember
@@ -220,11 +242,7 @@ func (b *builder) finishAgents(f *File) {
 	for i, m := range specific {
 		if i == 0 || key(specific[i-1]) != key(m) {
 			start := uint32(len(f.members))
-			f.agents = append(f.agents, agent{
-				key:     key(m),
-				name:    f.arena[m.nameOff : m.nameOff+m.n],
-				members: span{start, start},
-			})
+			f.agents = append(f.agents, agent{keyOff: m.keyOff, nameOff: m.nameOff, n: m.n, members: span{start, start}})
 		}
 		f.members = append(f.members, member{run: m.run, line: m.line})
 		f.agents[len(f.agents)-1].members.end = uint32(len(f.members))

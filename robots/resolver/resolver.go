@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -75,22 +74,20 @@ func (c *Config) setDefaults() {
 type Resolver struct {
 	cfg    Config
 	client *http.Client
-	cache  *lru.Cache[origin.Origin, *entry]
+	cache  *lru.Cache[origin.Origin, *Result]
 	flight singleflight.Group
 
 	ctx    context.Context // parent of background work, cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// hitNow is the clock of the cache-hit path: coarse unless Config.Now
+	// is set.
+	hitNow func() time.Time
+	clock  *coarseClock
+
 	// refreshed, when set by tests, is called after each refresh is stored.
 	refreshed func(origin.Origin)
-}
-
-// entry is one cached origin. res is replaced as a whole, never modified.
-type entry struct {
-	res        atomic.Pointer[Result]
-	refreshing atomic.Bool
-	promoted   atomic.Int64 // unix nanoseconds of the last LRU promotion
 }
 
 // promoteEvery limits LRU promotions of a hot entry: a hit is a read-locked
@@ -99,16 +96,21 @@ const promoteEvery = int64(time.Second)
 
 // New returns a Resolver for cfg.
 func New(cfg Config) (*Resolver, error) {
+	customClock := cfg.Now != nil
 	cfg.setDefaults()
 	if cfg.MinTTL > cfg.MaxTTL {
 		return nil, fmt.Errorf("resolver: min TTL %v exceeds max TTL %v", cfg.MinTTL, cfg.MaxTTL)
 	}
-	cache, err := lru.New[origin.Origin, *entry](cfg.CacheEntries)
+	cache, err := lru.New[origin.Origin, *Result](cfg.CacheEntries)
 	if err != nil {
 		return nil, fmt.Errorf("resolver: cache: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Resolver{cfg: cfg, cache: cache, ctx: ctx, cancel: cancel}
+	r := &Resolver{cfg: cfg, cache: cache, ctx: ctx, cancel: cancel, hitNow: cfg.Now}
+	if !customClock {
+		r.clock = startCoarseClock()
+		r.hitNow = r.clock.Now
+	}
 	r.client = newClient(&r.cfg)
 	return r, nil
 }
@@ -118,6 +120,9 @@ func (r *Resolver) Close() {
 	r.cancel()
 	r.wg.Wait()
 	r.client.CloseIdleConnections()
+	if r.clock != nil {
+		r.clock.Stop()
+	}
 }
 
 // Resolve returns the robots.txt verdict for o. A fresh cached entry costs
@@ -126,15 +131,14 @@ func (r *Resolver) Close() {
 // fetch of o; only ctx's cancellation ends that wait early (the fetch goes
 // on for the others), and it is then the only error.
 func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error) {
-	now := r.cfg.Now()
-	if e, ok := r.cache.Peek(o); ok {
-		res := e.res.Load()
-		r.promote(o, e, now)
-		if now.Before(res.Expires) {
+	now := r.hitNow()
+	if res, ok := r.cache.Peek(o); ok {
+		r.promote(o, res, now)
+		if res.fresh(now) {
 			return res, nil
 		}
 		if res.usable() {
-			r.refreshInBackground(o, e)
+			r.refreshInBackground(o, res)
 			return res, nil
 		}
 	}
@@ -147,21 +151,22 @@ func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error
 	}
 }
 
-func (r *Resolver) promote(o origin.Origin, e *entry, now time.Time) {
+func (r *Resolver) promote(o origin.Origin, res *Result, now time.Time) {
 	n := now.UnixNano()
-	if last := e.promoted.Load(); n-last > promoteEvery && e.promoted.CompareAndSwap(last, n) {
+	if last := res.promoted.Load(); n-last > promoteEvery && res.promoted.CompareAndSwap(last, n) {
 		r.cache.Get(o)
 	}
 }
 
-func (r *Resolver) refreshInBackground(o origin.Origin, e *entry) {
-	if !e.refreshing.CompareAndSwap(false, true) {
+// refreshInBackground starts one refresh of an expired res; the flag lives
+// in res, so the Result that replaces it starts without one.
+func (r *Resolver) refreshInBackground(o origin.Origin, res *Result) {
+	if !res.refreshing.CompareAndSwap(false, true) {
 		return
 	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer e.refreshing.Store(false)
 		r.flight.Do(o.String(), func() (any, error) { return r.refresh(o), nil })
 	}()
 }
@@ -170,22 +175,15 @@ func (r *Resolver) refreshInBackground(o origin.Origin, e *entry) {
 // merges it with the cached one and stores it. It runs detached from any
 // request: one caller giving up must not fail the fetch for the others.
 func (r *Resolver) refresh(o origin.Origin) *Result {
-	var prev *Result
-	if e, ok := r.cache.Peek(o); ok {
-		prev = e.res.Load()
-		if r.cfg.Now().Before(prev.Expires) {
-			// A caller that missed the cache just before the previous
-			// flight stored its result must not start a second fetch.
-			return prev
-		}
+	prev, _ := r.cache.Peek(o)
+	if prev != nil && prev.fresh(r.cfg.Now()) {
+		// A caller that missed the cache just before the previous flight
+		// stored its result must not start a second fetch.
+		return prev
 	}
 	res := r.obtain(o, prev)
-	e := &entry{}
-	e.res.Store(res)
-	e.promoted.Store(r.cfg.Now().UnixNano())
-	if old, found, _ := r.cache.PeekOrAdd(o, e); found {
-		old.res.Store(res)
-	}
+	res.promoted.Store(r.cfg.Now().UnixNano())
+	r.cache.Add(o, res)
 	if r.refreshed != nil {
 		r.refreshed(o)
 	}
@@ -201,29 +199,26 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 	now := r.cfg.Now()
 	res := &Result{
 		Origin: o, Status: f.status, File: f.file, HTTPStatus: f.httpStatus,
-		FetchedAt: now, Err: f.err,
+		fetchedAt: now.UnixNano(), Err: f.err,
 	}
 	if f.url != o.RobotsURL() {
 		res.redirectedTo = f.url
 	}
 	if f.status != Unreachable {
-		res.Expires = now.Add(r.ttl(f.maxAge))
+		res.expires = now.Add(r.ttl(f.maxAge)).UnixNano()
 		r.toStore(o, res, f)
 		return res
 	}
-	failures := 1
+	failures := int32(1)
 	if prev != nil {
 		failures = prev.failures + 1
 	}
-	retry := min(max(r.backoff(failures), f.retryAfter), r.cfg.MaxTTL)
+	retry := min(max(r.backoff(int(failures)), f.retryAfter), r.cfg.MaxTTL)
 	if prev != nil && prev.File != nil {
 		// RFC 9309 §2.4: while unreachable, keep using the cached copy.
-		stale := *prev
-		stale.Stale, stale.Err, stale.failures = true, f.err, failures
-		stale.Expires = now.Add(retry)
-		return &stale
+		return prev.staleCopy(f.err, failures, now.Add(retry))
 	}
-	res.Expires, res.failures = now.Add(retry), failures
+	res.expires, res.failures = now.Add(retry).UnixNano(), failures
 	return res
 }
 

@@ -158,7 +158,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, serveStatus(503, "Retry-After", "3600"))
 	r := newResolver(t, Config{Now: clock.Now})
 	res := resolve(t, r, o.origin)
-	if got := res.Expires.Sub(clock.Now()); got != time.Hour {
+	if got := res.Expires().Sub(clock.Now()); got != time.Hour {
 		t.Errorf("next retry in %v, want the 1h of Retry-After", got)
 	}
 }
@@ -488,8 +488,8 @@ func TestMaxAgeExpiryTakesNewRules(t *testing.T) {
 	r, refreshed := newSignallingResolver(t, Config{Now: clock.Now, MinTTL: time.Second})
 	first := resolve(t, r, o.origin)
 	<-refreshed
-	if first.Expires.Sub(first.FetchedAt) != time.Minute {
-		t.Errorf("fresh for %v, want max-age 60s", first.Expires.Sub(first.FetchedAt))
+	if first.Expires().Sub(first.FetchedAt()) != time.Minute {
+		t.Errorf("fresh for %v, want max-age 60s", first.Expires().Sub(first.FetchedAt()))
 	}
 	srv.set(200, "User-agent: *\nDisallow: /new\n", "max-age=60")
 	clock.Advance(59 * time.Second)
@@ -523,7 +523,7 @@ func TestTTLBounds(t *testing.T) {
 		srv.set(200, "", tt.cacheControl)
 		o := startOrigin(t, "127.0.0.2", false, srv.ServeHTTP)
 		res := resolve(t, newResolver(t, Config{Now: clock.Now}), o.origin)
-		if got := res.Expires.Sub(res.FetchedAt); got != tt.want {
+		if got := res.Expires().Sub(res.FetchedAt()); got != tt.want {
 			t.Errorf("Cache-Control %q: fresh for %v, want %v", tt.cacheControl, got, tt.want)
 		}
 	}
@@ -545,8 +545,8 @@ func TestStaleCopyServesWhileUnreachable(t *testing.T) {
 	if res.Status != OK || !res.Stale || res.Err == nil || res.Allowed("Bot", "/secret") {
 		t.Fatalf("status %v stale %v err %v: old rules not kept", res.Status, res.Stale, res.Err)
 	}
-	if res.Expires.Sub(clock.Now()) != 10*time.Second {
-		t.Errorf("next retry in %v, want 10s", res.Expires.Sub(clock.Now()))
+	if res.Expires().Sub(clock.Now()) != 10*time.Second {
+		t.Errorf("next retry in %v, want 10s", res.Expires().Sub(clock.Now()))
 	}
 	hits := o.hits.Load()
 	for range 5 {
@@ -568,7 +568,7 @@ func TestUnreachableIsCachedWithBackoff(t *testing.T) {
 		if res.Status != Unreachable || o.hits.Load() != int64(i+1) {
 			t.Fatalf("attempt %d: status %v hits %d", i+1, res.Status, o.hits.Load())
 		}
-		if got := res.Expires.Sub(clock.Now()); got != want {
+		if got := res.Expires().Sub(clock.Now()); got != want {
 			t.Errorf("attempt %d: retry in %v, want %v", i+1, got, want)
 		}
 		clock.Advance(want)

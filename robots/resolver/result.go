@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/robotsgate/robotsgate/origin"
@@ -33,33 +34,53 @@ func (s Status) String() string {
 
 // Result is the robots.txt that applies to an origin, or the verdict that
 // stands in for it, with where it came from and how old it is. Results are
-// shared between requests and must not be modified.
+// shared between requests and must not be modified or copied; a refresh
+// replaces the whole Result in the cache.
 type Result struct {
 	Origin origin.Origin
-	Status Status
 	// File holds the rules when Status is OK, possibly from an expired copy
 	// (Stale) kept while the origin is unreachable; nil otherwise.
 	File *robots.File
+	// Err is why the latest attempt failed, for Unreachable and Stale.
+	Err error
 	// HTTPStatus is the status code of the response the verdict rests on,
 	// 0 when there was none (a network failure).
 	HTTPStatus int
-	// redirectedTo is where the robots.txt was finally read when that is not
-	// Origin.RobotsURL() (redirects); empty otherwise, to keep cache entries
-	// small.
-	redirectedTo string
-	// FetchedAt is when the verdict was obtained.
-	FetchedAt time.Time
-	// Expires is when the verdict stops being fresh: for OK and Unavailable
-	// the Cache-Control max-age (clamped to the configured bounds), for
-	// failures the time of the next retry.
-	Expires time.Time
+	Status     Status
 	// Stale reports that File is an expired copy used because the latest
 	// attempt failed (Err says how).
 	Stale bool
-	// Err is why the latest attempt failed, for Unreachable and Stale.
-	Err error
 
-	failures int // consecutive failed attempts, for backoff
+	// Unix nanoseconds, to keep the hundred thousand cached Results small.
+	fetchedAt, expires int64
+	// redirectedTo is where the robots.txt was finally read when that is not
+	// Origin.RobotsURL() (redirects); empty otherwise.
+	redirectedTo string
+	failures     int32 // consecutive failed attempts, for backoff
+
+	// Cache bookkeeping, reset with each new Result.
+	refreshing atomic.Bool  // a background refresh is under way
+	promoted   atomic.Int64 // unix nanoseconds of the last LRU promotion
+}
+
+// FetchedAt returns when the verdict was obtained.
+func (r *Result) FetchedAt() time.Time { return time.Unix(0, r.fetchedAt) }
+
+// Expires returns when the verdict stops being fresh: for OK and
+// Unavailable the Cache-Control max-age (clamped to the configured bounds),
+// for failures the time of the next retry.
+func (r *Result) Expires() time.Time { return time.Unix(0, r.expires) }
+
+// fresh reports whether the verdict is still fresh at now.
+func (r *Result) fresh(now time.Time) bool { return now.UnixNano() < r.expires }
+
+// staleCopy returns a new Result serving r's rules after a failed refresh.
+func (r *Result) staleCopy(err error, failures int32, expires time.Time) *Result {
+	return &Result{
+		Origin: r.Origin, File: r.File, Err: err, HTTPStatus: r.HTTPStatus, Status: r.Status,
+		Stale: true, fetchedAt: r.fetchedAt, expires: expires.UnixNano(),
+		redirectedTo: r.redirectedTo, failures: failures,
+	}
 }
 
 // Allowed reports whether the robots.txt lets the given group fetch target:
@@ -84,7 +105,7 @@ func (r *Result) URL() string {
 }
 
 // Age returns how long ago the verdict was obtained.
-func (r *Result) Age(now time.Time) time.Duration { return now.Sub(r.FetchedAt) }
+func (r *Result) Age(now time.Time) time.Duration { return now.Sub(r.FetchedAt()) }
 
 // usable reports whether the result can keep serving requests while a
 // refresh runs in the background.

@@ -50,7 +50,7 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	}
 	res := &Result{
 		Origin: o, Status: rec.Status, HTTPStatus: rec.HTTPStatus,
-		FetchedAt: rec.FetchedAt, Expires: rec.Expires,
+		fetchedAt: rec.FetchedAt.UnixNano(), expires: rec.Expires.UnixNano(),
 	}
 	if rec.URL != o.RobotsURL() {
 		res.redirectedTo = rec.URL
@@ -69,7 +69,7 @@ func (r *Resolver) toStore(o origin.Origin, res *Result, f fetched) {
 	defer cancel()
 	rec := Record{
 		Status: res.Status, HTTPStatus: res.HTTPStatus, URL: res.URL(), Body: f.body,
-		FetchedAt: res.FetchedAt, Expires: res.Expires,
+		FetchedAt: res.FetchedAt(), Expires: res.Expires(),
 	}
 	if err := r.cfg.Store.Save(ctx, o, rec); err != nil {
 		slog.Warn("robots.txt store save failed", "origin", o.String(), "err", err)
