@@ -8,10 +8,24 @@ BENCH_COUNT ?= 6
 test: deps fmt-check vet
 	$(GO) test -race ./...
 
-# deps installs the external programs the tests start (none yet; redis-server
-# arrives with the pacing store).
+# deps installs the external programs the tests start: redis-server (the
+# pacing store's tests run a real one), curl and wget (the end-to-end test
+# drives the real binary with them). Installing needs root and Debian's apt;
+# otherwise it says what is missing and stops.
+DEPS_BINARIES = redis-server curl wget
+DEPS_PACKAGES = redis-server curl wget
+
 deps:
-	@true
+	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing$$missing"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPS_PACKAGES) >/dev/null; \
+		else \
+			echo "missing:$$missing (install them, e.g. apt-get install $(DEPS_PACKAGES), then rerun make test)"; exit 1; \
+		fi; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
