@@ -48,7 +48,7 @@ func check(args []string, stdout, stderr io.Writer) (int, error) {
 	refused := false
 	for _, u := range fs.Args() {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
-		d, err := srv.Decide(ctx, u, userAgent)
+		d, err := srv.Decide(ctx, u, userAgent, policy.Client{})
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stdout, "ERROR     %s  %v\n", u, err)

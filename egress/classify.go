@@ -23,12 +23,18 @@ const (
 	Multicast   // 224/4, ff00::/8
 	Reserved    // documentation, benchmarking, future use, broadcast, discard
 	Unparseable // the zero netip.Addr
+
+	// Refusals by name or address rather than by network.
+	DeniedHost     // matches egress.deny_hosts
+	NotAllowedHost // matches none of egress.allow_hosts
+	SelfAddress    // the proxy's own listening address
 )
 
 var classNames = [...]string{
 	Public: "public", Unspecified: "unspecified", Loopback: "loopback", Private: "private",
 	LinkLocal: "link-local", CGNAT: "cgnat", ULA: "ula", Multicast: "multicast",
 	Reserved: "reserved", Unparseable: "unparseable",
+	DeniedHost: "denied host", NotAllowedHost: "host not in allow list", SelfAddress: "the proxy itself",
 }
 
 // String returns the class name used in logs and refusals ("link-local").

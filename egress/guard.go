@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,6 +31,13 @@ type Guard struct {
 	// AllowNetworks are exceptions to BlockPrivate (an operator's internal
 	// service, a test's loopback origin).
 	AllowNetworks []netip.Prefix
+	// DenyHosts are host globs (path.Match syntax, lower-case hosts) that
+	// are always refused; AllowHosts, when not empty, are the only hosts
+	// allowed. Both apply to the name asked for, before resolving.
+	DenyHosts, AllowHosts []string
+	// Self are the proxy's own listening addresses: connecting to them would
+	// loop requests through the proxy.
+	Self []netip.AddrPort
 	// Resolver resolves host names; nil means net.DefaultResolver.
 	Resolver Resolver
 	// Dial connects to the checked IP literal; nil means a net.Dialer with
@@ -47,7 +56,42 @@ type DeniedError struct {
 }
 
 func (e *DeniedError) Error() string {
+	if !e.IP.IsValid() {
+		return fmt.Sprintf("egress denied: %s (%s)", e.Host, e.Class)
+	}
 	return fmt.Sprintf("egress denied: %s resolves to %s (%s)", e.Host, e.IP, e.Class)
+}
+
+// CheckName applies the host lists to a host name (or IP literal) as asked
+// for, before any lookup.
+func (g *Guard) CheckName(host string) error {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if matchAny(g.DenyHosts, host) {
+		return &DeniedError{Host: host, Class: DeniedHost}
+	}
+	if len(g.AllowHosts) > 0 && !matchAny(g.AllowHosts, host) {
+		return &DeniedError{Host: host, Class: NotAllowedHost}
+	}
+	return nil
+}
+
+func matchAny(globs []string, host string) bool {
+	for _, glob := range globs {
+		if ok, _ := path.Match(glob, host); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSelf refuses the proxy's own listening addresses.
+func (g *Guard) checkSelf(host string, ip netip.Addr, port uint16) error {
+	for _, s := range g.Self {
+		if s.Port() == port && s.Addr().Unmap() == ip.Unmap() {
+			return &DeniedError{Host: host, IP: ip, Class: SelfAddress}
+		}
+	}
+	return nil
 }
 
 // Check returns a *DeniedError if ip may not be connected to.
@@ -71,13 +115,19 @@ func (g *Guard) Check(host string, ip netip.Addr) error {
 // addresses may not be connected to, so that a request can be refused before
 // anything is sent (a CONNECT before its 200). DialContext checks again: the
 // answer may change in between, and only the dial-time check is binding.
-func (g *Guard) CheckHost(ctx context.Context, host string) error {
+func (g *Guard) CheckHost(ctx context.Context, host string, port uint16) error {
+	if err := g.CheckName(host); err != nil {
+		return err
+	}
 	ips, err := g.resolve(ctx, "tcp", host)
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", host, err)
 	}
 	for _, ip := range ips {
 		if err := g.Check(host, ip); err != nil {
+			return err
+		}
+		if err := g.checkSelf(host, ip, port); err != nil {
 			return err
 		}
 	}
@@ -96,12 +146,18 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: bad port: %w", addr, err)
 	}
+	if err := g.CheckName(host); err != nil {
+		return nil, err
+	}
 	ips, err := g.resolve(ctx, network, host)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	for _, ip := range ips {
 		if err := g.Check(host, ip); err != nil {
+			return nil, err
+		}
+		if err := g.checkSelf(host, ip, uint16(port)); err != nil {
 			return nil, err
 		}
 	}

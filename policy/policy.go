@@ -1,15 +1,18 @@
-// Package policy decides what happens to one request: which robots.txt and
-// which group of it apply, whether the path is allowed (with the evasion
-// guard), and what stands in for rules when robots.txt could not be had.
-// It is the one place that turns a request into a typed Decision; the proxy
-// renders decisions into responses and never decides itself.
+// Package policy decides what happens to one request: who is asking and how
+// they are treated (clients), which robots.txt and group apply, whether the
+// path is allowed (with the evasion guard), site overrides, the crawler-trap
+// guard and AI-usage preferences. It is the one place that turns a request
+// into a typed Decision; the proxy renders decisions and never decides.
 package policy
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"net/netip"
 	"time"
 
+	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -21,11 +24,17 @@ type Verdict uint8
 // Verdicts. Allow is the zero value.
 const (
 	Allow       Verdict = iota
-	Disallow            // robots.txt forbids the path for the agent
-	Unreachable         // robots.txt could not be fetched: everything refused
+	Disallow            // robots.txt forbids the path for the agent (403)
+	Unreachable         // robots.txt could not be fetched: everything refused (503)
+	UsageDenied         // an AI-usage preference refuses the client's purpose (403)
+	TrapDenied          // the crawler-trap guard's URL limits (403)
+	TrapBudget          // the trap guard's page budget is spent (429)
 )
 
-var verdictNames = [...]string{Allow: "allow", Disallow: "disallow", Unreachable: "unreachable"}
+var verdictNames = [...]string{
+	Allow: "allow", Disallow: "disallow", Unreachable: "unreachable",
+	UsageDenied: "usage-denied", TrapDenied: "trap-denied", TrapBudget: "trap-denied",
+}
 
 // String returns the decision name used in headers and logs ("disallow").
 func (v Verdict) String() string { return verdictNames[v] }
@@ -38,18 +47,36 @@ type Request struct {
 	Target string
 	// UserAgent is the client's User-Agent header, "" when absent.
 	UserAgent string
+	// Client is who is asking (Engine.Identify).
+	Client Client
+}
+
+// Agent returns what the request is judged as: the client's fixed agent
+// name, or else its User-Agent header.
+func (r *Request) Agent() string {
+	if r.Client.Agent != "" {
+		return r.Client.Agent
+	}
+	return r.UserAgent
 }
 
 // Decision is the verdict on a Request with everything needed to explain it.
 type Decision struct {
 	Verdict Verdict
 	Request Request
-	// Robots is the robots.txt verdict the decision rests on (nil for
-	// requests for /robots.txt itself, which are always allowed).
+	// Robots is the robots.txt verdict the decision rests on; nil when
+	// robots.txt was not consulted (robots.txt itself, bypass, an ignored
+	// site, a trap refusal).
 	Robots *resolver.Result
 	// Rule is the robots.txt judgement when there were rules (Robots.File).
 	Rule robots.Decision
-	// RetryAfter is when asking again makes sense, for Unreachable.
+	// Note says why robots.txt was not consulted or what refused the
+	// request besides a rule ("bypass", a trap limit, the refusing
+	// preference).
+	Note string
+	// Pref is the AI-usage preference that refused the request (UsageDenied).
+	Pref robots.Pref
+	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget).
 	RetryAfter time.Duration
 }
 
@@ -57,35 +84,129 @@ type Decision struct {
 // ("*", a product token, or "" when none applied).
 func (d *Decision) Group() string { return d.Rule.Group.Name() }
 
+// Refused reports whether the proxy must refuse the request: the verdict is
+// not Allow and the client is enforced (a monitored client's refusals are
+// only logged).
+func (d *Decision) Refused() bool {
+	return d.Verdict != Allow && d.Request.Client.Mode == Enforce
+}
+
 // Config is what an Engine needs.
 type Config struct {
 	// Resolver provides robots.txt files.
 	Resolver *resolver.Resolver
 	// StrictPaths also judges the canonical path (robots.Group.DecideStrict).
 	StrictPaths bool
+	Clients     []config.Client
+	Auth        config.Auth
+	Sites       []config.Site
+	Trap        config.Trap
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
 // Engine makes decisions. It is safe for concurrent use.
 type Engine struct {
-	cfg Config
+	cfg     Config
+	clients *Clients
+	sites   sites
+	trap    *trapGuard
 }
 
 // New returns an Engine.
-func New(cfg Config) *Engine {
+func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Engine{cfg: cfg}
+	clients, err := NewClients(cfg.Clients, cfg.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return &Engine{cfg: cfg, clients: clients, sites: newSites(cfg.Sites), trap: newTrapGuard(cfg.Trap)}, nil
 }
+
+// Identify returns the client a request comes from (see Clients.Identify).
+func (e *Engine) Identify(addr netip.Addr, proxyAuthorization string) (Client, error) {
+	return e.clients.Identify(addr, proxyAuthorization)
+}
+
+// Realm is the realm of the 407 challenge.
+func (e *Engine) Realm() string { return e.clients.Realm() }
 
 // Decide judges one request. The only error is ctx's, when the caller gave
 // up while robots.txt was being fetched.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d := Decision{Request: req}
-	if robots.IsRobotsTxt(req.Target) {
-		return d, nil // RFC 9309 §2.2.2: always allowed
+	if note, skip := e.skipRobots(&req); skip {
+		d.Note = note
+		return d, nil
+	}
+	if note, ok := e.trap.checkURL(req.Target); !ok {
+		d.Verdict, d.Note = TrapDenied, note
+		return d, nil
+	}
+	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
+	if err != nil {
+		return d, err
+	}
+	d.Robots = res
+	e.judge(&d, res)
+	if d.Verdict == Allow {
+		if wait, ok := e.trap.spend(req.Origin, e.cfg.Now()); !ok {
+			d.Verdict, d.Note, d.RetryAfter = TrapBudget, "the origin's page budget (trap.page_budget) is spent", ceilSeconds(wait)
+		}
+	}
+	return d, nil
+}
+
+// skipRobots reports the requests robots.txt does not judge.
+func (e *Engine) skipRobots(req *Request) (string, bool) {
+	switch {
+	case robots.IsRobotsTxt(req.Target):
+		return "robots.txt itself is always allowed", true
+	case req.Client.Mode == Bypass:
+		return "client in bypass mode", true
+	}
+	if s, ok := e.sites.match(req.Origin.Host); ok && s.ignore {
+		return "site set to ignore robots.txt", true
+	}
+	return "", false
+}
+
+// judge applies the robots.txt verdict (rules, or what stands in for them)
+// and the AI-usage preferences.
+func (e *Engine) judge(d *Decision, res *resolver.Result) {
+	switch {
+	case res.File != nil:
+		g := res.File.GroupForUserAgent(d.Request.Agent())
+		if e.cfg.StrictPaths {
+			d.Rule = g.DecideStrict(d.Request.Target)
+		} else {
+			d.Rule = g.Decide(d.Request.Target)
+		}
+		if !d.Rule.Allowed {
+			d.Verdict = Disallow
+			return
+		}
+		if pref, refused := usageRefusal(res.File, g, d.Request.Target, d.Request.Client.Purposes); refused {
+			d.Verdict, d.Pref = UsageDenied, pref
+			d.Note = fmt.Sprintf("%s=%s (line %d) refuses the purpose", pref.Name, pref.Value, pref.Line)
+		}
+	case res.Status == resolver.Unreachable:
+		d.Verdict = Unreachable
+		d.RetryAfter = ceilSeconds(res.Expires().Sub(e.cfg.Now()))
+	}
+}
+
+// DecideHost judges a host without a path, for tunnels that are not
+// intercepted: refused when robots.txt is unreachable or refuses every path
+// to the agent.
+func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) {
+	req.Target = "/"
+	d := Decision{Request: req}
+	if note, skip := e.skipRobots(&req); skip {
+		d.Note = note
+		return d, nil
 	}
 	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
 	if err != nil {
@@ -94,35 +215,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d.Robots = res
 	switch {
 	case res.File != nil:
-		g := res.File.GroupForUserAgent(req.UserAgent)
-		if e.cfg.StrictPaths {
-			d.Rule = g.DecideStrict(req.Target)
-		} else {
-			d.Rule = g.Decide(req.Target)
-		}
-		if !d.Rule.Allowed {
-			d.Verdict = Disallow
-		}
-	case res.Status == resolver.Unreachable:
-		d.Verdict = Unreachable
-		d.RetryAfter = e.retryAfter(res)
-	}
-	return d, nil
-}
-
-// DecideHost judges a host without a path, for tunnels that are not
-// intercepted: refused when robots.txt is unreachable or refuses every path
-// to the agent.
-func (e *Engine) DecideHost(ctx context.Context, o origin.Origin, userAgent string) (Decision, error) {
-	d := Decision{Request: Request{Origin: o, Target: "/", UserAgent: userAgent}}
-	res, err := e.cfg.Resolver.Resolve(ctx, o)
-	if err != nil {
-		return d, err
-	}
-	d.Robots = res
-	switch {
-	case res.File != nil:
-		g := res.File.GroupForUserAgent(userAgent)
+		g := res.File.GroupForUserAgent(req.Agent())
 		d.Rule = g.Decide("/")
 		if g.DisallowsAll() {
 			d.Verdict = Disallow
@@ -131,13 +224,12 @@ func (e *Engine) DecideHost(ctx context.Context, o origin.Origin, userAgent stri
 		}
 	case res.Status == resolver.Unreachable:
 		d.Verdict = Unreachable
-		d.RetryAfter = e.retryAfter(res)
+		d.RetryAfter = ceilSeconds(res.Expires().Sub(e.cfg.Now()))
 	}
 	return d, nil
 }
 
-// retryAfter is the time to the next fetch attempt, at least a second.
-func (e *Engine) retryAfter(res *resolver.Result) time.Duration {
-	wait := res.Expires().Sub(e.cfg.Now())
-	return max(time.Second, time.Duration(math.Ceil(wait.Seconds()))*time.Second)
+// ceilSeconds rounds up to whole seconds, at least one (Retry-After).
+func ceilSeconds(d time.Duration) time.Duration {
+	return max(time.Second, time.Duration(math.Ceil(d.Seconds()))*time.Second)
 }

@@ -24,19 +24,23 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 		return s.rejectConnect(ctx, s.plainRefusal(req, http.StatusBadRequest, "bad-request", "http_request_error", "The CONNECT target is not a valid host:port."))
 	}
 	st := s.settings()
+	client, err := st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization"))
+	if err != nil {
+		return s.rejectConnect(ctx, s.authRequired(req, st))
+	}
 	mitm := st.mitmHost(o.Host)
 	if err := s.checkDestination(req.Context(), o, !mitm); err != nil {
 		return s.rejectConnect(ctx, s.egressRefusal(req, err))
 	}
 	if mitm {
-		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o)}, host
+		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o, client)}, host
 	}
-	d, err := st.engine.DecideHost(req.Context(), o, req.UserAgent())
+	d, err := st.engine.DecideHost(req.Context(), policy.Request{Origin: o, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
 		return s.rejectConnect(ctx, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched."))
 	}
 	s.logDecision(req, &d)
-	if d.Verdict != policy.Allow {
+	if d.Refused() {
 		return s.rejectConnect(ctx, s.refusal(req, &d))
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, host
@@ -53,21 +57,21 @@ func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, resp *http.Response) (*gop
 // interceptor returns the hijack function of an intercepted tunnel: answer
 // the CONNECT, terminate TLS with a certificate minted for the host, and
 // serve the requests inside with a net/http server of the tunnel's own.
-func (s *Server) interceptor(o origin.Origin) func(*http.Request, net.Conn, *goproxy.ProxyCtx) {
-	return func(connect *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
-		if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
-			client.Close()
+func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.Request, net.Conn, *goproxy.ProxyCtx) {
+	return func(connect *http.Request, conn net.Conn, _ *goproxy.ProxyCtx) {
+		if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+			conn.Close()
 			return
 		}
-		tlsConn := tls.Server(client, s.minter.TLSConfigFor(o.Host))
-		client.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+		tlsConn := tls.Server(conn, s.minter.TLSConfigFor(o.Host))
+		conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 		if err := tlsConn.HandshakeContext(context.Background()); err != nil {
 			s.log.Debug("tunnel handshake failed", "host", o.Host, "client", connect.RemoteAddr, "err", err)
-			client.Close()
+			conn.Close()
 			return
 		}
-		client.SetDeadline(time.Time{})
-		info := &tunnelInfo{origin: o, connect: connect}
+		conn.SetDeadline(time.Time{})
+		info := &tunnelInfo{origin: o, connect: connect, client: client}
 		inner := &http.Server{
 			Handler:           guardFraming(s.tunnelHandler(info)),
 			MaxHeaderBytes:    maxHeaderBytes,

@@ -61,8 +61,26 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusServiceUnavailable
 		e.Message = "robots.txt could not be fetched (" + unreachableReason(d) + "): every request to this origin is refused until it can be."
 		e.RetryAfter = seconds(d.RetryAfter)
+	case policy.UsageDenied:
+		e.Status = http.StatusForbidden
+		e.Message = "the site's AI-usage preferences refuse this client's purpose: " + d.Note + "."
+	case policy.TrapDenied:
+		e.Status = http.StatusForbidden
+		e.Message = "crawler-trap guard: " + d.Note + "."
+	case policy.TrapBudget:
+		e.Status = http.StatusTooManyRequests
+		e.Message = "crawler-trap guard: " + d.Note + "."
+		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, "http_request_denied")
+}
+
+// authRequired is the 407 for a request without valid proxy credentials.
+func (s *Server) authRequired(req *http.Request, st *settings) *http.Response {
+	resp := plainResponse(req, http.StatusProxyAuthRequired, "auth-required", "http_request_denied",
+		"This proxy requires authentication (Proxy-Authorization: Basic).")
+	resp.Header.Set("Proxy-Authenticate", fmt.Sprintf("Basic realm=%q", st.engine.Realm()))
+	return resp
 }
 
 func unreachableReason(d *policy.Decision) string {
@@ -87,10 +105,16 @@ func (s *Server) egressRefusal(req *http.Request, err error) *http.Response {
 }
 
 func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response {
-	return render(req, &explanation{
-		Decision: "egress-denied", Status: http.StatusForbidden,
-		Message: "The destination is on a " + denied.Class.String() + " network, which this proxy does not reach (egress guard).",
-	}, "destination_ip_prohibited")
+	msg := "The destination is on a " + denied.Class.String() + " network, which this proxy does not reach (egress guard)."
+	switch denied.Class {
+	case egress.DeniedHost:
+		msg = "The destination host is refused by egress.deny_hosts."
+	case egress.NotAllowedHost:
+		msg = "The destination host is not in egress.allow_hosts."
+	case egress.SelfAddress:
+		msg = "The destination is this proxy itself."
+	}
+	return render(req, &explanation{Decision: "egress-denied", Status: http.StatusForbidden, Message: msg}, "destination_ip_prohibited")
 }
 
 // plainRefusal renders a refusal that is only a message.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
 )
@@ -38,26 +40,60 @@ func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 	if req.Method == http.MethodConnect {
 		return req, s.plainRefusal(req, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported.")
 	}
+	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
 		return req, s.plainRefusal(req, http.StatusBadRequest, "bad-request", "http_request_error", "The request URL has no valid http or https origin.")
 	}
-	if _, inTunnel := tunnelOf(req.Context()); !inTunnel {
+	tunnel, inTunnel := tunnelOf(req.Context())
+	client := tunnelClient(tunnel)
+	if !inTunnel {
+		if client, err = st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization")); err != nil {
+			return req, s.authRequired(req, st)
+		}
 		if err := s.checkDestination(req.Context(), o, false); err != nil {
 			return req, s.egressRefusal(req, err)
 		}
 	}
 	target := requestTarget(req)
-	d, err := s.settings().engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent()})
+	d, err := st.engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
 		return req, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
 	}
 	s.logDecision(req, &d)
-	if d.Verdict != policy.Allow {
+	if d.Refused() {
 		return req, s.refusal(req, &d)
 	}
+	identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
 	return req, nil
+}
+
+func tunnelClient(t *tunnelInfo) policy.Client {
+	if t == nil {
+		return policy.Client{}
+	}
+	return t.client
+}
+
+func remoteIP(req *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(req.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr()
+}
+
+// identify adds the operator's identification to a request that is going
+// upstream, after the decision (which used the client's own User-Agent).
+func identify(req *http.Request, id config.Identify) {
+	if id.From != "" {
+		req.Header.Set("From", id.From)
+	}
+	if id.UserAgentSuffix != "" {
+		ua := strings.TrimSpace(req.UserAgent() + " " + id.UserAgentSuffix)
+		req.Header.Set("User-Agent", ua)
+	}
 }
 
 // requestTarget returns the request-target as the client sent it, in origin
@@ -107,16 +143,23 @@ func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
 func (s *Server) logDecision(req *http.Request, d *policy.Decision) {
 	attrs := []any{
 		"decision", d.Verdict.String(), "method", req.Method,
-		"url", d.Request.Origin.String() + d.Request.Target, "agent", d.Group(), "client", req.RemoteAddr,
+		"url", d.Request.Origin.String() + d.Request.Target, "group", d.Group(),
+		"client", req.RemoteAddr, "client_rule", d.Request.Client.Name, "mode", d.Request.Client.Mode.String(),
 	}
 	if d.Rule.Matched {
 		attrs = append(attrs, "rule", d.Rule.Rule.String(), "line", d.Rule.Rule.Line)
 	}
-	if d.Verdict == policy.Allow {
-		s.log.Debug("request", attrs...)
-		return
+	if d.Note != "" {
+		attrs = append(attrs, "note", d.Note)
 	}
-	s.log.Info("request refused", attrs...)
+	switch {
+	case d.Verdict == policy.Allow:
+		s.log.Debug("request", attrs...)
+	case d.Refused():
+		s.log.Info("request refused", attrs...)
+	default:
+		s.log.Info("request would be refused (monitor mode): forwarded", attrs...)
+	}
 }
 
 type tunnelKey struct{}
@@ -125,6 +168,7 @@ type tunnelKey struct{}
 type tunnelInfo struct {
 	origin  origin.Origin
 	connect *http.Request // the CONNECT request
+	client  policy.Client // identified (and authenticated) at CONNECT
 }
 
 func tunnelOf(ctx context.Context) (*tunnelInfo, bool) {

@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,7 @@ type Server struct {
 	http     *http.Server
 	upstream *upstream
 	current  atomic.Pointer[settings]
+	self     atomic.Pointer[[]netip.AddrPort]
 	tunnels  tunnelSet
 }
 
@@ -134,22 +136,32 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	guard, err := newGuard(cfg.Egress, s.dnsOpt)
+	guard, err := newGuard(cfg.Egress, s.dnsOpt, s.selfAddrs())
 	if err != nil {
 		return err
 	}
-	s.current.Store(&settings{
-		cfg:    cfg,
-		engine: policy.New(policy.Config{Resolver: s.resolver, StrictPaths: cfg.Robots.StrictPaths}),
-		guard:  guard,
+	engine, err := policy.New(policy.Config{
+		Resolver:    s.resolver,
+		StrictPaths: cfg.Robots.StrictPaths,
+		Clients:     cfg.Clients,
+		Auth:        cfg.Auth,
+		Sites:       cfg.Sites,
+		Trap:        cfg.Trap,
 	})
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	s.current.Store(&settings{cfg: cfg, engine: engine, guard: guard})
 	return nil
 }
 
 func (s *Server) settings() *settings { return s.current.Load() }
 
-func newGuard(e config.Egress, r egress.Resolver) (*egress.Guard, error) {
-	g := &egress.Guard{BlockPrivate: e.BlockPrivateNetworks, Resolver: r, DialTimeout: dialTimeout}
+func newGuard(e config.Egress, r egress.Resolver, self []netip.AddrPort) (*egress.Guard, error) {
+	g := &egress.Guard{
+		BlockPrivate: e.BlockPrivateNetworks, Resolver: r, DialTimeout: dialTimeout,
+		AllowHosts: lower(e.AllowHosts), DenyHosts: lower(e.DenyHosts), Self: self,
+	}
 	for _, c := range e.AllowNetworks {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
@@ -189,8 +201,47 @@ func upstreamRoots(file string) (*x509.CertPool, error) {
 	return roots, nil
 }
 
-// Serve accepts proxy connections on ln until Shutdown.
+func lower(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, v := range ss {
+		out[i] = strings.ToLower(v)
+	}
+	return out
+}
+
+// selfAddrs returns the addresses the proxy listens on, every local
+// interface address for an unspecified listen address.
+func (s *Server) selfAddrs() []netip.AddrPort {
+	p := s.self.Load()
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func (s *Server) setSelf(addr net.Addr) {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return
+	}
+	self := []netip.AddrPort{ap}
+	if ap.Addr().IsUnspecified() {
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if p, err := netip.ParsePrefix(a.String()); err == nil {
+					self = append(self, netip.AddrPortFrom(p.Addr(), ap.Port()))
+				}
+			}
+		}
+	}
+	s.self.Store(&self)
+	_ = s.Reload(s.settings().cfg) // the same configuration, now with the guard knowing self
+}
+
+// Serve accepts proxy connections on ln until Shutdown. Destinations equal
+// to ln's address are refused (a request to the proxy itself would loop).
 func (s *Server) Serve(ln net.Listener) error {
+	s.setSelf(ln.Addr())
 	err := s.http.Serve(guardedListener{ln})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -252,7 +303,7 @@ func (s *Server) checkDestination(ctx context.Context, o origin.Origin, blindTun
 	if !st.portAllowed(o.Port, blindTunnel) {
 		return &portError{port: o.Port, tunnel: blindTunnel}
 	}
-	return st.guard.CheckHost(ctx, o.Host)
+	return st.guard.CheckHost(ctx, o.Host, o.Port)
 }
 
 type portError struct {
@@ -287,10 +338,11 @@ func trimNewline(p []byte) []byte {
 	return p
 }
 
-// Decide judges a URL as a request through the proxy with that User-Agent
-// would be judged (egress guard, robots.txt, evasion guard), without sending
-// it. It serves `robotsgate check` and the admin /explain endpoint.
-func (s *Server) Decide(ctx context.Context, rawURL, userAgent string) (policy.Decision, error) {
+// Decide judges a URL as a request through the proxy with that User-Agent,
+// from that client, would be judged (egress guard, robots.txt, evasion
+// guard), without sending it. It serves `robotsgate check` and the admin
+// /explain endpoint.
+func (s *Server) Decide(ctx context.Context, rawURL, userAgent string, client policy.Client) (policy.Decision, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return policy.Decision{}, fmt.Errorf("decide %s: %w", rawURL, err)
@@ -306,5 +358,5 @@ func (s *Server) Decide(ctx context.Context, rawURL, userAgent string) (policy.D
 	if u.Opaque == "" && u.RawPath == "" && u.Path == "" && u.RawQuery == "" {
 		target = "/"
 	}
-	return s.settings().engine.Decide(ctx, policy.Request{Origin: o, Target: target, UserAgent: userAgent})
+	return s.settings().engine.Decide(ctx, policy.Request{Origin: o, Target: target, UserAgent: userAgent, Client: client})
 }

@@ -1,0 +1,218 @@
+package policy
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/robotsgate/robotsgate/config"
+)
+
+// Mode is how a client's requests are treated.
+type Mode uint8
+
+// Modes. Enforce is the zero value.
+const (
+	Enforce Mode = iota // refuse and hold as robots.txt asks
+	Monitor             // decide and log, never refuse or hold: a dry run
+	Bypass              // no robots checks; the egress guard still applies
+)
+
+var modeNames = [...]string{Enforce: "enforce", Monitor: "monitor", Bypass: "bypass"}
+
+// String returns the mode's configuration name.
+func (m Mode) String() string { return modeNames[m] }
+
+// Client is who is asking, as the clients configuration identifies them.
+type Client struct {
+	// Name identifies the matched clients entry in logs: its user, else its
+	// CIDR; "" for requests that matched none.
+	Name string
+	// User is the authenticated proxy user, if any.
+	User string
+	Mode Mode
+	// Agent is a fixed product token to judge the client by instead of its
+	// User-Agent header; "" to use the header.
+	Agent string
+	// Purposes are checked against the sites' AI-usage preferences.
+	Purposes []string
+}
+
+// ErrAuthRequired means the request must be answered 407: proxy
+// authentication is configured and the request has no valid credentials
+// for any entry that applies to it.
+var ErrAuthRequired = errors.New("proxy authentication required")
+
+// Clients identifies clients by source address and proxy user. It is safe
+// for concurrent use.
+type Clients struct {
+	rules    []clientRule
+	needAuth bool // some entry names a user
+	realm    string
+	// verified caches successful password checks: bcrypt costs tens of
+	// milliseconds by design, far too much for every request.
+	verified *lru.Cache[[sha256.Size]byte, struct{}]
+}
+
+type clientRule struct {
+	prefix    netip.Prefix // invalid = any address
+	user      string
+	hash      []byte
+	client    Client
+	hasPrefix bool
+}
+
+// NewClients builds the matcher from the clients entries (in order: the
+// first that matches applies) and the auth settings, reading auth.htpasswd
+// for users without password_bcrypt.
+func NewClients(entries []config.Client, auth config.Auth) (*Clients, error) {
+	htpasswd, err := readHtpasswd(auth.Htpasswd)
+	if err != nil {
+		return nil, err
+	}
+	cache, _ := lru.New[[sha256.Size]byte, struct{}](1024)
+	c := &Clients{realm: auth.Realm, verified: cache}
+	for i, e := range entries {
+		r, err := newClientRule(e, htpasswd)
+		if err != nil {
+			return nil, fmt.Errorf("clients[%d]: %w", i, err)
+		}
+		c.needAuth = c.needAuth || r.user != ""
+		c.rules = append(c.rules, r)
+	}
+	return c, nil
+}
+
+func newClientRule(e config.Client, htpasswd map[string][]byte) (clientRule, error) {
+	r := clientRule{user: e.User, client: Client{Mode: parseMode(e.Mode), Agent: e.Agent, Purposes: e.Purposes}}
+	r.client.Name = e.User
+	if e.CIDR != "" {
+		p, err := netip.ParsePrefix(e.CIDR)
+		if err != nil {
+			return r, fmt.Errorf("cidr: %w", err)
+		}
+		r.prefix, r.hasPrefix = p.Masked(), true
+		if r.client.Name == "" {
+			r.client.Name = r.prefix.String()
+		}
+	}
+	if e.User != "" {
+		r.hash = []byte(e.PasswordBcrypt)
+		if len(r.hash) == 0 {
+			r.hash = htpasswd[e.User]
+		}
+		if len(r.hash) == 0 {
+			return r, fmt.Errorf("user %q has no password_bcrypt and no auth.htpasswd line", e.User)
+		}
+	}
+	return r, nil
+}
+
+func parseMode(m config.Mode) Mode {
+	switch m {
+	case config.ModeMonitor:
+		return Monitor
+	case config.ModeBypass:
+		return Bypass
+	}
+	return Enforce
+}
+
+// readHtpasswd reads "user:bcrypt-hash" lines; blank lines and '#'
+// comments are skipped. Only bcrypt hashes are accepted.
+func readHtpasswd(path string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if path == "" {
+		return out, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth.htpasswd: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		user, hash, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(hash, "$2") {
+			return nil, fmt.Errorf("auth.htpasswd: %s:%d: want user:bcrypt-hash", path, n)
+		}
+		out[user] = []byte(hash)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("auth.htpasswd: %w", err)
+	}
+	return out, nil
+}
+
+// Realm is the realm for the Proxy-Authenticate challenge.
+func (c *Clients) Realm() string { return c.realm }
+
+// Identify returns the client a request comes from: the first entry whose
+// CIDR contains addr and whose user (if any) presented the right password
+// in the Proxy-Authorization header. With no matching entry, requests are
+// the default client (enforced) unless some entry names a user, in which
+// case ErrAuthRequired. Wrong credentials for a named user are always
+// ErrAuthRequired.
+func (c *Clients) Identify(addr netip.Addr, proxyAuthorization string) (Client, error) {
+	user, pass, hasCreds := parseBasic(proxyAuthorization)
+	addr = addr.Unmap()
+	for i := range c.rules {
+		r := &c.rules[i]
+		if r.hasPrefix && !r.prefix.Contains(addr) {
+			continue
+		}
+		if r.user == "" {
+			return r.client, nil
+		}
+		if !hasCreds || user != r.user {
+			continue
+		}
+		if !c.check(r, user, pass) {
+			return Client{}, ErrAuthRequired
+		}
+		cl := r.client
+		cl.User = user
+		return cl, nil
+	}
+	if c.needAuth {
+		return Client{}, ErrAuthRequired
+	}
+	return Client{}, nil
+}
+
+func (c *Clients) check(r *clientRule, user, pass string) bool {
+	key := sha256.Sum256([]byte(user + "\x00" + pass + "\x00" + string(r.hash)))
+	if _, ok := c.verified.Get(key); ok {
+		return true
+	}
+	if bcrypt.CompareHashAndPassword(r.hash, []byte(pass)) != nil {
+		return false
+	}
+	c.verified.Add(key, struct{}{})
+	return true
+}
+
+// parseBasic decodes "Basic base64(user:password)".
+func parseBasic(h string) (user, pass string, ok bool) {
+	scheme, cred, found := strings.Cut(strings.TrimSpace(h), " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(raw), ":")
+}
