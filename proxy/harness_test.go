@@ -93,10 +93,18 @@ func startOrigin(t *testing.T, ip string, tlsOn bool, robots string, robotsStatu
 
 // testProxy is a running proxy with what a client needs to use it.
 type testProxy struct {
-	srv  *Server
-	addr string
-	ca   *certs.CA
-	logs *strings.Builder
+	srv    *Server
+	addr   string
+	ca     *certs.CA
+	logMu  *sync.Mutex
+	logBuf *strings.Builder
+}
+
+// logText returns what the proxy has logged so far.
+func (p *testProxy) logText() string {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return p.logBuf.String()
 }
 
 // testConfig allows the loopback addresses the tests use as origins and
@@ -117,14 +125,20 @@ func testConfig(t *testing.T, upstreamCA *x509.Certificate) config.Config {
 
 func startProxy(t *testing.T, cfg config.Config) *testProxy {
 	t.Helper()
+	return startProxyWith(t, cfg, Options{})
+}
+
+func startProxyWith(t *testing.T, cfg config.Config, opts Options) *testProxy {
+	t.Helper()
 	ca, err := certs.GenerateCA(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &strings.Builder{}
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := New(cfg, Options{CA: ca, Logger: logger})
+	mu := &sync.Mutex{}
+	opts.CA = ca
+	opts.Logger = slog.New(slog.NewTextHandler(lockedWriter{mu, logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +152,7 @@ func startProxy(t *testing.T, cfg config.Config) *testProxy {
 		srv.Shutdown(t.Context())
 		<-done
 	})
-	return &testProxy{srv: srv, addr: ln.Addr().String(), ca: ca, logs: logs}
+	return &testProxy{srv: srv, addr: ln.Addr().String(), ca: ca, logMu: mu, logBuf: logs}
 }
 
 type lockedWriter struct {

@@ -59,8 +59,11 @@ type Options struct {
 	CA *certs.CA
 	// Logger receives operational logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Resolver, when set, replaces the egress guard's DNS resolver (tests).
+	// Resolver, when set, replaces the egress guard's DNS resolver, and Dial
+	// the dialer it connects with (tests: a name that resolves to a
+	// forbidden address, a dialer that records instead of connecting).
 	Resolver egress.Resolver
+	Dial     egress.DialFunc
 }
 
 // Server is the proxy. Create it with New, run it with Serve, stop it with
@@ -70,6 +73,7 @@ type Server struct {
 	resolver *resolver.Resolver
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
+	dialOpt  egress.DialFunc
 	gp       *goproxy.ProxyHttpServer
 	http     *http.Server
 	upstream *upstream
@@ -87,7 +91,7 @@ type settings struct {
 
 // New builds a Server from a validated configuration.
 func New(cfg config.Config, opts Options) (*Server, error) {
-	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver}
+	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver, dialOpt: opts.Dial}
 	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
 	if err != nil {
 		return nil, err
@@ -136,7 +140,7 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	guard, err := newGuard(cfg.Egress, s.dnsOpt, s.selfAddrs())
+	guard, err := newGuard(cfg.Egress, s.dnsOpt, s.dialOpt, s.selfAddrs())
 	if err != nil {
 		return err
 	}
@@ -157,9 +161,9 @@ func (s *Server) Reload(cfg config.Config) error {
 
 func (s *Server) settings() *settings { return s.current.Load() }
 
-func newGuard(e config.Egress, r egress.Resolver, self []netip.AddrPort) (*egress.Guard, error) {
+func newGuard(e config.Egress, r egress.Resolver, dial egress.DialFunc, self []netip.AddrPort) (*egress.Guard, error) {
 	g := &egress.Guard{
-		BlockPrivate: e.BlockPrivateNetworks, Resolver: r, DialTimeout: dialTimeout,
+		BlockPrivate: e.BlockPrivateNetworks, Resolver: r, Dial: dial, DialTimeout: dialTimeout,
 		AllowHosts: lower(e.AllowHosts), DenyHosts: lower(e.DenyHosts), Self: self,
 	}
 	for _, c := range e.AllowNetworks {
