@@ -252,3 +252,19 @@ func TestIdentificationHeadersAreAddedAfterTheDecision(t *testing.T) {
 		t.Errorf("origin saw From %q User-Agent %q", got.Get("From"), got.Get("User-Agent"))
 	}
 }
+
+func TestRobotsRedirectToForbiddenAddressIsNotFollowed(t *testing.T) {
+	internal := startOrigin(t, "127.0.0.1", false, "User-agent: *\nAllow: /\n", 0)
+	o := startOrigin(t, "127.0.0.2", false, "", 0)
+	o.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, internal.URL+"/robots.txt", http.StatusFound)
+	})
+	cfg := testConfig(t, nil)
+	cfg.Egress.AllowNetworks = []string{"127.0.0.2/32"}
+	p := startProxy(t, cfg)
+	resp, _ := get(t, p.client(), o.URL+"/page")
+	checkRefusal(t, resp, 503, "unreachable", "")
+	if len(internal.seen()) != 0 {
+		t.Errorf("the redirect to a forbidden address was followed: %v", internal.seen())
+	}
+}
