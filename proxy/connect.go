@@ -33,13 +33,20 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 		return s.rejectConnect(ctx, s.egressRefusal(req, err))
 	}
 	if mitm {
+		if slot := auditSlotOf(req.Context()); slot != nil {
+			d := policy.Decision{Request: policy.Request{Origin: o, Target: "/", UserAgent: req.UserAgent(), Client: client},
+				Note: "tunnel intercepted: each request in it is judged"}
+			slot.rec = newAuditRecord(time.Now(), req.RemoteAddr, req.Method, &d)
+		}
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o, client)}, host
 	}
+	start := time.Now()
 	d, err := st.engine.DecideHost(req.Context(), policy.Request{Origin: o, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
 		return s.rejectConnect(ctx, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched."))
 	}
 	s.logDecision(req, &d)
+	recordDecision(req, start, &d)
 	if d.Refused() {
 		return s.rejectConnect(ctx, s.refusal(req, &d))
 	}
@@ -51,6 +58,10 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, resp *http.Response) (*goproxy.ConnectAction, string) {
 	resp.Close = true
 	ctx.Resp = resp
+	if slot := auditSlotOf(ctx.Req.Context()); slot != nil {
+		// written on the hijacked connection, unseen by the writer
+		slot.status, slot.decision = resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision")
+	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectReject}, ""
 }
 
@@ -73,7 +84,7 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 		conn.SetDeadline(time.Time{})
 		info := &tunnelInfo{origin: o, connect: connect, client: client}
 		inner := &http.Server{
-			Handler:           guardFraming(s.tunnelHandler(info)),
+			Handler:           s.observe(guardFraming(s.tunnelHandler(info))),
 			MaxHeaderBytes:    maxHeaderBytes,
 			ReadHeaderTimeout: clientHeaderTimeout,
 			IdleTimeout:       clientIdleTimeout,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/elazarl/goproxy"
 
@@ -29,6 +30,7 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 	gp.NonproxyHandler = http.HandlerFunc(s.notAProxyRequest)
 	gp.OnRequest().HandleConnectFunc(s.onConnect)
 	gp.OnRequest().DoFunc(s.onRequest)
+	gp.OnResponse().DoFunc(s.onResponse)
 	return gp
 }
 
@@ -56,11 +58,13 @@ func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 		}
 	}
 	target := requestTarget(req)
+	start := time.Now()
 	d, err := st.engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
 		return req, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
 	}
 	s.logDecision(req, &d)
+	recordDecision(req, start, &d)
 	if d.Refused() {
 		return req, s.refusal(req, &d)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -80,6 +81,12 @@ type Server struct {
 	current  atomic.Pointer[settings]
 	self     atomic.Pointer[[]netip.AddrPort]
 	tunnels  tunnelSet
+	metrics  *metrics.Metrics
+	audit    *auditLog
+	stats    *stats
+	serving  atomic.Bool
+	// ready, when set, is part of /readyz (the shared pacing store).
+	ready func(context.Context) error
 }
 
 // settings is the part of the server that a configuration reload replaces.
@@ -91,7 +98,8 @@ type settings struct {
 
 // New builds a Server from a validated configuration.
 func New(cfg config.Config, opts Options) (*Server, error) {
-	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver, dialOpt: opts.Dial}
+	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver, dialOpt: opts.Dial,
+		metrics: metrics.New(), stats: newStats()}
 	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
 	if err != nil {
 		return nil, err
@@ -114,17 +122,25 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		RetryMax:     cfg.Robots.RetryMax.Duration(),
 		DialContext:  s.dial,
 		RootCAs:      roots,
+		OnFetch: func(st resolver.Status, d time.Duration) {
+			s.metrics.RobotsFetches.WithLabelValues(st.String()).Inc()
+			s.metrics.RobotsFetchSeconds.Observe(d.Seconds())
+		},
 	})
 	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if s.audit, err = openAudit(cfg.Log.Audit); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
-	s.upstream = newUpstream(s.dial, roots, s.log)
+	s.registerGauges()
+	s.upstream = newUpstream(s.dial, roots, s.log, s.metrics)
 	s.gp = s.newGoproxy()
 	s.http = &http.Server{
-		Handler:           guardFraming(s.gp),
+		Handler:           s.observe(guardFraming(s.gp)),
 		MaxHeaderBytes:    maxHeaderBytes,
 		ReadHeaderTimeout: clientHeaderTimeout,
 		IdleTimeout:       clientIdleTimeout,
@@ -133,9 +149,29 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
+func (s *Server) registerGauges() {
+	s.metrics.GaugeFunc("robotsgate_robots_cache_entries", "Origins whose robots.txt is cached.",
+		func() float64 { return float64(s.resolver.Stats().Entries) })
+	s.metrics.CounterFunc("robotsgate_robots_cache_hits_total", "robots.txt lookups answered from the cache.",
+		func() float64 { return float64(s.resolver.Stats().Hits) })
+	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",
+		func() float64 { return float64(s.resolver.Stats().Misses) })
+	s.metrics.CounterFunc("robotsgate_certificates_minted_total", "Leaf certificates minted for intercepted hosts.",
+		func() float64 {
+			if s.minter == nil {
+				return 0
+			}
+			return float64(s.minter.Minted())
+		})
+}
+
+// ReopenAudit reopens the audit log file, for log rotation (SIGHUP).
+func (s *Server) ReopenAudit() error { return s.audit.reopen() }
+
 // Reload applies a new configuration to the parts that can change while
-// running (robots.strict_paths, egress, mitm.skip_hosts). Listen addresses,
-// the CA and the robots.txt cache settings need a restart.
+// running: clients, sites, the trap guard, robots.strict_paths, egress,
+// mitm.skip_hosts and identification. Listen addresses, the CA, the audit
+// log path and the robots.txt cache settings need a restart.
 func (s *Server) Reload(cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("proxy: %w", err)
@@ -246,6 +282,8 @@ func (s *Server) setSelf(addr net.Addr) {
 // to ln's address are refused (a request to the proxy itself would loop).
 func (s *Server) Serve(ln net.Listener) error {
 	s.setSelf(ln.Addr())
+	s.serving.Store(true)
+	defer s.serving.Store(false)
 	err := s.http.Serve(guardedListener{ln})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -267,6 +305,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	s.resolver.Close()
 	s.upstream.close()
+	s.audit.close()
 	return err
 }
 

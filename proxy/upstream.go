@@ -13,6 +13,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/metrics"
 )
 
 // upstream sends allowed requests to origins. It never returns an error to
@@ -21,12 +22,13 @@ import (
 // without a response, or send raw dial errors, which reveal internal
 // addresses, to the client.
 type upstream struct {
-	tr  *http.Transport
-	log *slog.Logger
+	tr      *http.Transport
+	log     *slog.Logger
+	metrics *metrics.Metrics
 }
 
-func newUpstream(dial func(context.Context, string, string) (net.Conn, error), roots *x509.CertPool, log *slog.Logger) *upstream {
-	return &upstream{log: log, tr: &http.Transport{
+func newUpstream(dial func(context.Context, string, string) (net.Conn, error), roots *x509.CertPool, log *slog.Logger, m *metrics.Metrics) *upstream {
+	return &upstream{log: log, metrics: m, tr: &http.Transport{
 		Proxy:                 nil, // never HTTP(S)_PROXY from the environment: a proxy loop
 		DialContext:           dial,
 		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
@@ -57,6 +59,7 @@ func (u *upstream) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Resp
 		return egressDenied(req, denied), nil
 	}
 	status, proxyStatus := classifyUpstreamError(err)
+	u.metrics.UpstreamErrors.WithLabelValues(proxyStatus).Inc()
 	u.log.Info("upstream failed", "url", req.URL.Host, "status", status, "err", err)
 	body := "The origin could not be reached."
 	if status == http.StatusGatewayTimeout {

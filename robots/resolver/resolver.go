@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -51,6 +52,9 @@ type Config struct {
 	Store Store
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnFetch, when set, is called after every robots.txt fetch with its
+	// outcome and duration (metrics).
+	OnFetch func(Status, time.Duration)
 }
 
 func (c *Config) setDefaults() {
@@ -86,8 +90,23 @@ type Resolver struct {
 	hitNow func() time.Time
 	clock  *coarseClock
 
+	// hits and misses count cache lookups: a fresh or usable entry, or a
+	// wait for a fetch.
+	hits, misses atomic.Uint64
+
 	// refreshed, when set by tests, is called after each refresh is stored.
 	refreshed func(origin.Origin)
+}
+
+// Stats are the resolver's counters.
+type Stats struct {
+	Hits, Misses uint64 // cache lookups answered at once, and not
+	Entries      int    // origins cached now
+}
+
+// Stats returns the current counters.
+func (r *Resolver) Stats() Stats {
+	return Stats{Hits: r.hits.Load(), Misses: r.misses.Load(), Entries: r.cache.Len()}
 }
 
 // promoteEvery limits LRU promotions of a hot entry: a hit is a read-locked
@@ -135,13 +154,16 @@ func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error
 	if res, ok := r.cache.Peek(o); ok {
 		r.promote(o, res, now)
 		if res.fresh(now) {
+			r.hits.Add(1)
 			return res, nil
 		}
 		if res.usable() {
+			r.hits.Add(1)
 			r.refreshInBackground(o, res)
 			return res, nil
 		}
 	}
+	r.misses.Add(1)
 	ch := r.flight.DoChan(o.String(), func() (any, error) { return r.refresh(o), nil })
 	select {
 	case v := <-ch:
@@ -195,8 +217,12 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 	if res, ok := r.fromStore(o); ok {
 		return res
 	}
+	start := r.cfg.Now()
 	f := r.fetch(r.ctx, o)
 	now := r.cfg.Now()
+	if r.cfg.OnFetch != nil {
+		r.cfg.OnFetch(f.status, now.Sub(start))
+	}
 	res := &Result{
 		Origin: o, Status: f.status, File: f.file, HTTPStatus: f.httpStatus,
 		fetchedAt: now.UnixNano(), Err: f.err,

@@ -1,0 +1,94 @@
+// Package metrics holds robotsgate's Prometheus metrics: one registry, the
+// instruments the proxy updates, and gauges read from other components when
+// scraped. Names follow Prometheus conventions (robotsgate_ prefix, base
+// units, _total for counters).
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is the set of instruments. Its zero value is not usable: use New.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	// Requests counts decisions by decision ("allow", "disallow"...) and
+	// method.
+	Requests *prometheus.CounterVec
+	// RobotsFetches counts robots.txt fetches by outcome ("ok",
+	// "unavailable", "unreachable").
+	RobotsFetches *prometheus.CounterVec
+	// RobotsFetchSeconds is the latency of robots.txt fetches.
+	RobotsFetchSeconds prometheus.Histogram
+	// PacingWaitSeconds is how long paced requests were held.
+	PacingWaitSeconds prometheus.Histogram
+	// PacingHeld is the number of requests being held right now.
+	PacingHeld prometheus.Gauge
+	// UpstreamErrors counts failed upstream requests by kind (the RFC 9209
+	// error type: "connection_refused", "dns_error"...).
+	UpstreamErrors *prometheus.CounterVec
+	// StoreErrors counts failed calls to the shared (Redis) pacing store.
+	StoreErrors prometheus.Counter
+}
+
+// New creates the instruments in a fresh registry, with Go runtime and
+// process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{registry: r}
+	m.Requests = counterVec(r, "robotsgate_requests_total", "Requests judged by the proxy, by decision and method.", "decision", "method")
+	m.RobotsFetches = counterVec(r, "robotsgate_robots_fetches_total", "robots.txt fetches by outcome.", "outcome")
+	m.RobotsFetchSeconds = histogram(r, "robotsgate_robots_fetch_duration_seconds", "Duration of robots.txt fetches.",
+		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10})
+	m.PacingWaitSeconds = histogram(r, "robotsgate_pacing_wait_seconds", "Time paced requests were held before going upstream.",
+		[]float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60})
+	m.PacingHeld = gauge(r, "robotsgate_pacing_held_requests", "Requests currently held for their pacing slot.")
+	m.UpstreamErrors = counterVec(r, "robotsgate_upstream_errors_total", "Failed upstream requests by RFC 9209 error type.", "kind")
+	m.StoreErrors = counter(r, "robotsgate_pacing_store_errors_total", "Failed calls to the shared pacing store.")
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// GaugeFunc registers a gauge whose value is read from fn when scraped.
+func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
+
+// CounterFunc registers a counter whose value is read from fn when scraped;
+// fn must never decrease.
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+}
+
+func counterVec(r *prometheus.Registry, name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	r.MustRegister(c)
+	return c
+}
+
+func counter(r *prometheus.Registry, name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	r.MustRegister(c)
+	return c
+}
+
+func gauge(r *prometheus.Registry, name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	r.MustRegister(g)
+	return g
+}
+
+func histogram(r *prometheus.Registry, name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	r.MustRegister(h)
+	return h
+}

@@ -1,0 +1,209 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/robots"
+)
+
+// AdminHandler serves the admin endpoints: /metrics (Prometheus), /healthz,
+// /readyz, /explain and the status page at /. Serve it on a separate,
+// loopback address: it shows the configuration and traffic.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /explain", s.explain)
+	mux.HandleFunc("GET /{$}", s.statusPage)
+	return mux
+}
+
+// readyz is ready once the proxy is serving with a loaded configuration
+// (and, with a shared pacing store, that store answers).
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if !s.serving.Load() {
+		http.Error(w, "not serving yet\n", http.StatusServiceUnavailable)
+		return
+	}
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			http.Error(w, "not ready: "+err.Error()+"\n", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	w.Write([]byte("ready\n"))
+}
+
+// Explanation is the /explain answer: the proxy's decision for a URL and
+// agent, with what it rests on. It comes from the same code path as a
+// request through the proxy.
+type Explanation struct {
+	URL          string        `json:"url"`
+	UserAgent    string        `json:"user_agent"`
+	Decision     string        `json:"decision"`
+	Group        string        `json:"group,omitempty"`
+	GroupLines   []int         `json:"group_lines,omitempty"`
+	Rule         string        `json:"rule,omitempty"`
+	Line         int           `json:"line,omitempty"`
+	Canonical    string        `json:"canonical_target,omitempty"`
+	Note         string        `json:"note,omitempty"`
+	Robots       *RobotsInfo   `json:"robots,omitempty"`
+	CrawlDelay   float64       `json:"crawl_delay_seconds"`
+	RequestRate  float64       `json:"request_interval_seconds"`
+	ContentUsage []robots.Pref `json:"content_usage,omitempty"`
+	Signals      []robots.Pref `json:"content_signals,omitempty"`
+	Error        string        `json:"error,omitempty"`
+}
+
+// RobotsInfo describes the robots.txt a decision rests on.
+type RobotsInfo struct {
+	URL        string    `json:"url"`
+	Status     string    `json:"status"`
+	HTTPStatus int       `json:"http_status"`
+	FetchedAt  time.Time `json:"fetched_at"`
+	AgeSeconds float64   `json:"age_seconds"`
+	Expires    time.Time `json:"expires"`
+	Stale      bool      `json:"stale"`
+	Error      string    `json:"error,omitempty"`
+}
+
+func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ua := q.Get("ua")
+	if ua == "" {
+		ua = q.Get("agent")
+	}
+	e := Explanation{URL: q.Get("url"), UserAgent: ua}
+	status := http.StatusOK
+	if e.URL == "" {
+		e.Error, status = "missing url parameter (and agent= or ua=)", http.StatusBadRequest
+	} else if d, err := s.Decide(r.Context(), e.URL, ua, policy.Client{}); err != nil {
+		e.Decision, e.Error, status = explainError(err)
+	} else {
+		fillExplanation(&e, &d, time.Now())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(e)
+}
+
+func explainError(err error) (decision, message string, status int) {
+	var denied *egress.DeniedError
+	var port *portError
+	if errors.As(err, &denied) || errors.As(err, &port) {
+		return "egress-denied", err.Error(), http.StatusOK
+	}
+	return "", err.Error(), http.StatusBadRequest
+}
+
+func fillExplanation(e *Explanation, d *policy.Decision, now time.Time) {
+	e.Decision, e.Note = d.Verdict.String(), d.Note
+	if d.Robots == nil {
+		return
+	}
+	res := d.Robots
+	e.Robots = &RobotsInfo{URL: res.URL(), Status: res.Status.String(), HTTPStatus: res.HTTPStatus,
+		FetchedAt: res.FetchedAt().UTC(), AgeSeconds: res.Age(now).Seconds(), Expires: res.Expires().UTC(), Stale: res.Stale}
+	if res.Err != nil {
+		e.Robots.Error = res.Err.Error()
+	}
+	if res.File == nil {
+		return
+	}
+	g := d.Rule.Group
+	e.Group, e.GroupLines = g.Name(), g.Lines()
+	if d.Rule.Matched {
+		e.Rule, e.Line, e.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
+	}
+	e.CrawlDelay, e.RequestRate = g.CrawlDelay().Seconds(), g.RequestInterval().Seconds()
+	e.ContentUsage, e.Signals = g.ContentUsage(d.Request.Target), res.File.ContentSignals()
+}
+
+// statusView is what the status page template renders.
+type statusView struct {
+	Started, Now      time.Time
+	Listen, Admin     string
+	MITM              bool
+	StrictPaths       bool
+	Clients, Sites    int
+	BlockPrivate      bool
+	Cached            int
+	Hits, Misses      uint64
+	Busiest, Refusing []originStats
+	Recent            []AuditRecord
+}
+
+func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
+	st := s.settings()
+	rs := s.resolver.Stats()
+	v := statusView{
+		Started: s.stats.started, Now: time.Now(), Listen: st.cfg.Listen, Admin: st.cfg.AdminListen,
+		MITM: st.cfg.MITM.Enabled, StrictPaths: st.cfg.Robots.StrictPaths, Clients: len(st.cfg.Clients),
+		Sites: len(st.cfg.Sites), BlockPrivate: st.cfg.Egress.BlockPrivateNetworks,
+		Cached: rs.Entries, Hits: rs.Hits, Misses: rs.Misses,
+	}
+	v.Busiest, v.Refusing, v.Recent = s.stats.snapshot(20)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := statusTemplate.Execute(w, v); err != nil {
+		s.log.Error("status page", "err", err)
+	}
+}
+
+var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
+	"ago":   func(t, now time.Time) string { return now.Sub(t).Round(time.Second).String() },
+	"upper": strings.ToUpper,
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>robotsgate status</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin-bottom:1.5em}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+th{background:#f3f3f3}
+.num{text-align:right}
+</style></head>
+<body>
+<h1>robotsgate</h1>
+<p id="uptime">Up since {{.Started.UTC.Format "2006-01-02 15:04:05 MST"}} ({{ago .Started .Now}}).</p>
+
+<h2>Configuration</h2>
+<table id="config">
+<tr><th>Proxy address</th><td>{{.Listen}}</td></tr>
+<tr><th>Admin address</th><td>{{.Admin}}</td></tr>
+<tr><th>HTTPS interception</th><td>{{if .MITM}}on{{else}}off{{end}}</td></tr>
+<tr><th>Evasion guard (strict paths)</th><td>{{if .StrictPaths}}on{{else}}off{{end}}</td></tr>
+<tr><th>Private networks blocked</th><td>{{if .BlockPrivate}}yes{{else}}no{{end}}</td></tr>
+<tr><th>Client rules / site rules</th><td>{{.Clients}} / {{.Sites}}</td></tr>
+<tr><th>robots.txt cached</th><td>{{.Cached}} origins ({{.Hits}} hits, {{.Misses}} misses)</td></tr>
+</table>
+
+<h2>Busiest origins</h2>
+<table id="busiest"><tr><th>Origin</th><th>Requests</th><th>Refused</th></tr>
+{{range .Busiest}}<tr><td>{{.Origin}}</td><td class="num">{{.Requests}}</td><td class="num">{{.Refused}}</td></tr>
+{{else}}<tr><td colspan="3">No traffic yet.</td></tr>{{end}}</table>
+
+<h2>Most refused origins</h2>
+<table id="refusing"><tr><th>Origin</th><th>Refused</th><th>Requests</th></tr>
+{{range .Refusing}}<tr><td>{{.Origin}}</td><td class="num">{{.Refused}}</td><td class="num">{{.Requests}}</td></tr>
+{{else}}<tr><td colspan="3">No refusals.</td></tr>{{end}}</table>
+
+<h2>Recent refusals</h2>
+<table id="recent"><tr><th>Time</th><th>Client</th><th>Method</th><th>URL</th><th>Decision</th><th>Rule</th></tr>
+{{range .Recent}}<tr><td>{{.Time.Format "15:04:05"}}</td><td>{{.Client}}</td><td>{{.Method}}</td><td>{{.URL}}</td><td>{{.Decision}}</td><td>{{if .Rule}}{{.Rule}} (line {{.Line}}){{end}}</td></tr>
+{{else}}<tr><td colspan="6">No refusals.</td></tr>{{end}}</table>
+</body></html>
+`))
