@@ -1,0 +1,162 @@
+package pacing
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// testProbe is the breakers' probe interval in these tests.
+const testProbe = 200 * time.Millisecond
+
+// newFallback returns a Fallback over a Redis store on srv.
+func newFallback(t *testing.T, srv *redisServer, onError OnError) *Fallback {
+	t.Helper()
+	f, err := NewFallback(newRedisStore(t, srv), FallbackOptions{OnError: onError, ProbeInterval: testProbe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// waitShared polls until f reserves on its primary again (bounded).
+func waitShared(t *testing.T, f *Fallback) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := f.Reserve(context.Background(), "probe", time.Millisecond, time.Minute)
+		if err == nil && !r.local && !f.Degraded() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fallback did not go back to the primary: %+v, %v", r, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+}
+
+func TestFallbackRefuse(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	f := newFallback(t, srv, OnErrorRefuse)
+	ctx := context.Background()
+	if _, err := f.Reserve(ctx, "k", time.Second, time.Minute); err != nil || f.Degraded() {
+		t.Fatalf("healthy: %v, degraded %v", err, f.Degraded())
+	}
+	srv.kill()
+	reserveFails(t, f)
+	if !f.Degraded() {
+		t.Error("not degraded after a failure")
+	}
+	// While the breaker is open the refusal is immediate and says when to
+	// come back.
+	start := time.Now()
+	_, err := f.Reserve(ctx, "k", time.Second, time.Minute)
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || time.Since(start) > 50*time.Millisecond {
+		t.Fatalf("open breaker: %v after %v", err, time.Since(start))
+	}
+	if ue.RetryAfter <= 0 || ue.RetryAfter > testProbe || RetryAfterSeconds(ue.RetryAfter) != 1 {
+		t.Errorf("RetryAfter %v, want in (0, %v]", ue.RetryAfter, testProbe)
+	}
+	if _, err := f.Pending(ctx, "k"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Pending while refusing: %v", err)
+	}
+	srv.restart()
+	waitShared(t, f)
+}
+
+func TestFallbackLocal(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	f := newFallback(t, srv, OnErrorLocal)
+	const interval = 200 * time.Millisecond
+	p := New(Options{Store: f, MaxWait: time.Minute})
+
+	// A shared slot, then Redis dies: local pacing starts from that slot.
+	ctx := context.Background()
+	before := time.Now()
+	if _, err := p.Acquire(ctx, Request{Key: "origin", Interval: interval}); err != nil {
+		t.Fatal(err)
+	}
+	srv.kill()
+	starts := startTimes(t, p, 3, interval, "origin")["origin"]
+	checkSpacing(t, starts, interval, 3)
+	if gap := starts[0].Sub(before); gap < interval-gapSlack {
+		t.Errorf("first local request %v after the last shared one, want >= %v", gap, interval)
+	}
+	if !f.Degraded() {
+		t.Error("not degraded")
+	}
+	if r, err := f.Reserve(ctx, "slow", 10*time.Second, time.Minute); err != nil || !r.local || r.Wait != 0 {
+		t.Fatalf("local reservation: %+v, %v", r, err)
+	}
+
+	// Redis is back (empty): shared pacing resumes, no earlier than the
+	// local schedule.
+	srv.restart()
+	waitShared(t, f)
+	localNext, _ := f.local.Pending(ctx, "slow")
+	r, err := f.Reserve(ctx, "slow", 10*time.Second, time.Minute)
+	if err != nil || r.local {
+		t.Fatalf("after recovery: %+v, %v", r, err)
+	}
+	if localNext < 5*time.Second || r.Wait < localNext-gapSlack {
+		t.Errorf("first shared slot after recovery in %v, local schedule said %v", r.Wait, localNext)
+	}
+}
+
+func TestFallbackFrozenRedis(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	f := newFallback(t, srv, OnErrorLocal)
+	ctx := context.Background()
+	if _, err := f.Reserve(ctx, "k", time.Second, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	srv.freeze()
+	start := time.Now()
+	r, err := f.Reserve(ctx, "k2", time.Second, time.Minute)
+	if err != nil || !r.local || time.Since(start) > failFast {
+		t.Fatalf("first call on a frozen Redis: %+v, %v after %v", r, err, time.Since(start))
+	}
+	// Open breaker: answered locally at once.
+	start = time.Now()
+	for range 100 {
+		if _, err := f.Reserve(ctx, "k3", time.Millisecond, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("100 reservations with the breaker open took %v", took)
+	}
+	if err := f.Healthy(ctx); err == nil {
+		t.Error("Healthy on a frozen Redis")
+	}
+	srv.thaw()
+	waitShared(t, f)
+}
+
+func TestFallbackCallerCancelIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	f := newFallback(t, srv, OnErrorRefuse)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := f.Reserve(ctx, "k", time.Second, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if f.Degraded() {
+		t.Error("a cancelled caller opened the breaker")
+	}
+}
+
+func TestNewFallbackValidates(t *testing.T) {
+	if _, err := NewFallback(nil, FallbackOptions{}); err == nil {
+		t.Error("no error without a primary")
+	}
+	if _, err := NewFallback(NewMemory(MemoryOptions{}), FallbackOptions{OnError: "retry"}); err == nil {
+		t.Error("no error for an unknown policy")
+	}
+}

@@ -1,0 +1,221 @@
+package pacing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	// DefaultPadding is added to every interval so that scheduling jitter
+	// never brings two requests closer than the interval (see the package
+	// documentation, Padding).
+	DefaultPadding = 5 * time.Millisecond
+	// DefaultCancelTimeout bounds giving back the slot of a request whose
+	// client hung up.
+	DefaultCancelTimeout = 500 * time.Millisecond
+)
+
+// Options configures New.
+type Options struct {
+	// Store holds the schedule; nil means a new Memory.
+	Store Store
+	// MaxWait is the longest a request is held in all (for a concurrency
+	// permit and for its slot); a request that would wait longer is
+	// refused at once (pacing.max_wait). 0 refuses every request that
+	// would have to wait.
+	MaxWait time.Duration
+	// Padding is added to each interval; 0 means DefaultPadding, a
+	// negative value none.
+	Padding time.Duration
+	// MaxConcurrency bounds the requests in flight per Request.Origin in
+	// this process (pacing.max_concurrency); 0 means unlimited. The limit
+	// is not shared through the store: with N proxies an origin may see N
+	// times as many.
+	MaxConcurrency int
+	// CancelTimeout bounds Store.Cancel after a client hung up; 0 means
+	// DefaultCancelTimeout.
+	CancelTimeout time.Duration
+}
+
+// Pacer holds requests until their slot. It is safe for concurrent use.
+type Pacer struct {
+	store         Store
+	maxWait       time.Duration
+	padding       time.Duration
+	cancelTimeout time.Duration
+	limit         *limiter // nil: no concurrency limit
+}
+
+// New returns a Pacer for opts.
+func New(opts Options) *Pacer {
+	p := &Pacer{
+		store:         opts.Store,
+		maxWait:       max(opts.MaxWait, 0),
+		padding:       max(orDefault(opts.Padding, DefaultPadding), 0),
+		cancelTimeout: orDefault(opts.CancelTimeout, DefaultCancelTimeout),
+	}
+	if p.store == nil {
+		p.store = NewMemory(MemoryOptions{})
+	}
+	if opts.MaxConcurrency > 0 {
+		p.limit = newLimiter(opts.MaxConcurrency)
+	}
+	return p
+}
+
+// Store returns the pacer's store (for Pending, /explain).
+func (p *Pacer) Store() Store { return p.store }
+
+// Request describes what Acquire paces.
+type Request struct {
+	// Key names the schedule (e.g. origin + robots.txt group).
+	Key string
+	// Interval is the spacing asked for (after Limits.Interval); 0 or less
+	// means the request is not paced.
+	Interval time.Duration
+	// Origin names the concurrency limit's key; "" means no limit for this
+	// request.
+	Origin string
+}
+
+// Permit is a request allowed to start. Release it when the request is
+// done (a no-op when no concurrency permit was taken).
+type Permit struct {
+	// Waited is how long the request was held (X-Robotsgate-Wait).
+	Waited time.Duration
+	held   *heldPermit
+}
+
+// heldPermit is a concurrency permit; released at most once.
+type heldPermit struct {
+	limit    *limiter
+	origin   string
+	released atomic.Bool
+}
+
+// Release returns the concurrency permit, if any. Calling it again, or on a
+// zero Permit, does nothing.
+func (p Permit) Release() {
+	if h := p.held; h != nil && h.released.CompareAndSwap(false, true) {
+		h.limit.release(h.origin)
+	}
+}
+
+// Acquire holds the caller until req may start, first come, first served.
+// With a concurrency limit it first takes a permit for req.Origin (waiting
+// in line at most MaxWait); then, for a paced request, it reserves a slot
+// of req.Interval + Padding on req.Key within the rest of MaxWait and
+// sleeps until the slot.
+//
+// Errors: a *RefusedError (errors.Is ErrRateLimited) when the wait would
+// exceed MaxWait, nothing reserved; the store's error (an *UnavailableError
+// for a failing shared store under the refuse policy), nothing held; ctx's
+// error (errors.Is context.Canceled or DeadlineExceeded) when the caller
+// gave up while held, in which case Acquire returns promptly, its permit is
+// released and its slot given back as far as that is safe (Store.Cancel).
+// On error the Permit is zero and needs no Release.
+func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
+	if err := ctx.Err(); err != nil {
+		return Permit{}, fmt.Errorf("pacing: %s: %w", req.Key, err)
+	}
+	permit, err := p.acquirePermit(ctx, req.Origin)
+	if err != nil || req.Interval <= 0 {
+		return permit, err
+	}
+	held, err := p.hold(ctx, req.Key, req.Interval+p.padding, p.maxWait-permit.Waited)
+	if err != nil {
+		permit.Release()
+		return Permit{}, err
+	}
+	permit.Waited += held
+	return permit, nil
+}
+
+// acquirePermit takes a concurrency permit for origin when limited.
+func (p *Pacer) acquirePermit(ctx context.Context, origin string) (Permit, error) {
+	if p.limit == nil || origin == "" {
+		return Permit{}, nil
+	}
+	waited, err := p.limit.acquire(ctx, origin, p.maxWait)
+	if err != nil {
+		return Permit{}, fmt.Errorf("pacing: %s: concurrency permit after %v: %w", origin, waited.Round(time.Millisecond), err)
+	}
+	return Permit{Waited: waited, held: &heldPermit{limit: p.limit, origin: origin}}, nil
+}
+
+// hold reserves a slot on key and sleeps until it, returning the wait.
+func (p *Pacer) hold(ctx context.Context, key string, interval, maxWait time.Duration) (time.Duration, error) {
+	r, err := p.store.Reserve(ctx, key, interval, max(maxWait, 0))
+	if err != nil {
+		return 0, fmt.Errorf("pacing: %s: %w", key, err)
+	}
+	if !r.Granted {
+		return 0, fmt.Errorf("pacing: %s: %w", key, &RefusedError{Reason: ReasonSlot, Wait: r.Wait, RetryAfter: r.RetryAfter})
+	}
+	if err := sleep(ctx, r.Wait); err != nil {
+		p.giveBack(ctx, key, r)
+		return 0, fmt.Errorf("pacing: %s: client gone while held for %v: %w", key, r.Wait.Round(time.Millisecond), err)
+	}
+	return r.Wait, nil
+}
+
+// giveBack cancels r after its caller gave up, bounded by CancelTimeout.
+// A failure only leaves the slot consumed, which is safe.
+func (p *Pacer) giveBack(ctx context.Context, key string, r Reservation) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cancelTimeout)
+	defer cancel()
+	_ = p.store.Cancel(ctx, key, r)
+}
+
+// sleep waits for d or until ctx is done, whichever comes first; it
+// returns ctx's error in the latter case. Its timer is stopped on return.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Limits are the operator's bounds on the interval asked by robots.txt
+// (pacing.default_delay, pacing.max_delay, pacing.over_max_delay).
+type Limits struct {
+	// Floor is the least interval, applied where robots.txt asks for less
+	// or nothing.
+	Floor time.Duration
+	// Max caps the interval; 0 means no cap.
+	Max time.Duration
+	// RefuseOverMax refuses requests to origins asking for more than Max
+	// instead of pacing them at Max (clamp).
+	RefuseOverMax bool
+}
+
+// ErrOverMaxDelay is matched (errors.Is) by the error of Limits.Interval
+// for an interval above the cap under RefuseOverMax.
+var ErrOverMaxDelay = errors.New("pacing: crawl delay above pacing.max_delay")
+
+// Interval returns the interval to pace at when robots.txt asks for asked
+// (the larger of crawl-delay and request-rate's period/n; 0 if none):
+// max(asked, Floor), capped at Max. Above Max with RefuseOverMax it returns
+// a *RefusedError (ReasonOverMaxDelay, RetryAfter = asked: a client should
+// not come back sooner) that also matches ErrOverMaxDelay.
+func (l Limits) Interval(asked time.Duration) (time.Duration, error) {
+	d := max(asked, l.Floor, 0)
+	if l.Max <= 0 || d <= l.Max {
+		return d, nil
+	}
+	if l.RefuseOverMax {
+		return 0, &RefusedError{Reason: ReasonOverMaxDelay, Wait: asked, RetryAfter: asked}
+	}
+	return l.Max, nil
+}

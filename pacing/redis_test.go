@@ -1,0 +1,269 @@
+package pacing
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// newRedisStore returns a Redis store on srv, closed in cleanup.
+func newRedisStore(t testing.TB, srv *redisServer) *Redis {
+	t.Helper()
+	r, err := NewRedis(RedisOptions{Addr: srv.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// rawClient is a plain client to look at what the store wrote.
+func rawClient(t testing.TB, srv *redisServer) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.addr, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// between fails unless lo <= d <= hi.
+func between(t *testing.T, what string, d, lo, hi time.Duration) {
+	t.Helper()
+	if d < lo || d > hi {
+		t.Errorf("%s = %v, want in [%v, %v]", what, d, lo, hi)
+	}
+}
+
+// elapsedSlack is how much Redis' clock may move between two calls of a
+// test (generous for a loaded machine).
+const elapsedSlack = 300 * time.Millisecond
+
+func TestRedisReservationArithmetic(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	r := newRedisStore(t, srv)
+	raw := rawClient(t, srv)
+	ctx := context.Background()
+	const iv = 10 * time.Second
+
+	first, err := r.Reserve(ctx, "k", iv, time.Minute)
+	if err != nil || !first.Granted || first.Wait != 0 {
+		t.Fatalf("first: %+v, %v; want granted without wait", first, err)
+	}
+	second, _ := r.Reserve(ctx, "k", iv, time.Minute)
+	if !second.Granted {
+		t.Fatalf("second refused: %+v", second)
+	}
+	between(t, "second wait", second.Wait, iv-elapsedSlack, iv)
+
+	value, err := raw.Get(ctx, DefaultRedisKeyPrefix+"k").Result()
+	if err != nil || !regexp.MustCompile(`^[0-9]{16}$`).MatchString(value) {
+		t.Errorf("stored next %q (%v), want integer microseconds", value, err)
+	}
+
+	// Refused: slot 20s ahead, maxWait 15s. Nothing reserved.
+	refused, _ := r.Reserve(ctx, "k", iv, 15*time.Second)
+	if refused.Granted {
+		t.Fatalf("third granted: %+v", refused)
+	}
+	between(t, "refused wait", refused.Wait, 2*iv-elapsedSlack, 2*iv)
+	if got := refused.RetryAfter; got != refused.Wait-15*time.Second {
+		t.Errorf("RetryAfter %v, want wait - maxWait = %v", got, refused.Wait-15*time.Second)
+	}
+	if after, _ := raw.Get(ctx, DefaultRedisKeyPrefix+"k").Result(); after != value {
+		t.Errorf("refusal changed next: %s -> %s", value, after)
+	}
+	third, _ := r.Reserve(ctx, "k", iv, time.Minute)
+	between(t, "wait after refusal", third.Wait, 2*iv-elapsedSlack, 2*iv)
+
+	// Another key is independent.
+	other, _ := r.Reserve(ctx, "other", iv, 0)
+	if !other.Granted || other.Wait != 0 {
+		t.Errorf("other key: %+v", other)
+	}
+	pending, _ := r.Pending(ctx, "k")
+	between(t, "pending", pending, 3*iv-elapsedSlack, 3*iv)
+}
+
+func TestRedisCancel(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	r := newRedisStore(t, srv)
+	ctx := context.Background()
+	const iv = 10 * time.Second
+
+	_, _ = r.Reserve(ctx, "k", iv, time.Hour)
+	b, _ := r.Reserve(ctx, "k", iv, time.Hour)
+	c, _ := r.Reserve(ctx, "k", iv, time.Hour)
+	if err := r.Cancel(ctx, "k", b); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := r.Pending(ctx, "k")
+	between(t, "pending after cancelling a middle slot", p, 3*iv-elapsedSlack, 3*iv)
+	_ = r.Cancel(ctx, "k", c)
+	p, _ = r.Pending(ctx, "k")
+	between(t, "pending after cancelling the last slot", p, 2*iv-elapsedSlack, 2*iv)
+	d, _ := r.Reserve(ctx, "k", iv, time.Hour)
+	between(t, "wait of the request after", d.Wait, 2*iv-elapsedSlack, 2*iv)
+}
+
+func TestRedisIdleKeysExpire(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	r := newRedisStore(t, srv)
+	raw := rawClient(t, srv)
+	ctx := context.Background()
+	key := DefaultRedisKeyPrefix + "k"
+
+	_, _ = r.Reserve(ctx, "k", 10*time.Second, 0)
+	ttl, err := raw.PTTL(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	between(t, "PTTL", ttl, 10*time.Second-elapsedSlack, 10*time.Second+2*time.Millisecond)
+
+	_, _ = r.Reserve(ctx, "short", 50*time.Millisecond, 0)
+	deadline := time.Now().Add(5 * time.Second)
+	for raw.Exists(ctx, DefaultRedisKeyPrefix+"short").Val() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("idle key did not expire")
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval
+	}
+	if res, _ := r.Reserve(ctx, "short", 50*time.Millisecond, 0); !res.Granted || res.Wait != 0 {
+		t.Errorf("after expiry: %+v, want an immediate slot", res)
+	}
+}
+
+// TestRedisFleet: three proxies (separate clients and pacers) on one Redis,
+// nine requests spread over them: every two start at least the interval
+// apart.
+func TestRedisFleet(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	const interval = 200 * time.Millisecond
+	pacers := make([]*Pacer, 3)
+	for i := range pacers {
+		pacers[i] = New(Options{Store: newRedisStore(t, srv), MaxWait: time.Minute})
+	}
+	var mu sync.Mutex
+	var starts []time.Time
+	var wg sync.WaitGroup
+	for i := range 9 {
+		wg.Go(func() {
+			permit, err := pacers[i%3].Acquire(context.Background(), Request{Key: "origin", Interval: interval})
+			now := time.Now()
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			permit.Release()
+			mu.Lock()
+			starts = append(starts, now)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(starts, time.Time.Compare)
+	checkSpacing(t, starts, interval, 9)
+}
+
+// failFast bounds how long a call on a dead or frozen Redis may take.
+const failFast = 2 * time.Second
+
+// reserveFails checks that a reservation fails with an *UnavailableError
+// within failFast.
+func reserveFails(t *testing.T, s Store) {
+	t.Helper()
+	start := time.Now()
+	_, err := s.Reserve(context.Background(), "k", time.Second, time.Minute)
+	took := time.Since(start)
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("got %v, want an *UnavailableError", err)
+	}
+	if took > failFast {
+		t.Errorf("failing took %v, want < %v", took, failFast)
+	}
+}
+
+// waitWorks polls until a reservation on s succeeds (bounded).
+func waitWorks(t *testing.T, s Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.Reserve(context.Background(), "recovery", time.Millisecond, time.Minute)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store did not recover: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+}
+
+func TestRedisKilledAndRestarted(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	r := newRedisStore(t, srv)
+	ctx := context.Background()
+	if _, err := r.Reserve(ctx, "k", time.Second, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	srv.kill()
+	reserveFails(t, r)
+	reserveFails(t, r)
+	if err := r.Healthy(ctx); err == nil {
+		t.Error("Healthy on a dead Redis")
+	}
+	srv.restart()
+	waitWorks(t, r) // the same store, not re-created
+	if err := r.Healthy(ctx); err != nil {
+		t.Errorf("Healthy after restart: %v", err)
+	}
+}
+
+func TestRedisFrozen(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	r := newRedisStore(t, srv)
+	ctx := context.Background()
+	if _, err := r.Reserve(ctx, "k", time.Second, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	srv.freeze()
+	reserveFails(t, r)
+	start := time.Now()
+	if err := r.Healthy(ctx); err == nil || time.Since(start) > failFast {
+		t.Errorf("Healthy on a frozen Redis: %v after %v", err, time.Since(start))
+	}
+	srv.thaw()
+	waitWorks(t, r)
+}
+
+func TestRedisCallerContext(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	r := newRedisStore(t, srv)
+	srv.freeze()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := r.Reserve(ctx, "k", time.Second, time.Minute)
+	if err == nil || time.Since(start) > 400*time.Millisecond {
+		t.Fatalf("got %v after %v, want an error soon after the caller's deadline", err, time.Since(start))
+	}
+}
+
+func TestNewRedisNeedsAddress(t *testing.T) {
+	if _, err := NewRedis(RedisOptions{}); err == nil {
+		t.Fatal("no error without an address")
+	}
+}
