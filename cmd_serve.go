@@ -52,26 +52,29 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	admin, err := startAdmin(cfg.AdminListen, logger)
+	admin, err := startAdmin(cfg.AdminListen, srv.AdminHandler(), logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	// Catch the signals before the proxy is announced or serves anything:
+	// a SIGHUP or SIGTERM arriving just after startup must be handled, not
+	// kill the process with the default action.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	logger.Info("robotsgate listening", "proxy", ln.Addr().String(), "admin", cfg.AdminListen, "mitm", cfg.MITM.Enabled)
-	fmt.Fprintf(stderr, "robotsgate %s: proxy on %s (export HTTP_PROXY=http://%s HTTPS_PROXY=http://%s)\n",
-		version, ln.Addr(), ln.Addr(), ln.Addr())
+	fmt.Fprintf(stderr, "robotsgate %s: proxy on %s (export http_proxy=http://%[2]s https_proxy=http://%[2]s HTTP_PROXY=http://%[2]s HTTPS_PROXY=http://%[2]s)\n",
+		version, ln.Addr())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	return waitForSignals(srv, admin, errc, *configPath, *listen, *adminListen, logger)
+	return waitForSignals(sigs, srv, admin, errc, *configPath, *listen, *adminListen, logger)
 }
 
 // waitForSignals runs until SIGINT/SIGTERM (drain, then exit) and reloads the
 // configuration on SIGHUP, keeping the old one if the new one is invalid.
-func waitForSignals(srv *proxy.Server, admin *http.Server, errc chan error, configPath, listen, adminListen string, logger *slog.Logger) error {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+func waitForSignals(sigs <-chan os.Signal, srv *proxy.Server, admin *http.Server, errc chan error, configPath, listen, adminListen string, logger *slog.Logger) error {
 	for {
 		select {
 		case err := <-errc:
@@ -94,7 +97,12 @@ func waitForSignals(srv *proxy.Server, admin *http.Server, errc chan error, conf
 	}
 }
 
+// reload reopens the audit log (for logrotate) and reloads the
+// configuration.
 func reload(srv *proxy.Server, configPath, listen, adminListen string, logger *slog.Logger) {
+	if err := srv.ReopenAudit(); err != nil {
+		logger.Error("audit log reopen failed", "err", err)
+	}
 	cfg, err := loadConfig(configPath, listen, adminListen)
 	if err == nil {
 		err = srv.Reload(cfg)
@@ -133,8 +141,9 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: cfg.Log.Level.SlogLevel()}))
 }
 
-// startAdmin serves the admin endpoints; nil when disabled.
-func startAdmin(addr string, logger *slog.Logger) (*http.Server, error) {
+// startAdmin serves the admin endpoints (metrics, health, explain, status
+// page) on their own listener; nil when disabled.
+func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -142,9 +151,7 @@ func startAdmin(addr string, logger *slog.Logger) (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin listen: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 			logger.Error("admin listener stopped", "err", err)

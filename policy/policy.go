@@ -7,6 +7,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
@@ -29,11 +31,14 @@ const (
 	UsageDenied         // an AI-usage preference refuses the client's purpose (403)
 	TrapDenied          // the crawler-trap guard's URL limits (403)
 	TrapBudget          // the trap guard's page budget is spent (429)
+	RateLimited         // the pacing slot lies beyond pacing.max_wait (429)
+	PacingDown          // the shared pacing store cannot answer (503)
 )
 
 var verdictNames = [...]string{
 	Allow: "allow", Disallow: "disallow", Unreachable: "unreachable",
 	UsageDenied: "usage-denied", TrapDenied: "trap-denied", TrapBudget: "trap-denied",
+	RateLimited: "rate-limited", PacingDown: "pacing-unavailable",
 }
 
 // String returns the decision name used in headers and logs ("disallow").
@@ -76,8 +81,17 @@ type Decision struct {
 	Note string
 	// Pref is the AI-usage preference that refused the request (UsageDenied).
 	Pref robots.Pref
-	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget).
+	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget,
+	// RateLimited, PacingDown).
 	RetryAfter time.Duration
+	// Interval is how far apart requests judged like this one must start
+	// (Crawl-delay or Request-rate, the operator's floor and cap); 0 when
+	// not paced. PaceKey names the schedule (origin, and group unless
+	// pacing.key is "origin").
+	Interval time.Duration
+	PaceKey  string
+	// Waited is how long Pace held the request.
+	Waited time.Duration
 }
 
 // Group returns the name of the robots.txt group that judged the request
@@ -101,6 +115,12 @@ type Config struct {
 	Auth        config.Auth
 	Sites       []config.Site
 	Trap        config.Trap
+	// Pacer holds requests until their slot; nil means no pacing.
+	Pacer *pacing.Pacer
+	// Limits are the operator's floor and cap on intervals.
+	Limits pacing.Limits
+	// PaceByOrigin keys schedules by origin only, not origin and group.
+	PaceByOrigin bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -139,6 +159,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d := Decision{Request: req}
 	if note, skip := e.skipRobots(&req); skip {
 		d.Note = note
+		e.schedule(&d, 0)
 		return d, nil
 	}
 	if note, ok := e.trap.checkURL(req.Target); !ok {
@@ -156,7 +177,76 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 			d.Verdict, d.Note, d.RetryAfter = TrapBudget, "the origin's page budget (trap.page_budget) is spent", ceilSeconds(wait)
 		}
 	}
+	if d.Verdict == Allow && res.File != nil {
+		e.schedule(&d, d.Rule.Group.Interval())
+	} else if d.Verdict == Allow {
+		e.schedule(&d, 0)
+	}
 	return d, nil
+}
+
+// schedule sets the pacing of an allowed, enforced request: the interval
+// robots.txt asks for (asked), raised to the operator's floor (the site's
+// delay, else pacing.default_delay) and capped or refused above
+// pacing.max_delay. Robots.txt itself, bypass clients and monitored ones
+// are never held.
+func (e *Engine) schedule(d *Decision, asked time.Duration) {
+	if d.Request.Client.Mode != Enforce || robots.IsRobotsTxt(d.Request.Target) {
+		return
+	}
+	limits := e.cfg.Limits
+	if s, ok := e.sites.match(d.Request.Origin.Host); ok && s.delay > 0 {
+		limits.Floor = s.delay
+	}
+	interval, err := limits.Interval(asked)
+	if err != nil {
+		var refused *pacing.RefusedError
+		errors.As(err, &refused)
+		d.Verdict, d.Note = RateLimited, err.Error()
+		if refused != nil {
+			d.RetryAfter = ceilSeconds(refused.RetryAfter)
+		}
+		return
+	}
+	d.Interval = interval
+	d.PaceKey = d.Request.Origin.String()
+	if !e.cfg.PaceByOrigin {
+		d.PaceKey += " " + d.Group()
+	}
+}
+
+// Pace holds an allowed request until its pacing slot (and per-origin
+// concurrency permit). When the wait would exceed pacing.max_wait, or the
+// shared store cannot answer, it changes d into a refusal (RateLimited,
+// PacingDown) and returns a zero Permit. The error is ctx's alone: the
+// client hung up while held. Release the Permit when the request is done.
+func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
+	if e.cfg.Pacer == nil || d.Verdict != Allow || d.PaceKey == "" {
+		return pacing.Permit{}, nil
+	}
+	permit, err := e.cfg.Pacer.Acquire(ctx, pacing.Request{Key: d.PaceKey, Interval: d.Interval, Origin: d.Request.Origin.String()})
+	var refused *pacing.RefusedError
+	var down *pacing.UnavailableError
+	switch {
+	case err == nil:
+		d.Waited = permit.Waited
+	case errors.As(err, &refused):
+		d.Verdict, d.Note, d.RetryAfter = RateLimited, refused.Error(), ceilSeconds(refused.RetryAfter)
+	case errors.As(err, &down):
+		d.Verdict, d.Note, d.RetryAfter = PacingDown, "the shared pacing store is unavailable (pacing.on_store_error: refuse)", ceilSeconds(down.RetryAfter)
+	default:
+		return pacing.Permit{}, err
+	}
+	return permit, nil
+}
+
+// NextSlot returns how long a request judged like d would wait for its
+// slot now (for /explain); 0 when it is not paced.
+func (e *Engine) NextSlot(ctx context.Context, d *Decision) (time.Duration, error) {
+	if e.cfg.Pacer == nil || d.PaceKey == "" {
+		return 0, nil
+	}
+	return e.cfg.Pacer.Store().Pending(ctx, d.PaceKey)
 }
 
 // skipRobots reports the requests robots.txt does not judge.

@@ -6,10 +6,12 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
@@ -25,6 +27,8 @@ type auditSlot struct {
 	upstream int          // the origin's status code, 0 if not forwarded
 	status   int          // the status written on a hijacked connection, if any
 	decision string       // and its X-Robotsgate-Decision
+	permit   pacing.Permit
+	waited   time.Duration // held for the pacing slot
 }
 
 func auditSlotOf(ctx context.Context) *auditSlot {
@@ -57,11 +61,15 @@ func (s *Server) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Re
 	}
 	if slot := auditSlotOf(ctx.Req.Context()); slot != nil {
 		slot.upstream = resp.StatusCode
+		if slot.waited > 0 {
+			resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(slot.waited.Seconds(), 'f', 3, 64))
+		}
 	}
 	return resp
 }
 
 func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, start time.Time) {
+	slot.permit.Release()
 	rec := slot.rec
 	if rec == nil {
 		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), "bad-request")
@@ -69,6 +77,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 			UserAgent: r.UserAgent(), Decision: decision, Enforced: true}
 	}
 	rec.UpstreamStatus = slot.upstream
+	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.audit.write(rec)

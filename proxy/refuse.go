@@ -71,6 +71,14 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusTooManyRequests
 		e.Message = "crawler-trap guard: " + d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
+	case policy.RateLimited:
+		e.Status = http.StatusTooManyRequests
+		e.Message = fmt.Sprintf("robots.txt asks for %v between requests to this origin and the next slot is further away than pacing.max_wait (%s).", d.Interval, d.Note)
+		e.RetryAfter = seconds(d.RetryAfter)
+	case policy.PacingDown:
+		e.Status = http.StatusServiceUnavailable
+		e.Message = d.Note + "."
+		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, "http_request_denied")
 }

@@ -63,6 +63,11 @@ func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 	if err != nil {
 		return req, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
 	}
+	if d.Verdict == policy.Allow {
+		if err := s.pace(req, st, &d); err != nil {
+			return req, s.plainRefusal(req, http.StatusServiceUnavailable, "rate-limited", "http_request_denied", "The client left while the request was held.")
+		}
+	}
 	s.logDecision(req, &d)
 	recordDecision(req, start, &d)
 	if d.Refused() {
@@ -71,6 +76,29 @@ func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 	identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
 	return req, nil
+}
+
+// pace holds an allowed request until its slot; the permit is released
+// when the response is done (observe). The error is the client leaving.
+func (s *Server) pace(req *http.Request, st *settings, d *policy.Decision) error {
+	s.metrics.PacingHeld.Inc()
+	permit, err := st.engine.Pace(req.Context(), d)
+	s.metrics.PacingHeld.Dec()
+	if err != nil {
+		return err
+	}
+	if d.Verdict == policy.PacingDown {
+		s.metrics.StoreErrors.Inc()
+	}
+	if d.Interval > 0 && d.Verdict == policy.Allow {
+		s.metrics.PacingWaitSeconds.Observe(d.Waited.Seconds())
+	}
+	if slot := auditSlotOf(req.Context()); slot != nil {
+		slot.permit, slot.waited = permit, d.Waited
+	} else {
+		permit.Release()
+	}
+	return nil
 }
 
 func tunnelClient(t *tunnelInfo) policy.Client {

@@ -36,6 +36,7 @@ import (
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
@@ -85,8 +86,13 @@ type Server struct {
 	audit    *auditLog
 	stats    *stats
 	serving  atomic.Bool
+	// paceStore is the pacing schedule, kept across reloads (a new Pacer
+	// is built on it with each configuration).
+	paceStore pacing.Store
 	// ready, when set, is part of /readyz (the shared pacing store).
 	ready func(context.Context) error
+	// closeStore releases the shared pacing store, if any.
+	closeStore func() error
 }
 
 // settings is the part of the server that a configuration reload replaces.
@@ -133,6 +139,9 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if s.audit, err = openAudit(cfg.Log.Audit); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
+	if err := s.openPacingStore(cfg.Pacing); err != nil {
+		return nil, err
+	}
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
@@ -147,6 +156,26 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		ErrorLog:          log.New(slogWriter{s.log}, "", 0),
 	}
 	return s, nil
+}
+
+// openPacingStore creates the schedule's store: in memory, or Redis behind
+// the pacing.on_store_error policy. Changing it needs a restart.
+func (s *Server) openPacingStore(p config.Pacing) error {
+	if p.Store != config.StoreRedis {
+		s.paceStore = pacing.NewMemory(pacing.MemoryOptions{})
+		return nil
+	}
+	r, err := pacing.NewRedis(pacing.RedisOptions{Addr: p.Redis.Addr})
+	if err != nil {
+		return fmt.Errorf("proxy: pacing.redis: %w", err)
+	}
+	f, err := pacing.NewFallback(r, pacing.FallbackOptions{OnError: pacing.OnError(p.OnStoreError)})
+	if err != nil {
+		r.Close()
+		return fmt.Errorf("proxy: pacing: %w", err)
+	}
+	s.paceStore, s.ready, s.closeStore = f, r.Healthy, r.Close
+	return nil
 }
 
 func (s *Server) registerGauges() {
@@ -187,6 +216,17 @@ func (s *Server) Reload(cfg config.Config) error {
 		Auth:        cfg.Auth,
 		Sites:       cfg.Sites,
 		Trap:        cfg.Trap,
+		Pacer: pacing.New(pacing.Options{
+			Store:          s.paceStore,
+			MaxWait:        cfg.Pacing.MaxWait.Duration(),
+			MaxConcurrency: cfg.Pacing.MaxConcurrency,
+		}),
+		Limits: pacing.Limits{
+			Floor:         cfg.Pacing.DefaultDelay.Duration(),
+			Max:           cfg.Pacing.MaxDelay.Duration(),
+			RefuseOverMax: cfg.Pacing.OverMaxDelay == config.OverMaxDelayRefuse,
+		},
+		PaceByOrigin: cfg.Pacing.Key == config.KeyOrigin,
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
@@ -306,6 +346,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.resolver.Close()
 	s.upstream.close()
 	s.audit.close()
+	if s.closeStore != nil {
+		s.closeStore()
+	}
 	return err
 }
 

@@ -81,9 +81,10 @@ type Resolver struct {
 	cache  *lru.Cache[origin.Origin, *Result]
 	flight singleflight.Group
 
-	ctx    context.Context // parent of background work, cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx       context.Context // parent of background work, cancelled by Close
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 
 	// hitNow is the clock of the cache-hit path: coarse unless Config.Now
 	// is set.
@@ -134,14 +135,17 @@ func New(cfg Config) (*Resolver, error) {
 	return r, nil
 }
 
-// Close cancels background refreshes and waits for them to end.
+// Close cancels background refreshes and waits for them to end. Calling it
+// again does nothing.
 func (r *Resolver) Close() {
-	r.cancel()
-	r.wg.Wait()
-	r.client.CloseIdleConnections()
-	if r.clock != nil {
-		r.clock.Stop()
-	}
+	r.closeOnce.Do(func() {
+		r.cancel()
+		r.wg.Wait()
+		r.client.CloseIdleConnections()
+		if r.clock != nil {
+			r.clock.Stop()
+		}
+	})
 }
 
 // Resolve returns the robots.txt verdict for o. A fresh cached entry costs

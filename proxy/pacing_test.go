@@ -1,0 +1,236 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/robotsgate/robotsgate/config"
+)
+
+// arrivals is an origin that records when each page request arrived.
+type arrivals struct {
+	*testOrigin
+	mu    sync.Mutex
+	times map[string][]time.Time // by User-Agent
+}
+
+func startTimedOrigin(t *testing.T, ip, robotsTxt string) *arrivals {
+	a := &arrivals{times: map[string][]time.Time{}}
+	a.testOrigin = startOrigin(t, ip, false, robotsTxt, 0)
+	a.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, robotsTxt)
+			return
+		}
+		a.mu.Lock()
+		a.times[r.UserAgent()] = append(a.times[r.UserAgent()], time.Now())
+		a.mu.Unlock()
+		fmt.Fprint(w, "page")
+	})
+	return a
+}
+
+func (a *arrivals) of(ua string) []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ts := slices.Clone(a.times[ua])
+	slices.SortFunc(ts, func(x, y time.Time) int { return x.Compare(y) })
+	return ts
+}
+
+// checkSpacing asserts the arrivals are at least interval apart (10 ms of
+// tolerance for clock reading) and, when n > 1, that all of them took no
+// more than 0.5 s longer than the ideal (n-1) intervals.
+func checkSpacing(t *testing.T, ts []time.Time, n int, interval time.Duration) {
+	t.Helper()
+	if len(ts) != n {
+		t.Fatalf("%d arrivals, want %d", len(ts), n)
+	}
+	for i := 1; i < len(ts); i++ {
+		if gap := ts[i].Sub(ts[i-1]); gap < interval-10*time.Millisecond {
+			t.Errorf("arrivals %d and %d are %v apart, want at least %v", i-1, i, gap, interval)
+		}
+	}
+	if total, ideal := ts[n-1].Sub(ts[0]), time.Duration(n-1)*interval; total > ideal+500*time.Millisecond {
+		t.Errorf("%d arrivals took %v, ideal %v (+0.5 s allowed)", n, total, ideal)
+	}
+}
+
+// fire sends n concurrent requests and returns their responses.
+func fire(t *testing.T, c *http.Client, n int, url, ua string) []*http.Response {
+	t.Helper()
+	out := make([]*http.Response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/p%d", url, i), nil)
+			req.Header.Set("User-Agent", ua)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			out[i] = resp
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func TestCrawlDelaySpacesConcurrentRequests(t *testing.T) {
+	o := startTimedOrigin(t, "127.0.0.2", "User-agent: *\nCrawl-delay: 1\n")
+	p := startProxy(t, testConfig(t, nil))
+	resps := fire(t, p.client(), 6, o.URL, "curl/8")
+	checkSpacing(t, o.of("curl/8"), 6, time.Second)
+	held := 0
+	for _, r := range resps {
+		if r != nil && r.Header.Get("X-Robotsgate-Wait") != "" {
+			held++
+		}
+	}
+	if held < 5 {
+		t.Errorf("%d responses say they were held (X-Robotsgate-Wait), want at least 5", held)
+	}
+}
+
+func TestCrawlDelayOfOneGroupPacesOnlyThatGroup(t *testing.T) {
+	o := startTimedOrigin(t, "127.0.0.2", "User-agent: FooBot\nCrawl-delay: 2\nAllow: /\n\nUser-agent: *\nAllow: /\n")
+	p := startProxy(t, testConfig(t, nil))
+	c := p.client()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var otherTook time.Duration
+	go func() {
+		defer wg.Done()
+		fire(t, c, 3, o.URL, "FooBot/1.0")
+	}()
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		fire(t, c, 6, o.URL, "OtherBot/1.0")
+		otherTook = time.Since(start)
+	}()
+	wg.Wait()
+	checkSpacing(t, o.of("FooBot/1.0"), 3, 2*time.Second)
+	if len(o.of("OtherBot/1.0")) != 6 || otherTook > time.Second {
+		t.Errorf("OtherBot's 6 requests took %v: they must not be paced", otherTook)
+	}
+}
+
+func TestTwoOriginsArePacedInParallel(t *testing.T) {
+	a := startTimedOrigin(t, "127.0.0.2", "User-agent: *\nCrawl-delay: 1\n")
+	b := startTimedOrigin(t, "127.0.0.3", "User-agent: *\nCrawl-delay: 1\n")
+	p := startProxy(t, testConfig(t, nil))
+	c := p.client()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, o := range []*arrivals{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fire(t, c, 3, o.URL, "bot")
+		}()
+	}
+	wg.Wait()
+	checkSpacing(t, a.of("bot"), 3, time.Second)
+	checkSpacing(t, b.of("bot"), 3, time.Second)
+	if took := time.Since(start); took > 2*time.Second+time.Second {
+		t.Errorf("two origins of 3 requests each took %v: one held the other", took)
+	}
+}
+
+func TestMaxWaitExceededIs429WithRetryAfter(t *testing.T) {
+	o := startTimedOrigin(t, "127.0.0.2", "User-agent: *\nCrawl-delay: 10\n")
+	cfg := testConfig(t, nil)
+	cfg.Pacing.MaxWait = config.Duration(15 * time.Second)
+	p := startProxy(t, cfg)
+	c := p.client()
+	if resp, _ := get(t, c, o.URL+"/first"); resp.StatusCode != 200 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	// The second waits ~10 s; the third's slot is ~20 s away, beyond the 15 s.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	second := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, o.URL+"/second", nil)
+		_, err := p.client().Do(req)
+		second <- err
+	}()
+	waitForHeld(t, p, 1)
+	resp, body := get(t, c, o.URL+"/third")
+	checkRefusal(t, resp, http.StatusTooManyRequests, "rate-limited", "http_request_denied")
+	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	// slot ~20.01 s away, max_wait 15 s: a retry after ~5 s gets a slot within 15 s
+	if err != nil || ra < 4 || ra > 6 {
+		t.Errorf("Retry-After %q, want about 5 (body %q)", resp.Header.Get("Retry-After"), body)
+	}
+	cancel() // the held client leaves: its request ends at once
+	if err := <-second; err == nil {
+		t.Error("the held request completed instead of being cancelled")
+	}
+	if o.saw("/second") {
+		t.Error("a request whose client left while held was forwarded")
+	}
+}
+
+// waitForHeld polls the held-requests gauge until n requests are held.
+func waitForHeld(t *testing.T, p *testProxy, n int) {
+	t.Helper()
+	admin := httptest.NewServer(p.srv.AdminHandler())
+	defer admin.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		_, m := adminGet(t, admin.URL, "/metrics")
+		if metricValue(m, "robotsgate_pacing_held_requests") == strconv.Itoa(n) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("never saw %d held requests", n)
+}
+
+func TestOperatorFloorAndAuditWait(t *testing.T) {
+	o := startTimedOrigin(t, "127.0.0.2", "User-agent: *\nAllow: /\n")
+	cfg := testConfig(t, nil)
+	cfg.Pacing.DefaultDelay = config.Duration(300 * time.Millisecond)
+	cfg.Log.Audit = t.TempDir() + "/audit.log"
+	p := startProxy(t, cfg)
+	fire(t, p.client(), 3, o.URL, "bot")
+	checkSpacing(t, o.of("bot"), 3, 300*time.Millisecond)
+	lines := waitAudit(t, cfg.Log.Audit, 3)
+	var waits []float64
+	for _, l := range lines {
+		waits = append(waits, l["wait_ms"].(float64))
+	}
+	slices.Sort(waits)
+	if waits[0] > 50 || waits[2] < 550 {
+		t.Errorf("audit wait_ms %v, want about 0, 300, 600", waits)
+	}
+}
+
+func TestMonitorAndBypassClientsAreNotHeld(t *testing.T) {
+	o := startTimedOrigin(t, "127.0.0.2", "User-agent: *\nCrawl-delay: 5\n")
+	cfg := testConfig(t, nil)
+	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeMonitor}}
+	p := startProxy(t, cfg)
+	start := time.Now()
+	fire(t, p.client(), 3, o.URL, "bot")
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("monitor mode held requests for %v", took)
+	}
+	if !strings.Contains(p.logText(), "decision=allow") {
+		t.Log(p.logText())
+	}
+}
