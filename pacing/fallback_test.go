@@ -1,6 +1,8 @@
 package pacing
 
 import (
+	"github.com/robotsgate/robotsgate/internal/redistest"
+
 	"context"
 	"errors"
 	"testing"
@@ -11,7 +13,7 @@ import (
 const testProbe = 200 * time.Millisecond
 
 // newFallback returns a Fallback over a Redis store on srv.
-func newFallback(t *testing.T, srv *redisServer, onError OnError) *Fallback {
+func newFallback(t *testing.T, srv *redistest.Server, onError OnError) *Fallback {
 	t.Helper()
 	f, err := NewFallback(newRedisStore(t, srv), FallbackOptions{OnError: onError, ProbeInterval: testProbe})
 	if err != nil {
@@ -44,7 +46,7 @@ func TestFallbackRefuse(t *testing.T) {
 	if _, err := f.Reserve(ctx, "k", time.Second, time.Minute); err != nil || f.Degraded() {
 		t.Fatalf("healthy: %v, degraded %v", err, f.Degraded())
 	}
-	srv.kill()
+	srv.Kill()
 	reserveFails(t, f)
 	if !f.Degraded() {
 		t.Error("not degraded after a failure")
@@ -63,7 +65,7 @@ func TestFallbackRefuse(t *testing.T) {
 	if _, err := f.Pending(ctx, "k"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Pending while refusing: %v", err)
 	}
-	srv.restart()
+	srv.Restart()
 	waitShared(t, f)
 }
 
@@ -80,7 +82,7 @@ func TestFallbackLocal(t *testing.T) {
 	if _, err := p.Acquire(ctx, Request{Key: "origin", Interval: interval}); err != nil {
 		t.Fatal(err)
 	}
-	srv.kill()
+	srv.Kill()
 	starts := startTimes(t, p, 3, interval, "origin")["origin"]
 	checkSpacing(t, starts, interval, 3)
 	if gap := starts[0].Sub(before); gap < interval-gapSlack {
@@ -95,7 +97,7 @@ func TestFallbackLocal(t *testing.T) {
 
 	// Redis is back (empty): shared pacing resumes, no earlier than the
 	// local schedule.
-	srv.restart()
+	srv.Restart()
 	waitShared(t, f)
 	localNext, _ := f.local.Pending(ctx, "slow")
 	r, err := f.Reserve(ctx, "slow", 10*time.Second, time.Minute)
@@ -115,7 +117,7 @@ func TestFallbackFrozenRedis(t *testing.T) {
 	if _, err := f.Reserve(ctx, "k", time.Second, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	srv.freeze()
+	srv.Freeze()
 	start := time.Now()
 	r, err := f.Reserve(ctx, "k2", time.Second, time.Minute)
 	if err != nil || !r.local || time.Since(start) > failFast {
@@ -134,7 +136,7 @@ func TestFallbackFrozenRedis(t *testing.T) {
 	if err := f.Healthy(ctx); err == nil {
 		t.Error("Healthy on a frozen Redis")
 	}
-	srv.thaw()
+	srv.Thaw()
 	waitShared(t, f)
 }
 

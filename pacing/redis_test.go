@@ -1,6 +1,8 @@
 package pacing
 
 import (
+	"github.com/robotsgate/robotsgate/internal/redistest"
+
 	"context"
 	"errors"
 	"regexp"
@@ -13,9 +15,9 @@ import (
 )
 
 // newRedisStore returns a Redis store on srv, closed in cleanup.
-func newRedisStore(t testing.TB, srv *redisServer) *Redis {
+func newRedisStore(t testing.TB, srv *redistest.Server) *Redis {
 	t.Helper()
-	r, err := NewRedis(RedisOptions{Addr: srv.addr})
+	r, err := NewRedis(RedisOptions{Addr: srv.Addr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +26,9 @@ func newRedisStore(t testing.TB, srv *redisServer) *Redis {
 }
 
 // rawClient is a plain client to look at what the store wrote.
-func rawClient(t testing.TB, srv *redisServer) *redis.Client {
+func rawClient(t testing.TB, srv *redistest.Server) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: srv.addr, Protocol: 2, DisableIdentity: true})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -217,13 +219,13 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	if _, err := r.Reserve(ctx, "k", time.Second, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	srv.kill()
+	srv.Kill()
 	reserveFails(t, r)
 	reserveFails(t, r)
 	if err := r.Healthy(ctx); err == nil {
 		t.Error("Healthy on a dead Redis")
 	}
-	srv.restart()
+	srv.Restart()
 	waitWorks(t, r) // the same store, not re-created
 	if err := r.Healthy(ctx); err != nil {
 		t.Errorf("Healthy after restart: %v", err)
@@ -238,13 +240,13 @@ func TestRedisFrozen(t *testing.T) {
 	if _, err := r.Reserve(ctx, "k", time.Second, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	srv.freeze()
+	srv.Freeze()
 	reserveFails(t, r)
 	start := time.Now()
 	if err := r.Healthy(ctx); err == nil || time.Since(start) > failFast {
 		t.Errorf("Healthy on a frozen Redis: %v after %v", err, time.Since(start))
 	}
-	srv.thaw()
+	srv.Thaw()
 	waitWorks(t, r)
 }
 
@@ -252,7 +254,7 @@ func TestRedisCallerContext(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	r := newRedisStore(t, srv)
-	srv.freeze()
+	srv.Freeze()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
