@@ -49,18 +49,23 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // agent, with what it rests on. It comes from the same code path as a
 // request through the proxy.
 type Explanation struct {
-	URL          string        `json:"url"`
-	UserAgent    string        `json:"user_agent"`
-	Decision     string        `json:"decision"`
-	Group        string        `json:"group,omitempty"`
-	GroupLines   []int         `json:"group_lines,omitempty"`
-	Rule         string        `json:"rule,omitempty"`
-	Line         int           `json:"line,omitempty"`
-	Canonical    string        `json:"canonical_target,omitempty"`
-	Note         string        `json:"note,omitempty"`
-	Robots       *RobotsInfo   `json:"robots,omitempty"`
-	CrawlDelay   float64       `json:"crawl_delay_seconds"`
-	RequestRate  float64       `json:"request_interval_seconds"`
+	URL         string      `json:"url"`
+	UserAgent   string      `json:"user_agent"`
+	Decision    string      `json:"decision"`
+	Group       string      `json:"group,omitempty"`
+	GroupLines  []int       `json:"group_lines,omitempty"`
+	Rule        string      `json:"rule,omitempty"`
+	Line        int         `json:"line,omitempty"`
+	Canonical   string      `json:"canonical_target,omitempty"`
+	Note        string      `json:"note,omitempty"`
+	Robots      *RobotsInfo `json:"robots,omitempty"`
+	CrawlDelay  float64     `json:"crawl_delay_seconds"`
+	RequestRate float64     `json:"request_interval_seconds"`
+	// Interval is the spacing the proxy enforces (robots.txt raised to the
+	// operator's floor, capped); NextSlot how long a request would wait now.
+	Interval     float64       `json:"pacing_interval_seconds"`
+	PaceKey      string        `json:"pacing_key,omitempty"`
+	NextSlot     float64       `json:"next_slot_seconds"`
 	ContentUsage []robots.Pref `json:"content_usage,omitempty"`
 	Signals      []robots.Pref `json:"content_signals,omitempty"`
 	Error        string        `json:"error,omitempty"`
@@ -92,6 +97,9 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		e.Decision, e.Error, status = explainError(err)
 	} else {
 		fillExplanation(&e, &d, time.Now())
+		if wait, err := s.settings().engine.NextSlot(r.Context(), &d); err == nil {
+			e.NextSlot = wait.Seconds()
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -112,6 +120,7 @@ func explainError(err error) (decision, message string, status int) {
 
 func fillExplanation(e *Explanation, d *policy.Decision, now time.Time) {
 	e.Decision, e.Note = d.Verdict.String(), d.Note
+	e.Interval, e.PaceKey = d.Interval.Seconds(), d.PaceKey
 	if d.Robots == nil {
 		return
 	}
@@ -144,6 +153,7 @@ type statusView struct {
 	Cached            int
 	Hits, Misses      uint64
 	Busiest, Refusing []originStats
+	Paced             []originStats
 	Recent            []AuditRecord
 }
 
@@ -156,7 +166,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		Sites: len(st.cfg.Sites), BlockPrivate: st.cfg.Egress.BlockPrivateNetworks,
 		Cached: rs.Entries, Hits: rs.Hits, Misses: rs.Misses,
 	}
-	v.Busiest, v.Refusing, v.Recent = s.stats.snapshot(20)
+	v.Busiest, v.Refusing, v.Paced, v.Recent = s.stats.snapshot(20)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := statusTemplate.Execute(w, v); err != nil {
@@ -200,6 +210,11 @@ th{background:#f3f3f3}
 <table id="refusing"><tr><th>Origin</th><th>Refused</th><th>Requests</th></tr>
 {{range .Refusing}}<tr><td>{{.Origin}}</td><td class="num">{{.Refused}}</td><td class="num">{{.Requests}}</td></tr>
 {{else}}<tr><td colspan="3">No refusals.</td></tr>{{end}}</table>
+
+<h2>Paced origins</h2>
+<table id="paced"><tr><th>Origin</th><th>Interval</th><th>Held now</th><th>Last wait</th></tr>
+{{range .Paced}}<tr><td>{{.Origin}}</td><td>{{.Interval}}</td><td class="num">{{.Held}}</td><td>{{.LastWait}}</td></tr>
+{{else}}<tr><td colspan="4">No paced origins.</td></tr>{{end}}</table>
 
 <h2>Recent refusals</h2>
 <table id="recent"><tr><th>Time</th><th>Client</th><th>Method</th><th>URL</th><th>Decision</th><th>Rule</th></tr>

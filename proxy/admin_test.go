@@ -134,6 +134,12 @@ func TestExplainEqualsTheProxysDecision(t *testing.T) {
 		e.CrawlDelay != 2 || len(e.ContentUsage) != 1 || e.ContentUsage[0].Value != "n" {
 		t.Errorf("explain for FooBot:\n%s", body)
 	}
+	_, body = adminGet(t, admin, "/explain?url="+url.QueryEscape(o.URL+"/public")+"&agent=FooBot")
+	e = Explanation{}
+	json.Unmarshal([]byte(body), &e)
+	if e.Decision != "allow" || e.Interval < 2 || e.NextSlot < 0 || e.PaceKey != o.URL+" FooBot" {
+		t.Errorf("pacing in explain: interval %v next slot %v key %q", e.Interval, e.NextSlot, e.PaceKey)
+	}
 	if code, _ := adminGet(t, admin, "/explain"); code != http.StatusBadRequest {
 		t.Errorf("/explain without url: %d", code)
 	}
@@ -252,6 +258,9 @@ func TestStatusPageInHeadlessChromium(t *testing.T) {
 	c := p.client()
 	get(t, c, o.URL+"/public")
 	get(t, c, o.URL+"/private/secret-page")
+	paced := startOrigin(t, "127.0.0.3", false, "User-agent: *\nCrawl-delay: 0.25\n", 0)
+	get(t, c, paced.URL+"/one")
+	get(t, c, paced.URL+"/two")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -272,5 +281,8 @@ func TestStatusPageInHeadlessChromium(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<td>` + regexp.QuoteMeta(o.URL) + `</td><td class="num">2</td><td class="num">1</td>`).MatchString(page) {
 		t.Errorf("busiest origins table does not show 2 requests, 1 refused:\n%s", page)
+	}
+	if !regexp.MustCompile(`<td>` + regexp.QuoteMeta(paced.URL) + `</td><td>250ms</td><td class="num">0</td><td>2\d\d\.?\d*ms</td>`).MatchString(page) {
+		t.Errorf("paced origins table does not show the 250ms origin and its last wait:\n%s", page)
 	}
 }

@@ -81,9 +81,16 @@ func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 // pace holds an allowed request until its slot; the permit is released
 // when the response is done (observe). The error is the client leaving.
 func (s *Server) pace(req *http.Request, st *settings, d *policy.Decision) error {
-	s.metrics.PacingHeld.Inc()
+	origin := d.Request.Origin.String()
+	if d.Interval > 0 {
+		s.metrics.PacingHeld.Inc()
+		s.stats.holding(origin, d.Interval, +1, 0)
+	}
 	permit, err := st.engine.Pace(req.Context(), d)
-	s.metrics.PacingHeld.Dec()
+	if d.Interval > 0 {
+		s.metrics.PacingHeld.Dec()
+		s.stats.holding(origin, d.Interval, -1, d.Waited)
+	}
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,10 @@ type originStats struct {
 	Requests int64
 	Refused  int64
 	Last     time.Time
+	// Pacing: the interval enforced, requests held now, the last wait.
+	Interval time.Duration
+	Held     int
+	LastWait time.Duration
 }
 
 const (
@@ -36,6 +40,22 @@ const (
 func newStats() *stats {
 	c, _ := lru.New[string, *originStats](statsOrigins)
 	return &stats{started: time.Now(), origins: c, recent: make([]*AuditRecord, 0, statsRefusals)}
+}
+
+// holding notes a request entering (+1) or leaving (-1, with its wait) its
+// pacing hold.
+func (s *stats) holding(origin string, interval time.Duration, delta int, waited time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.origins.Get(origin)
+	if !ok {
+		st = &originStats{Origin: origin}
+		s.origins.Add(origin, st)
+	}
+	st.Interval, st.Held = interval, st.Held+delta
+	if delta < 0 {
+		st.LastWait = waited
+	}
 }
 
 func (s *stats) add(rec *AuditRecord) {
@@ -76,7 +96,7 @@ func originOf(u string) string {
 
 // snapshot returns the n busiest origins, the n with most refusals, and
 // the latest refusals, newest first.
-func (s *stats) snapshot(n int) (busiest, refusing []originStats, recent []AuditRecord) {
+func (s *stats) snapshot(n int) (busiest, refusing, paced []originStats, recent []AuditRecord) {
 	s.mu.Lock()
 	all := make([]originStats, 0, s.origins.Len())
 	for _, st := range s.origins.Values() {
@@ -92,7 +112,8 @@ func (s *stats) snapshot(n int) (busiest, refusing []originStats, recent []Audit
 	s.mu.Unlock()
 	busiest = topBy(all, n, func(o originStats) int64 { return o.Requests })
 	refusing = topBy(all, n, func(o originStats) int64 { return o.Refused })
-	return busiest, refusing, recent
+	paced = topBy(all, n, func(o originStats) int64 { return int64(o.Interval) })
+	return busiest, refusing, paced, recent
 }
 
 func topBy(all []originStats, n int, key func(originStats) int64) []originStats {

@@ -1,0 +1,427 @@
+package proxy
+
+// BenchmarkProxy measures requests/s and p50/p99 latency, loopback only, of
+// three setups side by side (run with `go tool benchstat -col /impl`):
+//
+//   - impl=direct: the client talks to the origin itself (no proxy);
+//   - impl=goproxy: a bare goproxy v1.9.2 tuned as SPEC §8 says and with the
+//     same upstream transport settings as robotsgate (no HTTP(S)_PROXY,
+//     MaxIdleConnsPerHost 256, no compression, KeepAcceptEncoding, the same
+//     timeouts, the client's "Connection: close" not copied upstream), MITM
+//     with cached ECDSA leaf certificates from a certs.Minter, and none of
+//     robotsgate's logic;
+//   - impl=robotsgate: proxy.New with a configuration that lets the loopback
+//     origin through the egress guard and trusts the origin's certificate
+//     (mitm.upstream_ca), its robots.txt cached and allowing the path;
+//
+// in four modes: plain HTTP with keep-alive, plain HTTP with a new
+// connection per request, intercepted HTTPS with keep-alive (one CONNECT
+// tunnel per client connection, many requests in it), and intercepted HTTPS
+// with a new connection per request (new TCP connection, new CONNECT, full
+// TLS handshake: the client keeps no session cache, so nothing is resumed).
+//
+// Load: -proxybench.conns client goroutines (default 50, as wrk -c 50 in
+// issue 4), each with a transport of its own, so in the keep-alive modes
+// every goroutine holds exactly one connection for the whole run, and a
+// request is sent as soon as the previous one's body is read (closed loop).
+// Each goroutine makes one request before the timer starts, so connection
+// set-up is not counted in the keep-alive modes. Client, proxy and origin run
+// in this one process and share the CPUs: a proxy's own cost is diluted by
+// the client's and origin's (a ratio of req/s is closer to 1 than the ratio
+// of the proxies' CPU costs); B/op and allocs/op are for the whole process,
+// so their difference between impls is the proxy's.
+//
+// Every response is checked (status 200, exact body, which echoes the
+// request-target) so that a broken proxy cannot look fast.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/robotsgate/robotsgate/certs"
+	"github.com/robotsgate/robotsgate/config"
+)
+
+var benchConns = flag.Int("proxybench.conns", 50, "BenchmarkProxy: concurrent client connections (closed loop)")
+
+const (
+	benchOriginIP = "127.0.0.2" // the proxies listen on 127.0.0.1
+	benchTarget   = "/public/bench?q=1"
+	benchRobots   = "User-agent: *\nDisallow: /private\n"
+)
+
+// benchBody is what the origin answers to benchTarget: the target echoed,
+// then filler up to 1 KiB, a small page.
+var benchBody = func() []byte {
+	b := []byte("target=" + benchTarget + "\n")
+	for len(b) < 1024 {
+		b = append(b, "robotsgate proxy benchmark filler\n"...)
+	}
+	return b[:1024]
+}()
+
+type benchMode struct {
+	name      string
+	tls       bool
+	keepAlive bool
+}
+
+var benchModes = []benchMode{
+	{"http-keepalive", false, true},
+	{"http-newconn", false, false},
+	{"https-keepalive", true, true},
+	{"https-newconn", true, false},
+}
+
+// benchEnv is everything BenchmarkProxy talks to, started once per run.
+type benchEnv struct {
+	httpOrigin, httpsOrigin string         // base URLs
+	originRoots             *x509.CertPool // trusts the HTTPS origin
+	originConns             atomic.Int64   // connections the origins accepted
+	proxies                 map[string]benchProxy
+}
+
+type benchProxy struct {
+	url   *url.URL
+	roots *x509.CertPool // trusts the proxy's interception CA
+}
+
+func BenchmarkProxy(b *testing.B) {
+	env := newBenchEnv(b)
+	for _, mode := range benchModes {
+		b.Run("mode="+mode.name, func(b *testing.B) {
+			for _, impl := range []string{"direct", "goproxy", "robotsgate"} {
+				b.Run("impl="+impl, func(b *testing.B) { env.run(b, mode, impl) })
+			}
+		})
+	}
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	b.Helper()
+	originCA, err := certs.GenerateCA(time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	originMinter, err := certs.NewMinter(originCA, certs.MinterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &benchEnv{originRoots: originCA.CertPool(), proxies: map[string]benchProxy{}}
+	env.httpOrigin = "http://" + startBenchServer(b, benchOriginIP, benchOriginHandler(), nil, &env.originConns)
+	env.httpsOrigin = "https://" + startBenchServer(b, benchOriginIP, benchOriginHandler(), originMinter.TLSConfigFor(benchOriginIP), &env.originConns)
+
+	// goproxy, tuned, none of our logic.
+	gpCA, err := certs.GenerateCA(time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	gpMinter, err := certs.NewMinter(gpCA, certs.MinterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gpAddr := startBenchServer(b, "127.0.0.1", newBenchGoproxy(gpMinter, originCA.CertPool()), nil, nil)
+	env.proxies["goproxy"] = benchProxy{url: &url.URL{Scheme: "http", Host: gpAddr}, roots: gpCA.CertPool()}
+
+	// robotsgate.
+	rgCA, err := certs.GenerateCA(time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	upstreamCA := filepath.Join(b.TempDir(), "origin-ca.pem")
+	if err := os.WriteFile(upstreamCA, originCA.CertPEM(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.AdminListen = ""
+	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}
+	cfg.MITM.UpstreamCA = upstreamCA
+	// What a production configuration logs: info and above (allowed
+	// requests are logged at debug), here to nowhere.
+	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := New(cfg, Options{CA: rgCA, Logger: logger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	})
+	env.proxies["robotsgate"] = benchProxy{url: &url.URL{Scheme: "http", Host: ln.Addr().String()}, roots: rgCA.CertPool()}
+
+	// Every setup answers before anything is timed; for robotsgate this also
+	// fetches and caches both origins' robots.txt.
+	for _, mode := range benchModes {
+		for _, impl := range []string{"direct", "goproxy", "robotsgate"} {
+			c := env.client(mode, impl)
+			if err := benchRequest(c, env.url(mode), make([]byte, len(benchBody)+1)); err != nil {
+				b.Fatalf("mode=%s impl=%s: %v", mode.name, impl, err)
+			}
+			c.CloseIdleConnections()
+		}
+	}
+	return env
+}
+
+// benchOriginHandler serves robots.txt and benchBody at benchTarget, 404
+// elsewhere, without allocating per request beyond net/http's own.
+func benchOriginHandler() http.Handler {
+	robots := []byte(benchRobots)
+	robotsLen := fmt.Sprint(len(robots))
+	bodyLen := fmt.Sprint(len(benchBody))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+		switch {
+		case r.URL.Path == "/robots.txt":
+			h["Content-Length"] = []string{robotsLen}
+			w.Write(robots)
+		case r.RequestURI == benchTarget:
+			h["Content-Length"] = []string{bodyLen}
+			w.Write(benchBody)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// startBenchServer serves h on ip (TLS when tlsCfg is set) with the client
+// timeouts robotsgate uses, and returns its address. It counts the
+// connections it accepts in conns, if set.
+func startBenchServer(b *testing.B, ip string, h http.Handler, tlsCfg *tls.Config, conns *atomic.Int64) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: clientHeaderTimeout,
+		IdleTimeout:       clientIdleTimeout,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	if conns != nil {
+		srv.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// newBenchGoproxy is goproxy as a careful user would deploy it, without
+// robotsgate: the upstream transport robotsgate uses (newUpstream's
+// settings, a plain dialer instead of the egress guard), the client's
+// "Connection: close" not copied upstream (SPEC §8), MITM with an ECDSA leaf
+// per host minted once and its tls.Config cached.
+func newBenchGoproxy(m *certs.Minter, originRoots *x509.CertPool) http.Handler {
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = log.New(io.Discard, "", 0)
+	gp.ConnectDial = nil
+	gp.KeepAcceptEncoding = true
+	gp.Tr = &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: dialTimeout}).DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: originRoots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   tlsHandshakeTimeout,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+		IdleConnTimeout:       upstreamIdleTimeout,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   256,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     true,
+	}
+	var configs sync.Map // host -> *tls.Config
+	tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
+		if c, ok := configs.Load(host); ok {
+			return c.(*tls.Config), nil
+		}
+		c, _ := configs.LoadOrStore(host, m.TLSConfigFor(host))
+		return c.(*tls.Config), nil
+	}
+	gp.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: tlsConfig}, host
+	})
+	gp.OnRequest().DoFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+		req.Close = false
+		return req, nil
+	})
+	return gp
+}
+
+func (env *benchEnv) url(mode benchMode) string {
+	if mode.tls {
+		return env.httpsOrigin + benchTarget
+	}
+	return env.httpOrigin + benchTarget
+}
+
+// client returns the transport of one client connection: through the proxy
+// impl (none for direct), keeping its connection alive or not.
+func (env *benchEnv) client(mode benchMode, impl string) *http.Transport {
+	tr := &http.Transport{
+		DisableKeepAlives:   !mode.keepAlive,
+		MaxIdleConnsPerHost: 1,
+		DisableCompression:  true,
+		// No ClientSessionCache: every new TLS connection is a full
+		// handshake, nothing resumed.
+		TLSClientConfig: &tls.Config{RootCAs: env.originRoots},
+	}
+	if p, ok := env.proxies[impl]; ok {
+		tr.Proxy = http.ProxyURL(p.url)
+		tr.TLSClientConfig.RootCAs = p.roots
+	}
+	return tr
+}
+
+// benchRequest sends one GET and checks the response: 200 and exactly
+// benchBody. buf needs len(benchBody)+1 bytes.
+func benchRequest(tr *http.Transport, rawURL string, buf []byte) error {
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
+	if err != nil {
+		return err
+	}
+	return benchDo(tr, req, buf)
+}
+
+func benchDo(tr *http.Transport, req *http.Request, buf []byte) error {
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.ReadFull(resp.Body, buf)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %s (decision %q): %q", resp.Status, resp.Header.Get("X-Robotsgate-Decision"), buf[:n])
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) || !bytes.Equal(buf[:n], benchBody) {
+		return fmt.Errorf("body of %d bytes (%v) is not the origin's %d bytes: %.80q", n, err, len(benchBody), buf[:n])
+	}
+	return nil
+}
+
+// run times b.N requests spread over the client connections and reports
+// req/s and the p50 and p99 latencies (each request from the start of its
+// round trip to the end of its body; in the new-connection modes that
+// includes connecting, CONNECT and the handshake).
+func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
+	conns := max(*benchConns, 1)
+	target := env.url(mode)
+	var (
+		next     atomic.Int64 // requests handed out
+		failed   atomic.Bool
+		firstErr error
+		errOnce  sync.Once
+		ready    sync.WaitGroup
+		done     sync.WaitGroup
+		start    = make(chan struct{})
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err })
+		failed.Store(true)
+	}
+	latencies := make([][]time.Duration, conns)
+	transports := make([]*http.Transport, conns)
+	n := int64(b.N)
+	ready.Add(conns)
+	done.Add(conns)
+	for i := range conns {
+		tr := env.client(mode, impl)
+		transports[i] = tr
+		lat := make([]time.Duration, 0, b.N/conns+1)
+		go func() {
+			defer done.Done()
+			buf := make([]byte, len(benchBody)+1)
+			req, err := http.NewRequest(http.MethodGet, target, nil)
+			if err == nil {
+				err = benchDo(tr, req, buf) // warm-up: connection set up, untimed
+			}
+			if err != nil {
+				fail(fmt.Errorf("warm-up: %w", err))
+			}
+			ready.Done()
+			<-start
+			for !failed.Load() && next.Add(1) <= n {
+				t0 := time.Now()
+				if err := benchDo(tr, req, buf); err != nil {
+					fail(err)
+					break
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			latencies[i] = lat
+		}()
+	}
+	ready.Wait()
+	b.ReportAllocs()
+	b.ResetTimer()
+	conns0 := env.originConns.Load()
+	cpu0, cpuOK := processCPU()
+	close(start)
+	done.Wait()
+	cpu1, _ := processCPU()
+	b.StopTimer()
+	originConns := env.originConns.Load() - conns0
+	for _, tr := range transports {
+		tr.CloseIdleConnections()
+	}
+	if firstErr != nil {
+		b.Fatalf("mode=%s impl=%s: %v", mode.name, impl, firstErr)
+	}
+	all := slices.Concat(latencies...)
+	if len(all) != b.N {
+		b.Fatalf("%d latencies for %d requests", len(all), b.N)
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(all[(len(all)+1)/2-1]), "p50-ns")
+	b.ReportMetric(float64(all[(len(all)*99+99)/100-1]), "p99-ns")
+	// Connections the origin accepted per request while timed: 1 for direct
+	// without keep-alive, near 0 through a proxy that reuses its upstream
+	// connections.
+	b.ReportMetric(float64(originConns)/float64(b.N), "origin-conns/op")
+	// CPU time of the whole process (client, proxy, origin) per request:
+	// unlike req/s and latencies, barely moved by other processes competing
+	// for the CPUs, so the difference between impls is the steadier measure
+	// of a proxy's own cost on a shared machine.
+	if cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+	}
+}
