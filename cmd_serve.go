@@ -33,6 +33,7 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	logger := newLogger(cfg, stderr)
+	slog.SetDefault(logger)
 	var ca *certs.CA
 	if cfg.MITM.Enabled {
 		var created bool

@@ -34,6 +34,7 @@ import (
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/fleet"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -91,8 +92,8 @@ type Server struct {
 	paceStore pacing.Store
 	// ready, when set, is part of /readyz (the shared pacing store).
 	ready func(context.Context) error
-	// closeStore releases the shared pacing store, if any.
-	closeStore func() error
+	// closeStore and closeShared release the Redis clients, if any.
+	closeStore, closeShared func() error
 }
 
 // settings is the part of the server that a configuration reload replaces.
@@ -118,7 +119,18 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 	}
+	var shared resolver.Store
+	if cfg.Pacing.Store == config.StoreRedis {
+		// The fleet shares fetched robots.txt files through the same Redis
+		// as its pacing schedule.
+		rs, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: cfg.Pacing.Redis.Addr})
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		shared, s.closeShared = rs, rs.Close
+	}
 	s.resolver, err = resolver.New(resolver.Config{
+		Store:        shared,
 		UserAgent:    cfg.Robots.FetchUserAgent,
 		FetchTimeout: cfg.Robots.FetchTimeout.Duration(),
 		CacheEntries: cfg.Robots.CacheEntries,
@@ -346,8 +358,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.resolver.Close()
 	s.upstream.close()
 	s.audit.close()
-	if s.closeStore != nil {
-		s.closeStore()
+	for _, closeRedis := range []func() error{s.closeStore, s.closeShared} {
+		if closeRedis != nil {
+			closeRedis()
+		}
 	}
 	return err
 }
