@@ -10,10 +10,11 @@ test: deps fmt-check vet
 
 # deps installs the external programs the tests start: redis-server (the
 # pacing store's tests run a real one), curl and wget (the end-to-end test
-# drives the real binary with them). Installing needs root and Debian's apt;
+# drives the real binary with them) and chromium (the status page is checked
+# in a real headless browser). Installing needs root and Debian's apt;
 # otherwise it says what is missing and stops.
-DEPS_BINARIES = redis-server curl wget
-DEPS_PACKAGES = redis-server curl wget
+DEPS_BINARIES = redis-server curl wget chromium
+DEPS_PACKAGES = redis-server curl wget chromium
 
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
@@ -35,10 +36,12 @@ vet:
 	$(GO) vet ./...
 
 # bench runs the benchmarks side by side with their baselines and prints the
-# benchstat table (columns = implementation). Needs ../shared/testdata for the
-# corpus benchmarks; they skip without it.
+# benchstat table (columns = implementation): the robots package's, then the
+# proxy's (direct / goproxy / robotsgate over loopback, see proxy/bench_test.go;
+# go test runs the two packages' benchmarks one after the other). Needs
+# ../shared/testdata for the corpus benchmarks; they skip without it.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./robots/ | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./robots/ ./proxy/ | tee bench.out
 	$(GO) tool benchstat -col /impl bench.out
 
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).

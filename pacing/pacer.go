@@ -70,6 +70,10 @@ func New(opts Options) *Pacer {
 // Store returns the pacer's store (for Pending, /explain).
 func (p *Pacer) Store() Store { return p.store }
 
+// Limited reports whether the pacer limits concurrency per origin, so that
+// every request needs Acquire, paced or not.
+func (p *Pacer) Limited() bool { return p.limit != nil }
+
 // Request describes what Acquire paces.
 type Request struct {
 	// Key names the schedule (e.g. origin + robots.txt group).

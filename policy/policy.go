@@ -209,10 +209,18 @@ func (e *Engine) schedule(d *Decision, asked time.Duration) {
 		return
 	}
 	d.Interval = interval
-	d.PaceKey = d.Request.Origin.String()
-	if !e.cfg.PaceByOrigin {
-		d.PaceKey += " " + d.Group()
+	if interval > 0 {
+		d.PaceKey = e.paceKey(d)
 	}
+}
+
+// paceKey names a request's schedule: its origin, and its group unless
+// pacing.key is "origin".
+func (e *Engine) paceKey(d *Decision) string {
+	if e.cfg.PaceByOrigin {
+		return d.Request.Origin.String()
+	}
+	return d.Request.Origin.String() + " " + d.Group()
 }
 
 // Pace holds an allowed request until its pacing slot (and per-origin
@@ -221,10 +229,15 @@ func (e *Engine) schedule(d *Decision, asked time.Duration) {
 // PacingDown) and returns a zero Permit. The error is ctx's alone: the
 // client hung up while held. Release the Permit when the request is done.
 func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
-	if e.cfg.Pacer == nil || d.Verdict != Allow || d.PaceKey == "" {
+	p := e.cfg.Pacer
+	if p == nil || d.Verdict != Allow || d.Request.Client.Mode != Enforce || (d.Interval <= 0 && !p.Limited()) {
 		return pacing.Permit{}, nil
 	}
-	permit, err := e.cfg.Pacer.Acquire(ctx, pacing.Request{Key: d.PaceKey, Interval: d.Interval, Origin: d.Request.Origin.String()})
+	req := pacing.Request{Key: d.PaceKey, Interval: d.Interval}
+	if p.Limited() {
+		req.Origin = d.Request.Origin.String()
+	}
+	permit, err := p.Acquire(ctx, req)
 	var refused *pacing.RefusedError
 	var down *pacing.UnavailableError
 	switch {

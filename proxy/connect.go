@@ -112,7 +112,7 @@ func (s *Server) tunnelHandler(info *tunnelInfo) http.Handler {
 		if r.Host == "" {
 			r.Host = info.origin.HostPort()
 		}
-		if ho, err := origin.New("https", r.Host); err != nil || ho != info.origin {
+		if !info.sameOrigin(r.Host) {
 			writeResponse(w, s.plainRefusal(r, http.StatusMisdirectedRequest, "misdirected", "http_request_error",
 				"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 			return

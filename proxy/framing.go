@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ type framingGuard struct {
 	maxHead int
 
 	mu      sync.Mutex
+	buf     []byte // reused for reading heads (pending is empty when it is)
 	pending []byte // bytes judged and not yet handed to the server
 	carry   []byte // bytes read past a body: the start of the next head
 	skip    int64  // body bytes of the current request still to pass
@@ -66,9 +68,13 @@ func (g *framingGuard) Read(p []byte) (int, error) {
 
 // readHead reads until a whole request head is buffered and judges it.
 func (g *framingGuard) readHead() error {
-	head := g.carry
+	head := append(g.buf[:0], g.carry...)
 	g.carry = nil
-	buf := make([]byte, 4096)
+	defer func() {
+		if cap(head) <= 64<<10 {
+			g.buf = head[:0] // pending and carry alias it: both are consumed before the next head
+		}
+	}()
 	for {
 		if end := headEnd(head); end >= 0 {
 			g.judge(head[:end], head[end:])
@@ -78,8 +84,9 @@ func (g *framingGuard) readHead() error {
 			g.blind, g.pending = true, head // let the server answer 431
 			return nil
 		}
-		n, err := g.Conn.Read(buf)
-		head = append(head, buf[:n]...)
+		head = slices.Grow(head, 4096)
+		n, err := g.Conn.Read(head[len(head):cap(head)])
+		head = head[:len(head)+n]
 		if err != nil {
 			if len(head) == 0 {
 				return err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -102,6 +103,14 @@ func (w *recordingWriter) WriteHeader(code int) {
 func (w *recordingWriter) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom lets io.Copy of a response body reach net/http's own pooled
+// buffer instead of allocating 32 KiB per response.
+func (w *recordingWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(w.ResponseWriter, r)
+	w.bytes += n
 	return n, err
 }
 

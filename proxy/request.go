@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -81,8 +83,9 @@ func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 // pace holds an allowed request until its slot; the permit is released
 // when the response is done (observe). The error is the client leaving.
 func (s *Server) pace(req *http.Request, st *settings, d *policy.Decision) error {
-	origin := d.Request.Origin.String()
+	var origin string
 	if d.Interval > 0 {
+		origin = d.Request.Origin.String()
 		s.metrics.PacingHeld.Inc()
 		s.stats.holding(origin, d.Interval, +1, 0)
 	}
@@ -180,6 +183,9 @@ func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
 
 // logDecision writes the one log line of a decision.
 func (s *Server) logDecision(req *http.Request, d *policy.Decision) {
+	if d.Verdict == policy.Allow && !s.log.Enabled(req.Context(), slog.LevelDebug) {
+		return // the common case costs nothing
+	}
 	attrs := []any{
 		"decision", d.Verdict.String(), "method", req.Method,
 		"url", d.Request.Origin.String() + d.Request.Target, "group", d.Group(),
@@ -208,6 +214,23 @@ type tunnelInfo struct {
 	origin  origin.Origin
 	connect *http.Request // the CONNECT request
 	client  policy.Client // identified (and authenticated) at CONNECT
+	// lastHost is the last Host header found to name origin.
+	lastHost atomic.Pointer[string]
+}
+
+// sameOrigin reports whether a Host header inside the tunnel names the
+// tunnel's origin. The last matching spelling is remembered: requests on one
+// connection repeat it, and normalising a host costs microseconds.
+func (t *tunnelInfo) sameOrigin(host string) bool {
+	if last := t.lastHost.Load(); last != nil && *last == host {
+		return true
+	}
+	o, err := origin.New("https", host)
+	if err != nil || o != t.origin {
+		return false
+	}
+	t.lastHost.Store(&host)
+	return true
 }
 
 func tunnelOf(ctx context.Context) (*tunnelInfo, bool) {
