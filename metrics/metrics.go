@@ -15,6 +15,7 @@ import (
 // Metrics is the set of instruments. Its zero value is not usable: use New.
 type Metrics struct {
 	registry *prometheus.Registry
+	requests map[string]map[string]prometheus.Counter // read-only after PrepareRequests
 
 	// Requests counts decisions by decision ("allow", "disallow"...) and
 	// method.
@@ -51,6 +52,35 @@ func New() *Metrics {
 	m.UpstreamErrors = counterVec(r, "robotsgate_upstream_errors_total", "Failed upstream requests by RFC 9209 error type.", "kind")
 	m.StoreErrors = counter(r, "robotsgate_pacing_store_errors_total", "Failed calls to the shared pacing store.")
 	return m
+}
+
+// knownMethods get a counter looked up without locking (CountRequest).
+var knownMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT"}
+
+// CountRequest counts one decision. For the decisions and methods named
+// with PrepareRequests the counter comes from a read-only map (no lock on
+// the per-request path); others go through the CounterVec.
+func (m *Metrics) CountRequest(decision, method string) {
+	if byMethod, ok := m.requests[decision]; ok {
+		if c, ok := byMethod[method]; ok {
+			c.Inc()
+			return
+		}
+	}
+	m.Requests.WithLabelValues(decision, method).Inc()
+}
+
+// PrepareRequests creates the request counters of these decisions for the
+// common methods; call it once, before serving.
+func (m *Metrics) PrepareRequests(decisions ...string) {
+	m.requests = make(map[string]map[string]prometheus.Counter, len(decisions))
+	for _, d := range decisions {
+		byMethod := make(map[string]prometheus.Counter, len(knownMethods))
+		for _, meth := range knownMethods {
+			byMethod[meth] = m.Requests.WithLabelValues(d, meth)
+		}
+		m.requests[d] = byMethod
+	}
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"slices"
@@ -88,10 +89,17 @@ func (g *framingGuard) readHead() error {
 		n, err := g.Conn.Read(head[len(head):cap(head)])
 		head = head[:len(head)+n]
 		if err != nil {
-			if len(head) == 0 {
+			var ne net.Error
+			switch {
+			case len(head) == 0:
+				return err
+			case errors.As(err, &ne) && ne.Timeout():
+				// A deadline (net/http interrupting its background read):
+				// keep the partial head and go on judging it next time.
+				g.carry = append([]byte(nil), head...)
 				return err
 			}
-			g.blind, g.pending = true, head // a partial head: the server's to reject
+			g.blind, g.pending = true, head // a partial head before EOF: the server's to reject
 			return nil
 		}
 	}

@@ -82,7 +82,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.audit.write(rec)
-	s.metrics.Requests.WithLabelValues(rec.Decision, r.Method).Inc()
+	s.metrics.CountRequest(rec.Decision, r.Method)
 	s.stats.add(rec)
 }
 

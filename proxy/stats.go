@@ -5,22 +5,32 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// stats keeps what the status page shows: per-origin counts (for the most
-// recently active origins, bounded) and the latest refusals.
+// stats keeps what the status page shows: per-origin counts and the latest
+// refusals. Counting a request takes no lock (a lock-free map of atomic
+// counters): it happens on every request, from every connection at once.
 type stats struct {
-	mu      sync.Mutex
 	started time.Time
-	origins *lru.Cache[string, *originStats]
-	recent  []*AuditRecord // ring of the latest refusals
-	next    int
+	origins sync.Map // origin string -> *originCounters
+	size    atomic.Int64
+
+	mu     sync.Mutex     // the refusal ring (refusals are rare)
+	recent []*AuditRecord // ring of the latest refusals
+	next   int
 }
 
-// OriginStats are the counts of one origin.
+// originCounters are one origin's live counters.
+type originCounters struct {
+	requests, refused atomic.Int64
+	last              atomic.Int64 // unix nanoseconds
+	interval, wait    atomic.Int64 // pacing: interval and last wait (ns)
+	held              atomic.Int64 // requests held now
+}
+
+// originStats is a snapshot of one origin's counters for the status page.
 type originStats struct {
 	Origin   string
 	Requests int64
@@ -28,52 +38,75 @@ type originStats struct {
 	Last     time.Time
 	// Pacing: the interval enforced, requests held now, the last wait.
 	Interval time.Duration
-	Held     int
+	Held     int64
 	LastWait time.Duration
 }
 
 const (
-	statsOrigins  = 10000 // origins tracked for the status page
+	statsOrigins  = 10000 // origins tracked for the status page, about
 	statsRefusals = 50    // latest refusals kept
 )
 
 func newStats() *stats {
-	c, _ := lru.New[string, *originStats](statsOrigins)
-	return &stats{started: time.Now(), origins: c, recent: make([]*AuditRecord, 0, statsRefusals)}
+	return &stats{started: time.Now(), recent: make([]*AuditRecord, 0, statsRefusals)}
+}
+
+// counters returns origin's counters, creating them if needed; past
+// 2*statsOrigins origins the least recently seen half is forgotten.
+func (s *stats) counters(origin string) *originCounters {
+	if c, ok := s.origins.Load(origin); ok {
+		return c.(*originCounters)
+	}
+	c, loaded := s.origins.LoadOrStore(origin, &originCounters{})
+	if !loaded && s.size.Add(1) > 2*statsOrigins {
+		s.prune()
+	}
+	return c.(*originCounters)
+}
+
+// prune drops the origins seen least recently, keeping statsOrigins.
+func (s *stats) prune() {
+	type seen struct {
+		origin string
+		last   int64
+	}
+	var all []seen
+	s.origins.Range(func(k, v any) bool {
+		all = append(all, seen{k.(string), v.(*originCounters).last.Load()})
+		return true
+	})
+	if len(all) <= statsOrigins {
+		return
+	}
+	slices.SortFunc(all, func(a, b seen) int { return cmp.Compare(a.last, b.last) })
+	for _, o := range all[:len(all)-statsOrigins] {
+		if _, ok := s.origins.LoadAndDelete(o.origin); ok {
+			s.size.Add(-1)
+		}
+	}
 }
 
 // holding notes a request entering (+1) or leaving (-1, with its wait) its
 // pacing hold.
-func (s *stats) holding(origin string, interval time.Duration, delta int, waited time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.origins.Get(origin)
-	if !ok {
-		st = &originStats{Origin: origin}
-		s.origins.Add(origin, st)
-	}
-	st.Interval, st.Held = interval, st.Held+delta
+func (s *stats) holding(origin string, interval time.Duration, delta int64, waited time.Duration) {
+	c := s.counters(origin)
+	c.interval.Store(int64(interval))
+	c.held.Add(delta)
 	if delta < 0 {
-		st.LastWait = waited
+		c.wait.Store(int64(waited))
 	}
 }
 
 func (s *stats) add(rec *AuditRecord) {
-	o := originOf(rec.URL)
-	refused := rec.Decision != "allow" && rec.Enforced
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.origins.Get(o)
-	if !ok {
-		st = &originStats{Origin: o}
-		s.origins.Add(o, st)
-	}
-	st.Requests++
-	st.Last = rec.Time
-	if !refused {
+	c := s.counters(originOf(rec.URL))
+	c.requests.Add(1)
+	c.last.Store(rec.Time.UnixNano())
+	if rec.Decision == "allow" || !rec.Enforced {
 		return
 	}
-	st.Refused++
+	c.refused.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.recent) < statsRefusals {
 		s.recent = append(s.recent, rec)
 	} else {
@@ -94,18 +127,23 @@ func originOf(u string) string {
 	return u
 }
 
-// snapshot returns the n busiest origins, the n with most refusals, and
-// the latest refusals, newest first.
+// snapshot returns the n busiest origins, the n with most refusals, the n
+// paced with the longest intervals, and the latest refusals, newest first.
 func (s *stats) snapshot(n int) (busiest, refusing, paced []originStats, recent []AuditRecord) {
+	var all []originStats
+	s.origins.Range(func(k, v any) bool {
+		c := v.(*originCounters)
+		all = append(all, originStats{
+			Origin: k.(string), Requests: c.requests.Load(), Refused: c.refused.Load(),
+			Last: time.Unix(0, c.last.Load()), Interval: time.Duration(c.interval.Load()),
+			Held: c.held.Load(), LastWait: time.Duration(c.wait.Load()),
+		})
+		return true
+	})
 	s.mu.Lock()
-	all := make([]originStats, 0, s.origins.Len())
-	for _, st := range s.origins.Values() {
-		all = append(all, *st)
-	}
 	for i := range len(s.recent) {
 		// walk back from the newest
-		idx := (s.next - 1 - i + 2*statsRefusals) % statsRefusals
-		if idx < len(s.recent) {
+		if idx := (s.next - 1 - i + 2*statsRefusals) % statsRefusals; idx < len(s.recent) {
 			recent = append(recent, *s.recent[idx])
 		}
 	}
