@@ -45,54 +45,53 @@ func (c *idleConn) CloseRead() error {
 	return nil
 }
 
-// oneConnListener hands one connection to http.Server.Serve, then blocks
-// until that connection is closed, so Serve returns when the tunnel ends.
-type oneConnListener struct {
-	conn   net.Conn
-	once   sync.Once
-	served bool
-	mu     sync.Mutex
-	done   chan struct{}
+// tunnelListener hands intercepted connections to the tunnel server.
+type tunnelListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
 }
 
-func newOneConnListener(c net.Conn) *oneConnListener {
-	l := &oneConnListener{done: make(chan struct{})}
-	l.conn = &notifyConn{Conn: c, closed: l.close}
-	return l
+func newTunnelListener() *tunnelListener {
+	return &tunnelListener{conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
-func (l *oneConnListener) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	if !l.served {
-		l.served = true
-		l.mu.Unlock()
-		return l.conn, nil
+// push gives c to the server; false once the listener is closed.
+func (l *tunnelListener) push(c net.Conn) bool {
+	select {
+	case l.conns <- c:
+		return true
+	case <-l.done:
+		return false
 	}
-	l.mu.Unlock()
-	<-l.done
-	return nil, net.ErrClosed
 }
 
-func (l *oneConnListener) close() { l.once.Do(func() { close(l.done) }) }
+func (l *tunnelListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
 
-// Close ends Accept; the connection itself is closed by its server.
-func (l *oneConnListener) Close() error {
-	l.close()
+func (l *tunnelListener) Close() error {
+	l.once.Do(func() { close(l.done) })
 	return nil
 }
 
-func (l *oneConnListener) Addr() net.Addr { return l.conn.LocalAddr() }
+func (l *tunnelListener) Addr() net.Addr { return tunnelAddr{} }
 
-// notifyConn tells its listener when it is closed.
-type notifyConn struct {
+type tunnelAddr struct{}
+
+func (tunnelAddr) Network() string { return "tunnel" }
+func (tunnelAddr) String() string  { return "intercepted tunnels" }
+
+// tunnelConn is the plaintext side of an intercepted tunnel with what the
+// CONNECT established.
+type tunnelConn struct {
 	net.Conn
-	closed func()
-}
-
-func (c *notifyConn) Close() error {
-	err := c.Conn.Close()
-	c.closed()
-	return err
+	info *tunnelInfo
 }
 
 // guardedListener wraps accepted connections in a framingGuard.

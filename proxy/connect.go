@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -67,7 +66,7 @@ func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, resp *http.Response) (*gop
 
 // interceptor returns the hijack function of an intercepted tunnel: answer
 // the CONNECT, terminate TLS with a certificate minted for the host, and
-// serve the requests inside with a net/http server of the tunnel's own.
+// hand the connection to the tunnel server, which serves the requests in it.
 func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.Request, net.Conn, *goproxy.ProxyCtx) {
 	return func(connect *http.Request, conn net.Conn, _ *goproxy.ProxyCtx) {
 		if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
@@ -83,94 +82,51 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 		}
 		conn.SetDeadline(time.Time{})
 		info := &tunnelInfo{origin: o, connect: connect, client: client}
-		inner := &http.Server{
-			Handler:           s.observe(guardFraming(s.tunnelHandler(info))),
-			MaxHeaderBytes:    maxHeaderBytes,
-			ReadHeaderTimeout: clientHeaderTimeout,
-			IdleTimeout:       clientIdleTimeout,
-			ErrorLog:          s.http.ErrorLog,
-			ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-				return context.WithValue(ctx, tunnelKey{}, info)
-			},
-		}
-		if !s.tunnels.add(inner) {
+		if !s.tunnelLn.push(&tunnelConn{Conn: newFramingGuard(tlsConn, maxHeaderBytes+4096), info: info}) {
 			tlsConn.Close() // shutting down
-			return
 		}
-		defer s.tunnels.remove(inner)
-		// The tunnel's server closes the connection: when the client leaves,
-		// when it idles, or once in-flight requests end during Shutdown.
-		_ = inner.Serve(newOneConnListener(newFramingGuard(tlsConn, maxHeaderBytes+4096)))
 	}
 }
 
-// tunnelHandler checks that a request inside a tunnel is for the host the
-// tunnel was opened to (RFC 9110 §7.4: otherwise 421) and hands it to
-// goproxy as an absolute-form https request.
-func (s *Server) tunnelHandler(info *tunnelInfo) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Host == "" {
-			r.Host = info.origin.HostPort()
-		}
-		if !info.sameOrigin(r.Host) {
-			writeResponse(w, s.plainRefusal(r, http.StatusMisdirectedRequest, "misdirected", "http_request_error",
-				"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
-			return
-		}
-		r.URL.Scheme = "https"
-		r.URL.Host = r.Host
-		r.RemoteAddr = info.connect.RemoteAddr
-		s.gp.ServeHTTP(w, r)
-	})
-}
-
-// tunnelSet tracks the servers of intercepted tunnels so Shutdown can drain
-// them: their connections are hijacked, so the main server no longer sees
-// them.
-type tunnelSet struct {
-	mu      sync.Mutex
-	servers map[*http.Server]struct{}
-	closed  bool
-}
-
-func (t *tunnelSet) add(srv *http.Server) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return false
-	}
-	if t.servers == nil {
-		t.servers = map[*http.Server]struct{}{}
-	}
-	t.servers[srv] = struct{}{}
-	return true
-}
-
-func (t *tunnelSet) remove(srv *http.Server) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.servers, srv)
-}
-
-// shutdown drains every tunnel server (idle connections closed at once,
-// busy ones after their request) and closes what is left when ctx ends.
-func (t *tunnelSet) shutdown(ctx context.Context) {
-	t.mu.Lock()
-	t.closed = true
-	servers := make([]*http.Server, 0, len(t.servers))
-	for srv := range t.servers {
-		servers = append(servers, srv)
-	}
-	t.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, srv := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if srv.Shutdown(ctx) != nil {
-				srv.Close()
+// newTunnelServer is the one net/http server that serves the requests of
+// every intercepted tunnel: the same limits, timeouts and malformed-request
+// handling as on the proxy port, no set-up per tunnel, and one Shutdown to
+// drain them all.
+func (s *Server) newTunnelServer() *http.Server {
+	return &http.Server{
+		Handler:           s.observe(guardFraming(http.HandlerFunc(s.serveTunnelRequest))),
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: clientHeaderTimeout,
+		IdleTimeout:       clientIdleTimeout,
+		ErrorLog:          s.http.ErrorLog,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*tunnelConn); ok {
+				return context.WithValue(ctx, tunnelKey{}, tc.info)
 			}
-		}()
+			return ctx
+		},
 	}
-	wg.Wait()
+}
+
+// serveTunnelRequest checks that a request inside a tunnel is for the host
+// the tunnel was opened to (RFC 9110 §7.4: otherwise 421) and hands it to
+// goproxy as an absolute-form https request.
+func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
+	info, ok := tunnelOf(r.Context())
+	if !ok {
+		http.Error(w, "no tunnel", http.StatusInternalServerError)
+		return
+	}
+	if r.Host == "" {
+		r.Host = info.origin.HostPort()
+	}
+	if !info.sameOrigin(r.Host) {
+		writeResponse(w, s.plainRefusal(r, http.StatusMisdirectedRequest, "misdirected", "http_request_error",
+			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
+		return
+	}
+	r.URL.Scheme = "https"
+	r.URL.Host = r.Host
+	r.RemoteAddr = info.connect.RemoteAddr
+	s.gp.ServeHTTP(w, r)
 }

@@ -72,21 +72,22 @@ type Options struct {
 // Server is the proxy. Create it with New, run it with Serve, stop it with
 // Shutdown.
 type Server struct {
-	log      *slog.Logger
-	resolver *resolver.Resolver
-	minter   *certs.Minter
-	dnsOpt   egress.Resolver
-	dialOpt  egress.DialFunc
-	gp       *goproxy.ProxyHttpServer
-	http     *http.Server
-	upstream *upstream
-	current  atomic.Pointer[settings]
-	self     atomic.Pointer[[]netip.AddrPort]
-	tunnels  tunnelSet
-	metrics  *metrics.Metrics
-	audit    *auditLog
-	stats    *stats
-	serving  atomic.Bool
+	log       *slog.Logger
+	resolver  *resolver.Resolver
+	minter    *certs.Minter
+	dnsOpt    egress.Resolver
+	dialOpt   egress.DialFunc
+	gp        *goproxy.ProxyHttpServer
+	http      *http.Server
+	upstream  *upstream
+	current   atomic.Pointer[settings]
+	self      atomic.Pointer[[]netip.AddrPort]
+	tunnelSrv *http.Server // serves the requests inside intercepted tunnels
+	tunnelLn  *tunnelListener
+	metrics   *metrics.Metrics
+	audit     *auditLog
+	stats     *stats
+	serving   atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration).
 	paceStore pacing.Store
@@ -168,6 +169,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		IdleTimeout:       clientIdleTimeout,
 		ErrorLog:          log.New(slogWriter{s.log}, "", 0),
 	}
+	s.tunnelLn, s.tunnelSrv = newTunnelListener(), s.newTunnelServer()
+	go s.tunnelSrv.Serve(s.tunnelLn)
 	return s, nil
 }
 
@@ -352,7 +355,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.tunnels.shutdown(ctx)
+		if s.tunnelSrv.Shutdown(ctx) != nil {
+			s.tunnelSrv.Close()
+		}
 	}()
 	err := s.http.Shutdown(ctx)
 	wg.Wait()
