@@ -55,6 +55,7 @@ type DeniedError struct {
 	Class Class
 }
 
+// Error says which host was refused and why.
 func (e *DeniedError) Error() string {
 	if !e.IP.IsValid() {
 		return fmt.Sprintf("egress denied: %s (%s)", e.Host, e.Class)
