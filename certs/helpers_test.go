@@ -1,6 +1,8 @@
 package certs
 
 import (
+	"github.com/robotsgate/robotsgate/internal/testclock"
+
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -12,7 +14,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -20,25 +21,10 @@ import (
 // t0 is the fixed start time of the fake clocks.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeClock is an injectable clock that moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is the tests' settable clock.
+type fakeClock = testclock.Clock
 
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock(t time.Time) *fakeClock { return testclock.New(t) }
 
 // newTestCA returns a CA generated at t0.
 func newTestCA(t testing.TB) *CA {

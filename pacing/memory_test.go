@@ -1,6 +1,8 @@
 package pacing
 
 import (
+	"github.com/robotsgate/robotsgate/internal/testclock"
+
 	"context"
 	"slices"
 	"strconv"
@@ -9,27 +11,10 @@ import (
 	"time"
 )
 
-// fakeClock is a manual clock for exact arithmetic.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is the tests' settable clock, starting at a fixed date.
+type fakeClock = testclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *fakeClock { return testclock.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 func TestMemoryReservationArithmetic(t *testing.T) {
 	const s = time.Second

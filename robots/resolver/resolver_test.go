@@ -1,6 +1,8 @@
 package resolver
 
 import (
+	"github.com/robotsgate/robotsgate/internal/testclock"
+
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -21,25 +23,10 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 )
 
-// testClock is a settable clock, so freshness and backoff can be tested
-// without waiting.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *testClock { return &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newClock returns the tests' settable clock, so freshness and backoff can
+// be tested without waiting.
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 }
 
 // testOrigin is a real HTTP(S) server on a loopback address that counts the
