@@ -37,11 +37,16 @@ vet:
 
 # bench runs the benchmarks side by side with their baselines and prints the
 # benchstat table (columns = implementation): the robots package's, then the
-# proxy's (direct / goproxy / robotsgate over loopback, see proxy/bench_test.go;
-# go test runs the two packages' benchmarks one after the other). Needs
-# ../shared/testdata for the corpus benchmarks; they skip without it.
+# proxy's (direct / goproxy / robotsgate over loopback, see proxy/bench_test.go).
+# The BENCH_COUNT repetitions are separate runs of every benchmark, so that
+# the implementations alternate and a change in the machine's load during
+# the run does not favour one of them. The corpus benchmarks need
+# ../shared/testdata (or ROBOTSGATE_TESTDATA); they skip without it.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./robots/ ./proxy/ | tee bench.out
+	@rm -f bench.out
+	@for i in $$(seq $(BENCH_COUNT)); do \
+		$(GO) test -run '^$$' -bench . -benchmem -count 1 ./robots/ ./proxy/ | tee -a bench.out || exit 1; \
+	done
 	$(GO) tool benchstat -col /impl bench.out
 
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).
