@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,5 +170,54 @@ func TestE2ERedisOutage(t *testing.T) {
 				t.Errorf("the proxy did not survive the outage:\n%s", p.out)
 			}
 		})
+	}
+}
+
+// TestE2EAuditLogReopensOnSIGHUP: logrotate moves the audit log away and
+// sends SIGHUP; the next decisions go to a new file at the configured path.
+func TestE2EAuditLogReopensOnSIGHUP(t *testing.T) {
+	o := startPacedOrigin(t, "User-agent: *\nDisallow: /private\n")
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.log")
+	cfgPath := filepath.Join(dir, "audit.yaml")
+	writeFile(t, cfgPath, fmt.Sprintf(`listen: 127.0.0.1:0
+admin_listen: ""
+egress:
+  allow_networks: [127.0.0.1/32]
+mitm:
+  ca_cert: %q
+  ca_key: %q
+log:
+  audit: %q
+`, filepath.Join(dir, "certs", "ca.pem"), filepath.Join(dir, "certs", "ca-key.pem"), audit))
+	p := startServe(t, dir, "-config", cfgPath)
+	c := proxyClient(t, p.addr, "")
+	if r := get(t, c, o.URL+"/private/before"); r.status != 403 {
+		t.Fatalf("before rotation: %d", r.status)
+	}
+	// The line is written when the response is done: wait for it (bounded).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(audit); strings.Count(string(b), "\n") == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err := os.Rename(audit, audit+".1"); err != nil {
+		t.Fatal(err)
+	}
+	p.signal(syscall.SIGHUP)
+	p.waitLog("config reloaded", 1)
+	if r := get(t, c, o.URL+"/after"); r.status != 200 {
+		t.Fatalf("after rotation: %d", r.status)
+	}
+	old, _ := os.ReadFile(audit + ".1")
+	cur, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatalf("no new audit file after SIGHUP: %v", err)
+	}
+	if !strings.Contains(string(old), `"decision":"disallow"`) || strings.Contains(string(old), "/after") {
+		t.Errorf("rotated file:\n%s", old)
+	}
+	if strings.Count(string(cur), "\n") != 1 || !strings.Contains(string(cur), o.URL+"/after") {
+		t.Errorf("new file:\n%s", cur)
 	}
 }
