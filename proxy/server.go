@@ -120,34 +120,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 	}
-	var shared resolver.Store
-	if cfg.Pacing.Store == config.StoreRedis {
-		// The fleet shares fetched robots.txt files through the same Redis
-		// as its pacing schedule.
-		rs, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: cfg.Pacing.Redis.Addr})
-		if err != nil {
-			return nil, fmt.Errorf("proxy: %w", err)
-		}
-		shared, s.closeShared = rs, rs.Close
-	}
-	s.resolver, err = resolver.New(resolver.Config{
-		Store:        shared,
-		UserAgent:    cfg.Robots.FetchUserAgent,
-		FetchTimeout: cfg.Robots.FetchTimeout.Duration(),
-		CacheEntries: cfg.Robots.CacheEntries,
-		MinTTL:       cfg.Robots.MinTTL.Duration(),
-		MaxTTL:       cfg.Robots.MaxTTL.Duration(),
-		RetryMin:     cfg.Robots.RetryMin.Duration(),
-		RetryMax:     cfg.Robots.RetryMax.Duration(),
-		DialContext:  s.dial,
-		RootCAs:      roots,
-		OnFetch: func(st resolver.Status, d time.Duration) {
-			s.metrics.RobotsFetches.WithLabelValues(st.String()).Inc()
-			s.metrics.RobotsFetchSeconds.Observe(d.Seconds())
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
+	if err := s.newResolver(cfg, roots); err != nil {
+		return nil, err
 	}
 	if s.audit, err = openAudit(cfg.Log.Audit); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -172,6 +146,41 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	s.tunnelLn, s.tunnelSrv = newTunnelListener(), s.newTunnelServer()
 	go s.tunnelSrv.Serve(s.tunnelLn)
 	return s, nil
+}
+
+// newResolver creates the robots.txt resolver, fetching through the egress
+// guard and, with a Redis pacing store, sharing fetched files through the
+// same Redis.
+func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
+	var shared resolver.Store
+	if cfg.Pacing.Store == config.StoreRedis {
+		rs, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: cfg.Pacing.Redis.Addr})
+		if err != nil {
+			return fmt.Errorf("proxy: %w", err)
+		}
+		shared, s.closeShared = rs, rs.Close
+	}
+	r, err := resolver.New(resolver.Config{
+		Store:        shared,
+		UserAgent:    cfg.Robots.FetchUserAgent,
+		FetchTimeout: cfg.Robots.FetchTimeout.Duration(),
+		CacheEntries: cfg.Robots.CacheEntries,
+		MinTTL:       cfg.Robots.MinTTL.Duration(),
+		MaxTTL:       cfg.Robots.MaxTTL.Duration(),
+		RetryMin:     cfg.Robots.RetryMin.Duration(),
+		RetryMax:     cfg.Robots.RetryMax.Duration(),
+		DialContext:  s.dial,
+		RootCAs:      roots,
+		OnFetch: func(st resolver.Status, d time.Duration) {
+			s.metrics.RobotsFetches.WithLabelValues(st.String()).Inc()
+			s.metrics.RobotsFetchSeconds.Observe(d.Seconds())
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	s.resolver = r
+	return nil
 }
 
 // openPacingStore creates the schedule's store: in memory, or Redis behind
