@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+	"time"
 
 	"github.com/elazarl/goproxy"
 
@@ -35,7 +36,7 @@ func newUpstream(dial func(context.Context, string, string) (net.Conn, error), r
 		TLSHandshakeTimeout:   tlsHandshakeTimeout,
 		ResponseHeaderTimeout: responseHeaderTimeout,
 		IdleConnTimeout:       upstreamIdleTimeout,
-		ExpectContinueTimeout: 1e9,
+		ExpectContinueTimeout: time.Second,
 		// goproxy's default of 2 idle connections per host makes a busy
 		// origin redial constantly (SPEC §8).
 		MaxIdleConns:        4096,
