@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/robotsgate/robotsgate/internal/editdist"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -325,7 +327,7 @@ func suggest(key string, fields map[string]int) string {
 	lower := strings.ToLower(key)
 	best, bestDist := "", 3
 	for _, name := range names {
-		dist := editDistance(lower, name)
+		dist := editdist.Distance(lower, name)
 		if strings.HasPrefix(lower, name) || strings.HasPrefix(name, lower) {
 			dist = min(dist, 1)
 		}
@@ -337,27 +339,6 @@ func suggest(key string, fields map[string]int) string {
 		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
 	return " (valid keys here: " + strings.Join(names, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func join(path, key string) string {

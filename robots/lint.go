@@ -1,6 +1,8 @@
 package robots
 
 import (
+	"github.com/robotsgate/robotsgate/internal/editdist"
+
 	"bytes"
 	"fmt"
 	"net/url"
@@ -398,35 +400,13 @@ func suggestKey(key []byte) string {
 	return best
 }
 
-// editDistance returns the optimal string alignment distance between key,
-// compared ignoring ASCII case, and the lower-case name (insertions,
-// deletions, substitutions and swaps of neighbours cost one each), or 3 when
-// it is more than 2.
+// editDistance is the distance between key, ignoring ASCII case, and the
+// lower-case name, capped at 3 (only 0–2 make a suggestion).
 func editDistance(key []byte, name string) int {
 	if len(key) > len(name)+2 || len(name) > len(key)+2 {
 		return 3
 	}
-	prev2 := make([]int, len(name)+1)
-	prev := make([]int, len(name)+1)
-	cur := make([]int, len(name)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(key); i++ {
-		cur[0] = i
-		for j := 1; j <= len(name); j++ {
-			cost := 1
-			if lowerASCII(key[i-1]) == name[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && lowerASCII(key[i-1]) == name[j-2] && lowerASCII(key[i-2]) == name[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return min(prev[len(name)], 3)
+	return min(editdist.Distance(string(bytes.ToLower(key)), name), 3)
 }
 
 // checkSpelling reports a field name Google's parser accepts but a stricter
