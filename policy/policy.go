@@ -177,10 +177,8 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 			d.Verdict, d.Note, d.RetryAfter = TrapBudget, "the origin's page budget (trap.page_budget) is spent", ceilSeconds(wait)
 		}
 	}
-	if d.Verdict == Allow && res.File != nil {
-		e.schedule(&d, d.Rule.Group.Interval())
-	} else if d.Verdict == Allow {
-		e.schedule(&d, 0)
+	if d.Verdict == Allow {
+		e.schedule(&d, d.Rule.Group.Interval()) // 0 without rules (unavailable robots.txt)
 	}
 	return d, nil
 }

@@ -60,6 +60,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/metrics"
 )
 
 var benchConns = flag.Int("proxybench.conns", 50, "BenchmarkProxy: concurrent client connections (closed loop)")
@@ -255,19 +256,9 @@ func newBenchGoproxy(m *certs.Minter, originRoots *x509.CertPool) http.Handler {
 	gp.Logger = log.New(io.Discard, "", 0)
 	gp.ConnectDial = nil
 	gp.KeepAcceptEncoding = true
-	gp.Tr = &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: dialTimeout}).DialContext,
-		TLSClientConfig:       &tls.Config{RootCAs: originRoots, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   tlsHandshakeTimeout,
-		ResponseHeaderTimeout: responseHeaderTimeout,
-		IdleConnTimeout:       upstreamIdleTimeout,
-		ExpectContinueTimeout: time.Second,
-		MaxIdleConns:          4096,
-		MaxIdleConnsPerHost:   256,
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     true,
-	}
+	// newUpstream's own transport, so the settings cannot drift apart.
+	dial := (&net.Dialer{Timeout: dialTimeout}).DialContext
+	gp.Tr = newUpstream(dial, originRoots, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New()).tr
 	var configs sync.Map // host -> *tls.Config
 	tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
 		if c, ok := configs.Load(host); ok {

@@ -20,7 +20,7 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 	req := ctx.Req
 	o, err := origin.New("https", host)
 	if err != nil {
-		return s.rejectConnect(ctx, s.plainRefusal(req, http.StatusBadRequest, "bad-request", "http_request_error", "The CONNECT target is not a valid host:port."))
+		return s.rejectConnect(ctx, plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error", "The CONNECT target is not a valid host:port."))
 	}
 	st := s.settings()
 	client, err := st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization"))
@@ -42,7 +42,7 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 	start := time.Now()
 	d, err := st.engine.DecideHost(req.Context(), policy.Request{Origin: o, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
-		return s.rejectConnect(ctx, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched."))
+		return s.rejectConnect(ctx, plainResponse(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched."))
 	}
 	s.logDecision(req, &d)
 	recordDecision(req, start, &d)
@@ -121,7 +121,7 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		r.Host = info.origin.HostPort()
 	}
 	if !info.sameOrigin(r.Host) {
-		writeResponse(w, s.plainRefusal(r, http.StatusMisdirectedRequest, "misdirected", "http_request_error",
+		writeResponse(w, plainResponse(r, http.StatusMisdirectedRequest, "misdirected", "http_request_error",
 			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 		return
 	}

@@ -125,11 +125,7 @@ func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response 
 	return render(req, &explanation{Decision: "egress-denied", Status: http.StatusForbidden, Message: msg}, "destination_ip_prohibited")
 }
 
-// plainRefusal renders a refusal that is only a message.
-func (s *Server) plainRefusal(req *http.Request, status int, decision, proxyError, message string) *http.Response {
-	return plainResponse(req, status, decision, proxyError, message)
-}
-
+// plainResponse renders a refusal that is only a message.
 func plainResponse(req *http.Request, status int, decision, proxyError, message string) *http.Response {
 	return render(req, &explanation{Decision: decision, Status: status, Message: message}, proxyError)
 }

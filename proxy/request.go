@@ -42,12 +42,12 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	ctx.RoundTripper = s.upstream
 	if req.Method == http.MethodConnect {
-		return req, s.plainRefusal(req, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported.")
+		return req, plainResponse(req, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported.")
 	}
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return req, s.plainRefusal(req, http.StatusBadRequest, "bad-request", "http_request_error", "The request URL has no valid http or https origin.")
+		return req, plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error", "The request URL has no valid http or https origin.")
 	}
 	tunnel, inTunnel := tunnelOf(req.Context())
 	client := tunnelClient(tunnel)
@@ -63,11 +63,11 @@ func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 	start := time.Now()
 	d, err := st.engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
-		return req, s.plainRefusal(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
+		return req, plainResponse(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
 	}
 	if d.Verdict == policy.Allow {
 		if err := s.pace(req, st, &d); err != nil {
-			return req, s.plainRefusal(req, http.StatusServiceUnavailable, "rate-limited", "http_request_denied", "The client left while the request was held.")
+			return req, plainResponse(req, http.StatusServiceUnavailable, "rate-limited", "http_request_denied", "The client left while the request was held.")
 		}
 	}
 	s.logDecision(req, &d)
@@ -177,7 +177,7 @@ func prepareUpstream(req *http.Request, target string) {
 }
 
 func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
-	writeResponse(w, s.plainRefusal(req, http.StatusBadRequest, "bad-request", "http_request_error",
+	writeResponse(w, plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error",
 		"This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 }
 
