@@ -143,7 +143,6 @@ func buildCanonical(f *File) *File {
 	for _, r := range c.runs {
 		sortRules(c.rules[r.rules.start:r.rules.end])
 	}
-	c.canon = nil
 	return &c
 }
 

@@ -83,7 +83,7 @@ func TestDecideStrictDoesNotAllocateOnCanonicalInput(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { g.DecideStrict("/public/page?q=1") }); n != 0 {
 		t.Errorf("%v allocations", n)
 	}
-	if f.canon != nil {
+	if f.canonical() != nil {
 		t.Error("canonical copy built although every pattern is canonical")
 	}
 }

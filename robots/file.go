@@ -2,6 +2,7 @@ package robots
 
 import (
 	"math"
+	"strings"
 	"time"
 )
 
@@ -15,27 +16,48 @@ type File struct {
 	runs    []run    // runs of user-agent lines and the lines that follow
 	agents  []agent  // sorted by key
 	members []member // per agent contiguous, sorted by run; global last
-	global  span     // members of the "*" group
-	// canon is the file with canonical patterns for the evasion guard
-	// (Group.DecideStrict); nil when every pattern is canonical already.
-	canon *File
 	// extra holds what many files lack, so that they do not pay for it.
 	extra *fileExtras
+	// global is where the members of the "*" group start; they run to the
+	// end of members. With Truncated it keeps File at 128 bytes, a size
+	// class, which matters for a cache of many small files.
+	global uint32
 	// Truncated reports that the body exceeded MaxFileSize and only its
 	// first MaxFileSize bytes were parsed (a line cut at the limit is read
 	// as far as it goes, as a crawler truncating the download would).
 	Truncated bool
 }
 
-// fileExtras are the non-RFC 9309 lines of a file.
+// fileExtras are the non-RFC 9309 lines of a file and its canonical twin.
 type fileExtras struct {
-	usage    []usageRule
-	sitemaps []string
-	host     string
-	signals  []Pref
+	// ai is nil for the many files without AI-usage lines; most files with
+	// extras have only sitemaps.
+	ai *aiPrefs
+	// sitemaps are the Sitemap values joined by '\n' (a line cannot hold
+	// one) and host the first Host value, both in File.arena.
+	sitemaps, host span
+	// canon is the file with canonical patterns for the evasion guard
+	// (Group.DecideStrict); nil when every pattern is canonical already.
+	canon *File
 }
 
-var noExtras fileExtras
+// aiPrefs are a file's Content-Usage and Content-Signal lines.
+type aiPrefs struct {
+	usage   []usageRule
+	signals []Pref
+}
+
+var (
+	noExtras  fileExtras
+	noAIPrefs aiPrefs
+)
+
+func (x *fileExtras) aiPrefs() *aiPrefs {
+	if x.ai == nil {
+		return &noAIPrefs
+	}
+	return x.ai
+}
 
 func (f *File) extras() *fileExtras {
 	if f == nil || f.extra == nil {
@@ -130,17 +152,30 @@ func (f *File) agentName(i int) string {
 
 func (f *File) rulePattern(r *rule) string { return f.arena[r.off : r.off+uint32(r.n)] }
 
-// Sitemaps returns the sitemap URLs the file lists, in order. The caller must
-// not modify the slice.
-func (f *File) Sitemaps() []string { return f.extras().sitemaps }
+// Sitemaps returns the sitemap URLs the file lists, in order, in a new
+// slice.
+func (f *File) Sitemaps() []string {
+	s := f.extras().sitemaps
+	if s.len() == 0 {
+		return nil
+	}
+	return strings.Split(f.arena[s.start:s.end], "\n")
+}
 
 // Host returns the value of the first Host line (a Yandex extension), or "".
-func (f *File) Host() string { return f.extras().host }
+func (f *File) Host() string {
+	h := f.extras().host
+	return f.arena[h.start:h.end]
+}
+
+// canonical returns the file with canonical patterns, nil when f's
+// patterns are all canonical.
+func (f *File) canonical() *File { return f.extras().canon }
 
 // ContentSignals returns the file's Content-Signal preferences (Cloudflare's
 // "search=yes, ai-train=no" lines), in order. The caller must not modify the
 // slice.
-func (f *File) ContentSignals() []Pref { return f.extras().signals }
+func (f *File) ContentSignals() []Pref { return f.extras().aiPrefs().signals }
 
 // Agents returns the product tokens the file names in user-agent lines, in
 // lower case, sorted; "*" is not included.

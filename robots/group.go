@@ -65,7 +65,7 @@ func (f *File) GroupForUserAgent(header string) Group {
 }
 
 func (f *File) fallback() Group {
-	if f.global.len() > 0 {
+	if int(f.global) < len(f.members) {
 		return Group{f: f, id: groupGlobal}
 	}
 	return Group{f: f, id: groupNone}
@@ -153,7 +153,7 @@ func (g Group) members() []member {
 	case g.f == nil || g.id == groupNone:
 		return nil
 	case g.id == groupGlobal:
-		return g.f.members[g.f.global.start:g.f.global.end]
+		return g.f.members[g.f.global:]
 	}
 	s := g.f.agents[g.id].members
 	return g.f.members[s.start:s.end]
@@ -211,7 +211,7 @@ func (g Group) ContentUsage(target string) []Pref {
 	var best []usageRule
 	bestLen := -1
 	g.eachRun(func(run uint32, _ *run) {
-		for _, u := range g.f.extras().usage {
+		for _, u := range g.f.extras().aiPrefs().usage {
 			switch {
 			case u.run != run || len(u.pattern) < bestLen || !matchPattern(u.pattern, path):
 			case len(u.pattern) > bestLen:

@@ -131,7 +131,7 @@ func (g Group) DecideStrict(target string) Decision {
 	if !d.Allowed || g.f == nil {
 		return d
 	}
-	canon := g.f.canon
+	canon := g.f.canonical()
 	if canon == nil {
 		canon = g.f
 	}

@@ -35,9 +35,8 @@ type builder struct {
 	runs     []run
 	members  []pendingMember
 	usage    []usageRule
-	sitemaps []string
-	host     string
-	hostSet  bool
+	sitemaps []byte // joined by '\n'
+	host     []byte
 	signals  []Pref
 	// sawRule is Google's seen_separator_: an allow/disallow line was read
 	// since the last user-agent line, so the next one starts a new run.
@@ -68,12 +67,13 @@ func (b *builder) line(num uint32, text []byte) {
 	case keyAllow, keyDisallow:
 		b.rule(num, kind == keyAllow, value)
 	case keySitemap:
-		if len(value) > 0 {
-			b.sitemaps = append(b.sitemaps, string(value))
+		if len(value) > 0 && len(b.sitemaps) > 0 {
+			b.sitemaps = append(b.sitemaps, '\n')
 		}
+		b.sitemaps = append(b.sitemaps, value...)
 	case keyHost:
-		if !b.hostSet && len(value) > 0 {
-			b.host, b.hostSet = string(value), true
+		if len(b.host) == 0 {
+			b.host = append(b.host, value...)
 		}
 	case keyContentSignal:
 		b.signals = appendPrefs(b.signals, value, num)
@@ -178,23 +178,41 @@ func (b *builder) addRule(num uint32, allow bool, off int, implied bool) {
 
 // finish sorts what was read into the File's lookup structures.
 func (b *builder) finish() *File {
-	f := &File{arena: string(b.arena)}
-	f.rules = slices.Clip(b.rules)
-	f.runs = slices.Clip(b.runs)
-	if len(b.usage) > 0 || len(b.sitemaps) > 0 || b.hostSet || len(b.signals) > 0 {
-		f.extra = &fileExtras{
-			usage:    slices.Clip(b.usage),
-			sitemaps: slices.Clip(b.sitemaps),
-			host:     b.host,
-			signals:  slices.Clip(b.signals),
-		}
+	var ex fileExtras
+	if len(b.usage) > 0 || len(b.signals) > 0 {
+		ex.ai = &aiPrefs{usage: exact(b.usage), signals: exact(b.signals)}
 	}
+	ex.sitemaps = b.appendArena(b.sitemaps)
+	ex.host = b.appendArena(b.host)
+	f := &File{arena: string(b.arena), rules: exact(b.rules), runs: exact(b.runs)}
 	for _, r := range f.runs {
 		sortRules(f.rules[r.rules.start:r.rules.end])
 	}
 	b.finishAgents(f)
-	f.canon = buildCanonical(f)
+	ex.canon = buildCanonical(f)
+	if ex != (fileExtras{}) {
+		f.extra = &ex
+	}
+	if ex.canon != nil {
+		ex.canon.extra = f.extra
+	}
 	return f
+}
+
+// appendArena appends s to the arena and returns where it lies.
+func (b *builder) appendArena(s []byte) span {
+	start := uint32(len(b.arena))
+	b.arena = append(b.arena, s...)
+	return span{start, uint32(len(b.arena))}
+}
+
+// exact returns s in an array of its length: a cached File should not
+// carry the spare capacity of append's growth.
+func exact[S ~[]E, E any](s S) S {
+	if cap(s) == len(s) {
+		return s
+	}
+	return slices.Clone(s)
 }
 
 func sortRules(rs []rule) { slices.SortFunc(rs, byPrecedence) }
@@ -247,10 +265,9 @@ func (b *builder) finishAgents(f *File) {
 		f.members = append(f.members, member{run: m.run, line: m.line})
 		f.agents[len(f.agents)-1].members.end = uint32(len(f.members))
 	}
-	f.agents = slices.Clip(f.agents)
-	start := uint32(len(f.members))
+	f.agents = exact(f.agents)
+	f.global = uint32(len(f.members))
 	for _, m := range global {
 		f.members = append(f.members, member{run: m.run, line: m.line})
 	}
-	f.global = span{start, uint32(len(f.members))}
 }
