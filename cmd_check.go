@@ -70,7 +70,7 @@ func describe(d *policy.Decision) string {
 	case d.Robots == nil:
 		return "(robots.txt itself is always allowed)"
 	case d.Verdict == policy.Unreachable:
-		return fmt.Sprintf("(robots.txt %s unreachable: %v)", d.Robots.URL(), d.Robots.Err)
+		return fmt.Sprintf("(robots.txt %s unreachable: %v)", d.Robots.URL(), d.Robots.Err())
 	case d.Robots.File == nil:
 		return fmt.Sprintf("(robots.txt %s unavailable, HTTP %d: everything allowed)", d.Robots.URL(), d.Robots.HTTPStatus)
 	}

@@ -127,8 +127,8 @@ func fillExplanation(e *Explanation, d *policy.Decision, now time.Time) {
 	res := d.Robots
 	e.Robots = &RobotsInfo{URL: res.URL(), Status: res.Status.String(), HTTPStatus: res.HTTPStatus,
 		FetchedAt: res.FetchedAt().UTC(), AgeSeconds: res.Age(now).Seconds(), Expires: res.Expires().UTC(), Stale: res.Stale}
-	if res.Err != nil {
-		e.Robots.Error = res.Err.Error()
+	if err := res.Err(); err != nil {
+		e.Robots.Error = err.Error()
 	}
 	if res.File == nil {
 		return

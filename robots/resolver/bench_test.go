@@ -20,7 +20,7 @@ import (
 // completed fetch would.
 func cacheResult(r *Resolver, o origin.Origin, f *robots.File) {
 	now := r.cfg.Now()
-	r.cache.Add(o, &Result{Origin: o, Status: OK, File: f, HTTPStatus: 200, fetchedAt: now.UnixNano(), expires: now.Add(time.Hour).UnixNano()})
+	r.add(&Result{Origin: o, Status: OK, File: f, HTTPStatus: 200, fetchedAt: now.UnixNano(), expires: now.Add(time.Hour).UnixNano()})
 }
 
 // BenchmarkResolveHit is the per-request cost of the proxy's robots.txt

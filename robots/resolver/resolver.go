@@ -11,6 +11,8 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"hash/maphash"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -78,7 +80,11 @@ func (c *Config) setDefaults() {
 type Resolver struct {
 	cfg    Config
 	client *http.Client
-	cache  *lru.Cache[origin.Origin, *Result]
+	// cache is keyed by a seeded hash of the origin rather than the origin
+	// itself, which would be stored twice more per entry (the LRU's element
+	// and its map); a Result names its origin, so a collision is a miss.
+	cache  *lru.Cache[uint64, *Result]
+	seed   maphash.Seed
 	flight singleflight.Group
 
 	ctx       context.Context // parent of background work, cancelled by Close
@@ -121,12 +127,12 @@ func New(cfg Config) (*Resolver, error) {
 	if cfg.MinTTL > cfg.MaxTTL {
 		return nil, fmt.Errorf("resolver: min TTL %v exceeds max TTL %v", cfg.MinTTL, cfg.MaxTTL)
 	}
-	cache, err := lru.New[origin.Origin, *Result](cfg.CacheEntries)
+	cache, err := lru.New[uint64, *Result](cfg.CacheEntries)
 	if err != nil {
 		return nil, fmt.Errorf("resolver: cache: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Resolver{cfg: cfg, cache: cache, ctx: ctx, cancel: cancel, hitNow: cfg.Now}
+	r := &Resolver{cfg: cfg, cache: cache, seed: maphash.MakeSeed(), ctx: ctx, cancel: cancel, hitNow: cfg.Now}
 	if !customClock {
 		r.clock = startCoarseClock()
 		r.hitNow = r.clock.Now
@@ -155,7 +161,7 @@ func (r *Resolver) Close() {
 // on for the others), and it is then the only error.
 func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error) {
 	now := r.hitNow()
-	if res, ok := r.cache.Peek(o); ok {
+	if res, ok := r.peek(o); ok {
 		r.promote(o, res, now)
 		if res.fresh(now) {
 			r.hits.Add(1)
@@ -180,9 +186,30 @@ func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error
 func (r *Resolver) promote(o origin.Origin, res *Result, now time.Time) {
 	n := now.UnixNano()
 	if last := res.promoted.Load(); n-last > promoteEvery && res.promoted.CompareAndSwap(last, n) {
-		r.cache.Get(o)
+		r.cache.Get(r.key(o))
 	}
 }
+
+// key is o's cache key: a hash seeded per Resolver, so that nobody can
+// choose hosts that collide. Only the host is hashed, with the port and the
+// scheme's length (http or https) mixed in, which costs half of hashing the
+// whole Origin; a collision costs a fetch, never a wrong answer.
+func (r *Resolver) key(o origin.Origin) uint64 {
+	const golden = 0x9e3779b97f4a7c15
+	return maphash.String(r.seed, o.Host) ^ (uint64(o.Port)<<8|uint64(len(o.Scheme)))*golden
+}
+
+// peek returns the cached Result for o without touching its recency.
+func (r *Resolver) peek(o origin.Origin) (*Result, bool) {
+	res, ok := r.cache.Peek(r.key(o))
+	if !ok || res.Origin != o {
+		return nil, false
+	}
+	return res, true
+}
+
+// add caches res under its origin, replacing what was there.
+func (r *Resolver) add(res *Result) { r.cache.Add(r.key(res.Origin), res) }
 
 // refreshInBackground starts one refresh of an expired res; the flag lives
 // in res, so the Result that replaces it starts without one.
@@ -201,7 +228,7 @@ func (r *Resolver) refreshInBackground(o origin.Origin, res *Result) {
 // merges it with the cached one and stores it. It runs detached from any
 // request: one caller giving up must not fail the fetch for the others.
 func (r *Resolver) refresh(o origin.Origin) *Result {
-	prev, _ := r.cache.Peek(o)
+	prev, _ := r.peek(o)
 	if prev != nil && prev.fresh(r.cfg.Now()) {
 		// A caller that missed the cache just before the previous flight
 		// stored its result must not start a second fetch.
@@ -209,7 +236,7 @@ func (r *Resolver) refresh(o origin.Origin) *Result {
 	}
 	res := r.obtain(o, prev)
 	res.promoted.Store(r.cfg.Now().UnixNano())
-	r.cache.Add(o, res)
+	r.add(res)
 	if r.refreshed != nil {
 		r.refreshed(o)
 	}
@@ -229,18 +256,16 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 	}
 	res := &Result{
 		Origin: o, Status: f.status, File: f.file, HTTPStatus: f.httpStatus,
-		fetchedAt: now.UnixNano(), Err: f.err,
+		fetchedAt: now.UnixNano(),
 	}
-	if f.url != o.RobotsURL() {
-		res.redirectedTo = f.url
-	}
+	res.setDetail(f.err, f.url)
 	if f.status != Unreachable {
 		res.expires = now.Add(r.ttl(f.maxAge)).UnixNano()
 		r.toStore(o, res, f)
 		return res
 	}
-	failures := int32(1)
-	if prev != nil {
+	failures := uint16(1)
+	if prev != nil && prev.failures < math.MaxUint16 {
 		failures = prev.failures + 1
 	}
 	retry := min(max(r.backoff(int(failures)), f.retryAfter), r.cfg.MaxTTL)

@@ -134,7 +134,7 @@ func TestStatusClasses(t *testing.T) {
 			o := startOrigin(t, "127.0.0.2", false, tt.h)
 			res := resolve(t, newResolver(t, Config{}), o.origin)
 			if res.Status != tt.status || res.Allowed("Bot", "/private") != tt.allowed {
-				t.Errorf("status %v allowed %v, want %v %v (err %v)", res.Status, res.Allowed("Bot", "/private"), tt.status, tt.allowed, res.Err)
+				t.Errorf("status %v allowed %v, want %v %v (err %v)", res.Status, res.Allowed("Bot", "/private"), tt.status, tt.allowed, res.Err())
 			}
 		})
 	}
@@ -172,7 +172,7 @@ func TestRedirects(t *testing.T) {
 				want = Unavailable
 			}
 			if res.Status != want {
-				t.Errorf("status %v, want %v (err %v)", res.Status, want, res.Err)
+				t.Errorf("status %v, want %v (err %v)", res.Status, want, res.Err())
 			}
 			if want == OK && !strings.HasSuffix(res.URL(), fmt.Sprintf("hop=%d", n)) {
 				t.Errorf("URL %q", res.URL())
@@ -190,8 +190,8 @@ func TestRedirectLoopIsUnavailable(t *testing.T) {
 		http.Redirect(w, r, target, http.StatusMovedPermanently)
 	})
 	res := resolve(t, newResolver(t, Config{}), o.origin)
-	if res.Status != Unavailable || !errors.Is(res.Err, errRedirectLoop) {
-		t.Errorf("status %v err %v, want unavailable by loop", res.Status, res.Err)
+	if res.Status != Unavailable || !errors.Is(res.Err(), errRedirectLoop) {
+		t.Errorf("status %v err %v, want unavailable by loop", res.Status, res.Err())
 	}
 	if o.hits.Load() != 2 {
 		t.Errorf("origin hit %d times, want 2", o.hits.Load())
@@ -208,7 +208,7 @@ func TestRedirectAcrossHostsKeepsOriginalKey(t *testing.T) {
 	if res.Status != OK || res.Allowed("Bot", "/moved") || res.Origin != o.origin {
 		t.Fatalf("status %v origin %v: rules of the redirect target not kept under the original origin", res.Status, res.Origin)
 	}
-	if _, ok := r.cache.Peek(other.origin); ok {
+	if _, ok := r.peek(other.origin); ok {
 		t.Error("the redirect target was cached under its own key")
 	}
 }
@@ -220,8 +220,8 @@ func TestRedirectToForbiddenAddressIsNotFollowed(t *testing.T) {
 	})
 	res := resolve(t, newResolver(t, Config{}), o.origin)
 	var denied *egress.DeniedError
-	if res.Status != Unreachable || !errors.As(res.Err, &denied) {
-		t.Errorf("status %v err %v, want unreachable by egress denial", res.Status, res.Err)
+	if res.Status != Unreachable || !errors.As(res.Err(), &denied) {
+		t.Errorf("status %v err %v, want unreachable by egress denial", res.Status, res.Err())
 	}
 	if internal.hits.Load() != 0 {
 		t.Error("the forbidden address was reached")
@@ -391,8 +391,8 @@ func TestConnectionResetIsUnreachable(t *testing.T) {
 	}()
 	o, _ := origin.Parse("http://" + ln.Addr().String())
 	res := resolve(t, newResolver(t, Config{}), o)
-	if res.Status != Unreachable || res.Err == nil {
-		t.Errorf("status %v err %v, want unreachable", res.Status, res.Err)
+	if res.Status != Unreachable || res.Err() == nil {
+		t.Errorf("status %v err %v, want unreachable", res.Status, res.Err())
 	}
 }
 
@@ -404,7 +404,7 @@ func TestHTTPSIsVerified(t *testing.T) {
 	roots.AddCert(o.Certificate())
 	res := resolve(t, newResolver(t, Config{RootCAs: roots, DialContext: guard.DialContext}), o.origin)
 	if res.Status != OK || res.Allowed("Bot", "/tls") {
-		t.Errorf("with the right root: status %v err %v", res.Status, res.Err)
+		t.Errorf("with the right root: status %v err %v", res.Status, res.Err())
 	}
 	res = resolve(t, newResolver(t, Config{RootCAs: x509.NewCertPool(), DialContext: guard.DialContext}), o.origin)
 	if res.Status != Unreachable {
@@ -529,8 +529,8 @@ func TestStaleCopyServesWhileUnreachable(t *testing.T) {
 	resolve(t, r, o.origin) // expired: old copy served, refresh fails in the background
 	<-refreshed
 	res := resolve(t, r, o.origin)
-	if res.Status != OK || !res.Stale || res.Err == nil || res.Allowed("Bot", "/secret") {
-		t.Fatalf("status %v stale %v err %v: old rules not kept", res.Status, res.Stale, res.Err)
+	if res.Status != OK || !res.Stale || res.Err() == nil || res.Allowed("Bot", "/secret") {
+		t.Fatalf("status %v stale %v err %v: old rules not kept", res.Status, res.Stale, res.Err())
 	}
 	if res.Expires().Sub(clock.Now()) != 10*time.Second {
 		t.Errorf("next retry in %v, want 10s", res.Expires().Sub(clock.Now()))
@@ -640,7 +640,7 @@ func TestCallerCancellationDoesNotFailTheSharedFetch(t *testing.T) {
 	}
 	close(release)
 	if res := <-other; res.Status != OK {
-		t.Errorf("other caller got %v (%v)", res.Status, res.Err)
+		t.Errorf("other caller got %v (%v)", res.Status, res.Err())
 	}
 }
 

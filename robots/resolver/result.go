@@ -41,8 +41,6 @@ type Result struct {
 	// File holds the rules when Status is OK, possibly from an expired copy
 	// (Stale) kept while the origin is unreachable; nil otherwise.
 	File *robots.File
-	// Err is why the latest attempt failed, for Unreachable and Stale.
-	Err error
 	// HTTPStatus is the status code of the response the verdict rests on,
 	// 0 when there was none (a network failure).
 	HTTPStatus int
@@ -51,16 +49,42 @@ type Result struct {
 	// attempt failed (Err says how).
 	Stale bool
 
-	// Unix nanoseconds, to keep the hundred thousand cached Results small.
+	// The fields below keep a Result at 96 bytes, a size class: a cache
+	// holds a hundred thousand of them.
+	failures   uint16      // consecutive failed attempts, for backoff
+	refreshing atomic.Bool // a background refresh is under way (cache bookkeeping)
+	// Unix nanoseconds.
 	fetchedAt, expires int64
-	// redirectedTo is where the robots.txt was finally read when that is not
-	// Origin.RobotsURL() (redirects); empty otherwise.
-	redirectedTo string
-	failures     int32 // consecutive failed attempts, for backoff
+	promoted           atomic.Int64 // the last LRU promotion
+	// detail is set only for a verdict that rests on an error or a redirect.
+	detail *detail
+}
 
-	// Cache bookkeeping, reset with each new Result.
-	refreshing atomic.Bool  // a background refresh is under way
-	promoted   atomic.Int64 // unix nanoseconds of the last LRU promotion
+// detail is what few Results need.
+type detail struct {
+	err error
+	// redirectedTo is where the robots.txt was finally read when that is
+	// not Origin.RobotsURL(); empty otherwise.
+	redirectedTo string
+}
+
+// Err returns why the latest attempt failed, for Unreachable and Stale
+// (and Unavailable after a redirect loop or too many redirects), else nil.
+func (r *Result) Err() error {
+	if r.detail == nil {
+		return nil
+	}
+	return r.detail.err
+}
+
+// setDetail records err and where the robots.txt was read (for a redirect).
+func (r *Result) setDetail(err error, url string) {
+	if url == r.Origin.RobotsURL() {
+		url = ""
+	}
+	if err != nil || url != "" {
+		r.detail = &detail{err: err, redirectedTo: url}
+	}
 }
 
 // FetchedAt returns when the verdict was obtained.
@@ -75,12 +99,13 @@ func (r *Result) Expires() time.Time { return time.Unix(0, r.expires) }
 func (r *Result) fresh(now time.Time) bool { return now.UnixNano() < r.expires }
 
 // staleCopy returns a new Result serving r's rules after a failed refresh.
-func (r *Result) staleCopy(err error, failures int32, expires time.Time) *Result {
-	return &Result{
-		Origin: r.Origin, File: r.File, Err: err, HTTPStatus: r.HTTPStatus, Status: r.Status,
-		Stale: true, fetchedAt: r.fetchedAt, expires: expires.UnixNano(),
-		redirectedTo: r.redirectedTo, failures: failures,
+func (r *Result) staleCopy(err error, failures uint16, expires time.Time) *Result {
+	c := &Result{
+		Origin: r.Origin, File: r.File, HTTPStatus: r.HTTPStatus, Status: r.Status,
+		Stale: true, fetchedAt: r.fetchedAt, expires: expires.UnixNano(), failures: failures,
 	}
+	c.setDetail(err, r.URL())
+	return c
 }
 
 // Allowed reports whether the robots.txt lets the given group fetch target:
@@ -98,8 +123,8 @@ func (r *Result) Allowed(userAgent, target string) bool {
 
 // URL returns where the robots.txt was finally read, after redirects.
 func (r *Result) URL() string {
-	if r.redirectedTo != "" {
-		return r.redirectedTo
+	if r.detail != nil && r.detail.redirectedTo != "" {
+		return r.detail.redirectedTo
 	}
 	return r.Origin.RobotsURL()
 }

@@ -52,9 +52,7 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 		Origin: o, Status: rec.Status, HTTPStatus: rec.HTTPStatus,
 		fetchedAt: rec.FetchedAt.UnixNano(), expires: rec.Expires.UnixNano(),
 	}
-	if rec.URL != o.RobotsURL() {
-		res.redirectedTo = rec.URL
-	}
+	res.setDetail(nil, rec.URL)
 	if rec.Status == OK {
 		res.File = robots.Parse(rec.Body)
 	}
