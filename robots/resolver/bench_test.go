@@ -20,7 +20,9 @@ import (
 // completed fetch would.
 func cacheResult(r *Resolver, o origin.Origin, f *robots.File) {
 	now := r.cfg.Now()
-	r.add(&Result{Origin: o, Status: OK, File: f, HTTPStatus: 200, fetchedAt: now.UnixNano(), expires: now.Add(time.Hour).UnixNano()})
+	res := newResult(o, OK, 200)
+	res.File, res.fetchedAt, res.expires = f, now.UnixNano(), now.Add(time.Hour).UnixNano()
+	r.add(res)
 }
 
 // BenchmarkResolveHit is the per-request cost of the proxy's robots.txt
@@ -103,7 +105,8 @@ func BenchmarkCacheMemory(b *testing.B) {
 			cacheResult(r, o, robots.Parse(body))
 		}
 		after := heapInUse()
-		b.ReportMetric(float64(after-before)/(1<<20), "MB/100k-origins")
+		b.ReportMetric(float64(after-before)/1e6, "MB/100k-origins")
+		b.ReportMetric(float64(after-before)/(1<<20), "MiB/100k-origins")
 		b.ReportMetric(float64(after-before)/n, "B/origin")
 		b.ReportMetric(float64(len(body)), "file-B")
 		runtime.KeepAlive(r)

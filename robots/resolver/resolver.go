@@ -202,14 +202,14 @@ func (r *Resolver) key(o origin.Origin) uint64 {
 // peek returns the cached Result for o without touching its recency.
 func (r *Resolver) peek(o origin.Origin) (*Result, bool) {
 	res, ok := r.cache.Peek(r.key(o))
-	if !ok || res.Origin != o {
+	if !ok || !res.is(o) {
 		return nil, false
 	}
 	return res, true
 }
 
 // add caches res under its origin, replacing what was there.
-func (r *Resolver) add(res *Result) { r.cache.Add(r.key(res.Origin), res) }
+func (r *Resolver) add(res *Result) { r.cache.Add(r.key(res.Origin()), res) }
 
 // refreshInBackground starts one refresh of an expired res; the flag lives
 // in res, so the Result that replaces it starts without one.
@@ -254,10 +254,8 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 	if r.cfg.OnFetch != nil {
 		r.cfg.OnFetch(f.status, now.Sub(start))
 	}
-	res := &Result{
-		Origin: o, Status: f.status, File: f.file, HTTPStatus: f.httpStatus,
-		fetchedAt: now.UnixNano(),
-	}
+	res := newResult(o, f.status, f.httpStatus)
+	res.File, res.fetchedAt = f.file, now.UnixNano()
 	res.setDetail(f.err, f.url)
 	if f.status != Unreachable {
 		res.expires = now.Add(r.ttl(f.maxAge)).UnixNano()

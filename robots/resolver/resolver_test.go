@@ -205,8 +205,8 @@ func TestRedirectAcrossHostsKeepsOriginalKey(t *testing.T) {
 	})
 	r := newResolver(t, Config{})
 	res := resolve(t, r, o.origin)
-	if res.Status != OK || res.Allowed("Bot", "/moved") || res.Origin != o.origin {
-		t.Fatalf("status %v origin %v: rules of the redirect target not kept under the original origin", res.Status, res.Origin)
+	if res.Status != OK || res.Allowed("Bot", "/moved") || res.Origin() != o.origin {
+		t.Fatalf("status %v origin %v: rules of the redirect target not kept under the original origin", res.Status, res.Origin())
 	}
 	if _, ok := r.peek(other.origin); ok {
 		t.Error("the redirect target was cached under its own key")
@@ -684,5 +684,24 @@ func TestResolveHitDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(100, func() { r.Resolve(ctx, o.origin) }); n != 0 {
 		t.Errorf("%v allocations per cache hit", n)
+	}
+}
+
+// TestHashCollisionIsAMiss: the cache is keyed by a hash of the origin, so
+// an entry found under an origin's key must be that origin's; another
+// origin's rules there (a collision) mean a fetch, never their verdict.
+func TestHashCollisionIsAMiss(t *testing.T) {
+	a := startOrigin(t, "127.0.0.2", false, serveRobots("User-agent: *\nDisallow: /a-only\n"))
+	b := startOrigin(t, "127.0.0.3", false, serveRobots("User-agent: *\nDisallow: /b-only\n"))
+	r := newResolver(t, Config{})
+	resA := resolve(t, r, a.origin)
+	r.cache.Add(r.key(b.origin), resA) // as if b's key collided with a's
+
+	resB := resolve(t, r, b.origin)
+	if resB.Origin() != b.origin || !resB.Allowed("Bot", "/a-only") || resB.Allowed("Bot", "/b-only") {
+		t.Fatalf("got the verdict of %v for %v", resB.Origin(), b.origin)
+	}
+	if b.hits.Load() != 1 {
+		t.Errorf("%d fetches of b's robots.txt, want 1", b.hits.Load())
 	}
 }

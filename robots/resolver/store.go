@@ -48,10 +48,8 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	if !ok || !r.cfg.Now().Before(rec.Expires) || (rec.Status != OK && rec.Status != Unavailable) {
 		return nil, false
 	}
-	res := &Result{
-		Origin: o, Status: rec.Status, HTTPStatus: rec.HTTPStatus,
-		fetchedAt: rec.FetchedAt.UnixNano(), expires: rec.Expires.UnixNano(),
-	}
+	res := newResult(o, rec.Status, rec.HTTPStatus)
+	res.fetchedAt, res.expires = rec.FetchedAt.UnixNano(), rec.Expires.UnixNano()
 	res.setDetail(nil, rec.URL)
 	if rec.Status == OK {
 		res.File = robots.Parse(rec.Body)
