@@ -83,7 +83,8 @@ func benchParse(b *testing.B, c *robots.Corpus, parse func([]byte) error) {
 // query's data in cache (see reportLatency).
 func BenchmarkMatch(b *testing.B) {
 	c := robots.LoadCorpus(b)
-	order := shuffledQueries(c)
+	order, inOrder := shuffledQueries(c)
+	orders := []latencyOrder{{}, {label: "-fileorder", idx: inOrder}, {label: "-warm", warm: true}}
 
 	b.Run("impl=robotsgate", func(b *testing.B) {
 		files := make([]*robots.File, len(c.Files))
@@ -111,8 +112,9 @@ func BenchmarkMatch(b *testing.B) {
 			q := &qs[i]
 			return q.f.Allowed(q.agent, q.path)
 		}
-		reportLatency(b, len(qs), 8, false, one)
-		reportLatency(b, len(qs), 8, true, one)
+		for _, o := range orders {
+			reportLatency(b, len(qs), 8, o, one)
+		}
 	})
 
 	b.Run("impl=temoto", func(b *testing.B) {
@@ -140,8 +142,9 @@ func BenchmarkMatch(b *testing.B) {
 			}
 		}
 		one := func(i int) bool { return match(&qs[i]) }
-		reportLatency(b, len(qs), 8, false, one)
-		reportLatency(b, len(qs), 8, true, one)
+		for _, o := range orders {
+			reportLatency(b, len(qs), 8, o, one)
+		}
 	})
 
 	b.Run("impl=grobotstxt", func(b *testing.B) {
@@ -166,7 +169,7 @@ func BenchmarkMatch(b *testing.B) {
 		// A query costs µs to ms here: one repetition is enough to make the
 		// clock's cost negligible, and a warm pass would change nothing but
 		// the run time (every query re-parses the body).
-		reportLatency(b, len(qs), 1, false, func(i int) bool {
+		reportLatency(b, len(qs), 1, latencyOrder{}, func(i int) bool {
 			q := &qs[i]
 			return grobotstxt.AgentAllowed(q.body, q.agent, q.url)
 		})
