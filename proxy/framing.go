@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -106,18 +104,34 @@ func (g *framingGuard) readHead() error {
 }
 
 // headEnd returns the length of the head in b (up to and including the
-// blank line), or -1 if it is not complete. Blank lines before a request
-// line are skipped, as servers do.
+// blank line), or -1 if it is not complete. Lines end at LF with or without
+// a CR before it, as net/http reads them (RFC 9112 §2.2 lets a recipient
+// accept a bare LF; reading lines any other way than the server would let a
+// request hide headers from this guard). Blank lines before a request line
+// are skipped, as servers do.
 func headEnd(b []byte) int {
 	start := 0
 	for start < len(b) && (b[start] == '\r' || b[start] == '\n') {
 		start++
 	}
-	i := bytes.Index(b[start:], []byte("\r\n\r\n"))
-	if i < 0 {
-		return -1
+	for i := start; i < len(b); {
+		nl := bytes.IndexByte(b[i:], '\n')
+		if nl < 0 {
+			return -1
+		}
+		line := b[i : i+nl]
+		i += nl + 1
+		if len(line) == 0 || (len(line) == 1 && line[0] == '\r') {
+			return i
+		}
 	}
-	return start + i + 4
+	return -1
+}
+
+// nextLine splits the first line (without its CR LF or LF) off b.
+func nextLine(b []byte) (line, rest []byte) {
+	line, rest, _ = bytes.Cut(b, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), rest
 }
 
 // refuseHeader marks the stand-in request the guard hands the server in place
@@ -131,49 +145,86 @@ var standInRequest = "GET / HTTP/1.1\r\nHost: robotsgate.invalid\r\n" + refuseHe
 // judge decides what follows a complete head: refusal, a body of known
 // length (then the next head), or blindness after a chunked body.
 func (g *framingGuard) judge(head, rest []byte) {
-	contentLength, chunked, ambiguous := framing(head)
-	if ambiguous {
+	f := framing(head)
+	if f.ambiguous {
 		g.refused = true
 		g.pending = []byte(standInRequest)
 		return
 	}
 	g.pending = head
-	if chunked || becomesTunnel(head) {
+	if f.chunked || f.tunnel {
 		// After a chunked body, or once a CONNECT or an Upgrade turns the
 		// connection into a tunnel, there are no more heads to find.
 		g.blind = true
 		g.pending = append(g.pending, rest...)
 		return
 	}
-	body := min(int64(len(rest)), contentLength)
+	body := min(int64(len(rest)), f.contentLength)
 	g.pending = append(g.pending, rest[:body]...)
-	g.skip = contentLength - body
+	g.skip = f.contentLength - body
 	g.carry = rest[body:]
 }
 
-// becomesTunnel reports a CONNECT request or a protocol upgrade.
-func becomesTunnel(head []byte) bool {
-	lower := bytes.ToLower(head)
-	return bytes.HasPrefix(bytes.TrimLeft(head, "\r\n"), []byte("CONNECT ")) ||
-		bytes.Contains(lower, []byte("\nupgrade:"))
+// headFraming is what a request head says about where the request ends.
+type headFraming struct {
+	contentLength int64
+	chunked       bool // a Transfer-Encoding: the body's end is unknowable here
+	ambiguous     bool // both Content-Length and Transfer-Encoding
+	tunnel        bool // a CONNECT or an Upgrade: no more heads follow
 }
 
-// framing reads the framing headers of a request head.
-func framing(head []byte) (contentLength int64, chunked, ambiguous bool) {
+// framing reads the framing headers of a request head without allocating:
+// it runs on every request.
+func framing(head []byte) headFraming {
+	var f headFraming
+	requestLine, rest := nextLine(bytes.TrimLeft(head, "\r\n"))
+	f.tunnel = bytes.HasPrefix(requestLine, []byte("CONNECT "))
 	hasCL, hasTE := false, false
-	for _, line := range strings.Split(string(head), "\r\n")[1:] {
-		name, value, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(name) {
-		case "content-length":
+	for len(rest) > 0 {
+		var line []byte
+		line, rest = nextLine(rest)
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		switch {
+		case !ok:
+		case asciiEqualFold(name, "content-length"):
 			hasCL = true
-			contentLength, _ = strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-		case "transfer-encoding":
-			hasTE = true
-			chunked = true // any transfer coding makes the body's end unknowable here
+			f.contentLength = parseLength(bytes.TrimSpace(value))
+		case asciiEqualFold(name, "transfer-encoding"):
+			hasTE, f.chunked = true, true
+		case asciiEqualFold(name, "upgrade"):
+			f.tunnel = true
 		}
 	}
-	return max(contentLength, 0), chunked, hasCL && hasTE
+	f.ambiguous = hasCL && hasTE
+	return f
+}
+
+// asciiEqualFold compares a header name with a lower-case name.
+func asciiEqualFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseLength reads a Content-Length value; anything but digits is 0 here
+// (net/http rejects the request itself).
+func parseLength(v []byte) int64 {
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' || n > (1<<62)/10 {
+			return 0
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
 }

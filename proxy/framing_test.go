@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFramingGuardFollowsPipelinedBodies(t *testing.T) {
@@ -43,5 +44,72 @@ func TestChunkedRequestEndsTheConnection(t *testing.T) {
 	resp, _ := c.roundTrip(t, fmt.Sprintf("POST http://%s/a HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", host, host))
 	if resp.StatusCode != 200 || !resp.Close {
 		t.Errorf("status %d close %v: a chunked request must end its connection", resp.StatusCode, resp.Close)
+	}
+}
+
+// TestFramingGuardBareLF: net/http ends header lines at a bare LF too, so
+// the guard must read heads the same way, or an ambiguous request written
+// with bare LFs would pass it (or hang it).
+func TestFramingGuardBareLF(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	p := startProxy(t, testConfig(t, nil))
+	host := strings.TrimPrefix(o.URL, "http://")
+	c := dialProxy(t, p)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, fmt.Sprintf("POST http://%s/lf HTTP/1.1\nHost: %s\nContent-Length: 3\nTransfer-Encoding: chunked\n\n0\r\n\r\n", host, host))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		t.Fatalf("reading response: %v", err)
+	}
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("status %d, want 400", resp.StatusCode)
+	}
+	if o.saw("/lf") {
+		t.Error("the ambiguous request was forwarded")
+	}
+}
+
+func TestFramingReadsHeadsAsNetHTTPDoes(t *testing.T) {
+	tests := []struct {
+		name string
+		head string
+		want headFraming
+	}{
+		{"no body", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", headFraming{}},
+		{"length", "POST / HTTP/1.1\r\ncontent-LENGTH: 12 \r\n\r\n", headFraming{contentLength: 12}},
+		{"chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", headFraming{chunked: true}},
+		{"both", "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", headFraming{contentLength: 3, chunked: true, ambiguous: true}},
+		{"both, bare LF", "POST / HTTP/1.1\nContent-Length: 3\nTransfer-Encoding: chunked\n\n", headFraming{contentLength: 3, chunked: true, ambiguous: true}},
+		{"upgrade", "GET / HTTP/1.1\r\nUPGRADE: websocket\r\n\r\n", headFraming{tunnel: true}},
+		{"connect after blank lines", "\r\n\r\nCONNECT h:443 HTTP/1.1\r\n\r\n", headFraming{tunnel: true}},
+		{"name with a space is not the header", "POST / HTTP/1.1\r\nContent-Length : 3\r\n\r\n", headFraming{}},
+		{"bad length", "POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", headFraming{}},
+		{"huge length", "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", headFraming{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := framing([]byte(tt.head)); got != tt.want {
+				t.Errorf("framing = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHeadEnd(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"GET / HTTP/1.1\r\nHost: h\r\n\r\nbody", 27},
+		{"GET / HTTP/1.1\nHost: h\n\nbody", 24},
+		{"GET / HTTP/1.1\r\nHost: h\n\r\nbody", 26},
+		{"\r\nGET / HTTP/1.1\r\n\r\n", 20},
+		{"GET / HTTP/1.1\r\nHost: h\r\n", -1},
+		{"\r\n\r\n", -1},
+	}
+	for _, tt := range tests {
+		if got := headEnd([]byte(tt.in)); got != tt.want {
+			t.Errorf("headEnd(%q) = %d, want %d", tt.in, got, tt.want)
+		}
 	}
 }
