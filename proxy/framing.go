@@ -37,6 +37,20 @@ func newFramingGuard(c net.Conn, maxHead int) *framingGuard {
 	return &framingGuard{Conn: c, maxHead: maxHead}
 }
 
+// headBufs recycles the guards' head buffers: most connections need one for
+// a single head (a CONNECT) or until they end, and a new TLS connection per
+// request would otherwise allocate two.
+var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// releaseBuf returns the head buffer to the pool once nothing aliases it.
+func (g *framingGuard) releaseBuf() {
+	if g.buf != nil && len(g.pending) == 0 && len(g.carry) == 0 {
+		b := g.buf[:0]
+		headBufs.Put(&b)
+		g.buf = nil
+	}
+}
+
 func (g *framingGuard) Read(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -44,6 +58,9 @@ func (g *framingGuard) Read(p []byte) (int, error) {
 	case len(g.pending) > 0:
 		n := copy(p, g.pending)
 		g.pending = g.pending[n:]
+		if g.blind || g.refused {
+			g.releaseBuf() // no more heads to read
+		}
 		return n, nil
 	case g.refused:
 		return 0, io.EOF
@@ -67,10 +84,19 @@ func (g *framingGuard) Read(p []byte) (int, error) {
 
 // readHead reads until a whole request head is buffered and judges it.
 func (g *framingGuard) readHead() error {
+	if g.buf == nil {
+		g.buf = *headBufs.Get().(*[]byte)
+	}
 	head := append(g.buf[:0], g.carry...)
 	g.carry = nil
 	defer func() {
-		if cap(head) <= 64<<10 {
+		switch {
+		case cap(head) > 64<<10:
+			g.buf = nil // too big to keep or pool
+		case len(head) == 0 && len(g.pending) == 0:
+			g.buf = head[:0]
+			g.releaseBuf() // the connection ended between requests
+		default:
 			g.buf = head[:0] // pending and carry alias it: both are consumed before the next head
 		}
 	}()
