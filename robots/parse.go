@@ -184,11 +184,12 @@ func (b *builder) finish() *File {
 	}
 	ex.sitemaps = b.appendArena(b.sitemaps)
 	ex.host = b.appendArena(b.host)
-	f := &File{arena: string(b.arena), rules: exact(b.rules), runs: exact(b.runs)}
+	f := &File{arena: string(b.arena), rules: b.rules, runs: b.runs}
 	for _, r := range f.runs {
 		sortRules(f.rules[r.rules.start:r.rules.end])
 	}
 	b.finishAgents(f)
+	packTables(f)
 	ex.canon = buildCanonical(f)
 	if ex != (fileExtras{}) {
 		f.extra = &ex
@@ -265,7 +266,6 @@ func (b *builder) finishAgents(f *File) {
 		f.members = append(f.members, member{run: m.run, line: m.line})
 		f.agents[len(f.agents)-1].members.end = uint32(len(f.members))
 	}
-	f.agents = exact(f.agents)
 	f.global = uint32(len(f.members))
 	for _, m := range global {
 		f.members = append(f.members, member{run: m.run, line: m.line})
