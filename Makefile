@@ -2,6 +2,7 @@
 # is missing, checks formatting, vets, and runs every test with the race detector.
 GO ?= go
 BENCH_COUNT ?= 6
+MODULE := github.com/robotsgate/robotsgate
 
 .PHONY: test deps fmt-check vet bench fuzz
 
@@ -49,7 +50,9 @@ bench:
 	@for i in $$(seq $(BENCH_COUNT)); do \
 		$(GO) test -run '^$$' -bench . -benchmem -count 1 ./robots/ ./robots/resolver/ ./proxy/ | tee -a bench.out || exit 1; \
 	done
-	$(GO) tool benchstat -col /impl bench.out
+	$(GO) tool benchstat -filter 'pkg:$(MODULE)/robots' -col '/impl@(robotsgate temoto grobotstxt)' bench.out
+	$(GO) tool benchstat -filter 'pkg:$(MODULE)/robots/resolver' bench.out
+	$(GO) tool benchstat -filter 'pkg:$(MODULE)/proxy' -col '/impl@(goproxy robotsgate direct)' bench.out
 
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).
 FUZZTIME ?= 30s

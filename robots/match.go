@@ -216,6 +216,11 @@ func matchWild(p, s string, anchored bool) bool {
 			return false
 		}
 		s, p, anchored = s[:len(s)-len(tail)], p[:last+1], false
+	} else if last := strings.LastIndexByte(p, '*'); last >= 0 && !strings.Contains(s, p[last+1:]) {
+		// A path without the last segment cannot match: one scan finds
+		// that out, instead of placing every segment before it first (a
+		// file of /*a*a*…*b rules against a path without a b).
+		return false
 	}
 	for {
 		i := strings.IndexByte(p, '*')
