@@ -287,6 +287,9 @@ func (e *Engine) judge(d *Decision, res *resolver.Result) {
 		}
 		if !d.Rule.Allowed {
 			d.Verdict = Disallow
+			if d.Rule.TooCostly {
+				d.Note = fmt.Sprintf("the rules would need more than %d octets of comparisons for this target (robots.MaxMatchWork): refused without a verdict", robots.MaxMatchWork)
+			}
 			return
 		}
 		if pref, refused := usageRefusal(res.File, g, d.Request.Target, d.Request.Client.Purposes); refused {

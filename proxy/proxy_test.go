@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/robots"
 )
 
 func TestHTTPAllowedAndDisallowed(t *testing.T) {
@@ -338,5 +339,27 @@ func TestProxyEnvironmentIsIgnored(t *testing.T) {
 	}
 	if len(trap.seen()) != 0 {
 		t.Errorf("the proxy from the environment received %v", trap.seen())
+	}
+}
+
+// TestRobotsTooCostlyToJudgeIsRefused: a hostile origin's robots.txt built
+// so that judging a path costs milliseconds gets a 403 that says so, not a
+// request that burns the proxy's CPU or slips through.
+func TestRobotsTooCostlyToJudgeIsRefused(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	for i := 0; sb.Len() < robots.MaxFileSize-40; i++ {
+		fmt.Fprintf(&sb, "Disallow: /*b%dx\n", i)
+	}
+	o := startOrigin(t, "127.0.0.2", false, sb.String(), 0)
+	p := startProxy(t, testConfig(t, nil))
+	target := "/" + strings.Repeat("b1", 1023) + "b"
+	resp, body := get(t, p.client(), o.URL+target)
+	checkRefusal(t, resp, 403, "disallow", "")
+	if !strings.Contains(body, "too costly") {
+		t.Errorf("403 body does not say why:\n%s", body)
+	}
+	if o.saw(target) {
+		t.Error("the origin received the request")
 	}
 }

@@ -52,9 +52,12 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 	case policy.Disallow:
 		e.Status = http.StatusForbidden
 		e.Message = "robots.txt disallows this request."
-		if d.Rule.Matched {
+		switch {
+		case d.Rule.Matched:
 			e.Rule, e.Line, e.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
-		} else {
+		case d.Rule.TooCostly:
+			e.Message = "robots.txt is too costly to judge for this request-target (" + d.Note + "), so the request is refused."
+		default:
 			e.Message = "robots.txt disallows every path of this host to this agent (tunnel not intercepted)."
 		}
 	case policy.Unreachable:

@@ -303,7 +303,8 @@ func benchOnePattern(b *testing.B, pattern, path string) {
 // BenchmarkWorstCaseFile matches 2 KiB paths against a pre-parsed file of
 // nearly robots.MaxFileSize (500 KiB) of wildcard rules, none of which
 // matches, so that every rule is tried (target: ≤ 1 ms per match, no
-// allocation). It reports the number of rules.
+// allocation). It reports the number of rules and the share of the matches
+// that stopped at robots.MaxMatchWork (too-costly: refused, conservatively).
 func BenchmarkWorstCaseFile(b *testing.B) {
 	shapes := []struct {
 		name string
@@ -316,8 +317,14 @@ func BenchmarkWorstCaseFile(b *testing.B) {
 		{"*a-unanchored", func(i int) string { return "/" + strings.Repeat("*a", 1+i%64) + "*b" }},
 		// As many rules as fit, each searching the whole path once.
 		{"short-*b", func(i int) string { return "/*b" + strconv.Itoa(i) }},
+		// The same ending in an x, which no path holds: against the path
+		// of b1b1…, every rule's search finds a candidate at every other
+		// octet (10 ms per match without robots.MaxMatchWork).
+		{"short-*bx", func(i int) string { return "/*b" + strconv.Itoa(i) + "x" }},
 	}
-	// None of the paths contains a 'b', and every pattern needs one.
+	// None of the paths matches a rule: the first four contain no 'b', which
+	// every pattern needs; the last is made of what the short-*b rules look
+	// for, so that their search finds a candidate at every other octet.
 	r := rand.New(rand.NewPCG(1, 2))
 	random := make([]byte, 2047)
 	for i := range random {
@@ -328,6 +335,7 @@ func BenchmarkWorstCaseFile(b *testing.B) {
 		pathOf(2048, "aaaaaaac"),
 		pathOf(2048, "a/"),
 		"/" + string(random),
+		"/" + strings.Repeat("b1", 1023) + "b",
 	}
 	for _, s := range shapes {
 		b.Run("shape="+s.name+"/"+oursOnly, func(b *testing.B) {
@@ -346,11 +354,15 @@ func BenchmarkWorstCaseFile(b *testing.B) {
 			if f.Truncated || len(body) < robots.MaxFileSize-100 {
 				b.Fatalf("file of %d bytes, truncated %v", len(body), f.Truncated)
 			}
+			costly := 0
 			for _, p := range paths {
-				if len(p) != 2048 || strings.Contains(p, "b") {
+				if len(p) != 2048 {
 					b.Fatalf("bad path %q", p)
 				}
-				if d := f.Group("bot").Decide(p); !d.Allowed || d.Matched {
+				switch d := f.Group("bot").Decide(p); {
+				case d.TooCostly:
+					costly++
+				case !d.Allowed || d.Matched:
 					b.Fatalf("Decide(%.20q...) = %v, want no match", p, d)
 				}
 			}
@@ -363,6 +375,7 @@ func BenchmarkWorstCaseFile(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(patterns)), "rules")
+			b.ReportMetric(float64(costly)/float64(len(paths)), "too-costly")
 		})
 	}
 }

@@ -17,7 +17,12 @@
 //	d := g.Decide(req.URL.RequestURI()) // the deciding rule and its line
 //
 // Neither allocates. Matching costs time linear in pattern and path length:
-// there is no backtracking for an attacker's "/a*a*a*a*$" to exploit.
+// there is no backtracking for an attacker's "/a*a*a*a*$" to exploit. Rules
+// are tried one by one, as Google's library tries them, so a hostile file
+// of thousands of wildcard rules could still make each of them search the
+// whole path; a decision that would examine more than MaxMatchWork octets
+// stops and disallows instead (Decision.TooCostly), which no real file comes
+// near.
 //
 // Beyond RFC 9309 the package records Crawl-delay and Request-rate per group
 // (Group.Interval), Content-Usage preferences per group and path (IETF
