@@ -62,3 +62,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMatchPattern$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./origin/
+	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/
