@@ -25,7 +25,7 @@ type framingGuard struct {
 	maxHead int
 
 	mu      sync.Mutex
-	buf     []byte // reused for reading heads (pending is empty when it is)
+	buf     *[]byte // from headBufs, reused for reading heads (pending is empty when it is)
 	pending []byte // bytes judged and not yet handed to the server
 	carry   []byte // bytes read past a body: the start of the next head
 	skip    int64  // body bytes of the current request still to pass
@@ -45,8 +45,7 @@ var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 // releaseBuf returns the head buffer to the pool once nothing aliases it.
 func (g *framingGuard) releaseBuf() {
 	if g.buf != nil && len(g.pending) == 0 && len(g.carry) == 0 {
-		b := g.buf[:0]
-		headBufs.Put(&b)
+		headBufs.Put(g.buf)
 		g.buf = nil
 	}
 }
@@ -85,19 +84,19 @@ func (g *framingGuard) Read(p []byte) (int, error) {
 // readHead reads until a whole request head is buffered and judges it.
 func (g *framingGuard) readHead() error {
 	if g.buf == nil {
-		g.buf = *headBufs.Get().(*[]byte)
+		g.buf = headBufs.Get().(*[]byte)
 	}
-	head := append(g.buf[:0], g.carry...)
+	head := append((*g.buf)[:0], g.carry...)
 	g.carry = nil
 	defer func() {
 		switch {
 		case cap(head) > 64<<10:
 			g.buf = nil // too big to keep or pool
 		case len(head) == 0 && len(g.pending) == 0:
-			g.buf = head[:0]
+			*g.buf = head[:0]
 			g.releaseBuf() // the connection ended between requests
 		default:
-			g.buf = head[:0] // pending and carry alias it: both are consumed before the next head
+			*g.buf = head[:0] // pending and carry alias it: both are consumed before the next head
 		}
 	}()
 	for {

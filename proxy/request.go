@@ -188,7 +188,7 @@ func (s *Server) logDecision(req *http.Request, d *policy.Decision) {
 	}
 	attrs := []any{
 		"decision", d.Verdict.String(), "method", req.Method,
-		"url", d.Request.Origin.String() + d.Request.Target, "group", d.Group(),
+		"url", d.Request.Origin.URL(d.Request.Target), "group", d.Group(),
 		"client", req.RemoteAddr, "client_rule", d.Request.Client.Name, "mode", d.Request.Client.Mode.String(),
 	}
 	if d.Rule.Matched {
@@ -229,7 +229,8 @@ func (t *tunnelInfo) sameOrigin(host string) bool {
 	if err != nil || o != t.origin {
 		return false
 	}
-	t.lastHost.Store(&host)
+	h := host // a copy: taking host's address would move it to the heap on every call
+	t.lastHost.Store(&h)
 	return true
 }
 
