@@ -14,20 +14,24 @@ import (
 // when the host does not end in a number and so is a domain name; a host
 // that ends in a number but is no valid address is an error, never a name.
 func parseIPv4(host string) (addr netip.Addr, ok bool, err error) {
-	parts := strings.Split(host, ".")
-	if _, numeric := ipv4Number(parts[len(parts)-1]); !numeric {
+	// Split by hand: this runs for every host name, numeric or not.
+	if _, numeric := ipv4Number(host[strings.LastIndexByte(host, '.')+1:]); !numeric {
 		return netip.Addr{}, false, nil
 	}
-	if len(parts) > 4 {
+	nparts := strings.Count(host, ".") + 1
+	if nparts > 4 {
 		return netip.Addr{}, true, errors.New("more than four parts in a numeric host")
 	}
 	var v uint64
-	for i, p := range parts {
+	rest := host
+	for i := range nparts {
+		var p string
+		p, rest, _ = strings.Cut(rest, ".")
 		n, numeric := ipv4Number(p)
 		if !numeric {
 			return netip.Addr{}, true, errors.New("non-numeric part in a numeric host")
 		}
-		last := i == len(parts)-1
+		last := i == nparts-1
 		if !last {
 			if n > 255 {
 				return netip.Addr{}, true, errors.New("part over 255 in a numeric host")
@@ -35,11 +39,11 @@ func parseIPv4(host string) (addr netip.Addr, ok bool, err error) {
 			v = v<<8 | n
 			continue
 		}
-		rest := uint(5 - len(parts)) // bytes the last part fills
-		if n >= 1<<(8*rest) {
+		fill := uint(5 - nparts) // bytes the last part fills
+		if n >= 1<<(8*fill) {
 			return netip.Addr{}, true, errors.New("numeric host out of range")
 		}
-		v = v<<(8*rest) | n
+		v = v<<(8*fill) | n
 	}
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, nil
 }

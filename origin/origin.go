@@ -185,12 +185,28 @@ func checkDomain(name string) error {
 
 // String returns the origin as a URL prefix: "https://example.com",
 // "http://[::1]:8080"; the default port is omitted.
-func (o Origin) String() string {
-	s := o.Scheme + "://" + o.hostForURL()
-	if !o.defaultPort() {
-		s += ":" + strconv.Itoa(int(o.Port))
+func (o Origin) String() string { return o.URL("") }
+
+// URL returns the origin followed by target ("/path?query", or ""), built
+// in one allocation: it runs for every request.
+func (o Origin) URL(target string) string {
+	var buf [128]byte
+	return string(append(o.AppendTo(buf[:0]), target...))
+}
+
+// AppendTo appends the origin as String spells it to b.
+func (o Origin) AppendTo(b []byte) []byte {
+	b = append(b, o.Scheme...)
+	b = append(b, "://"...)
+	if strings.Contains(o.Host, ":") {
+		b = append(append(append(b, '['), o.Host...), ']')
+	} else {
+		b = append(b, o.Host...)
 	}
-	return s
+	if !o.defaultPort() {
+		b = strconv.AppendUint(append(b, ':'), uint64(o.Port), 10)
+	}
+	return b
 }
 
 // HostPort returns "host:port" for dialing, IPv6 in brackets.
@@ -199,7 +215,7 @@ func (o Origin) HostPort() string {
 }
 
 // RobotsURL returns the URL of the origin's robots.txt.
-func (o Origin) RobotsURL() string { return o.String() + "/robots.txt" }
+func (o Origin) RobotsURL() string { return o.URL("/robots.txt") }
 
 func (o Origin) hostForURL() string {
 	if strings.Contains(o.Host, ":") {

@@ -46,7 +46,7 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 	r := &AuditRecord{
 		Time: start.UTC(), Client: remoteAddr, User: d.Request.Client.User, ClientRule: d.Request.Client.Name,
 		Mode: d.Request.Client.Mode.String(), UserAgent: d.Request.UserAgent, Agent: d.Request.Agent(),
-		Group: d.Group(), Method: method, URL: d.Request.Origin.String() + d.Request.Target,
+		Group: d.Group(), Method: method, URL: d.Request.Origin.URL(d.Request.Target),
 		Decision: d.Verdict.String(), Enforced: d.Refused() || d.Verdict == policy.Allow, Note: d.Note,
 	}
 	if d.Rule.Matched {

@@ -40,7 +40,7 @@ type explanation struct {
 func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 	e := explanation{
 		Decision:  d.Verdict.String(),
-		URL:       d.Request.Origin.String() + d.Request.Target,
+		URL:       d.Request.Origin.URL(d.Request.Target),
 		UserAgent: d.Request.UserAgent,
 		Group:     d.Group(),
 	}
