@@ -26,10 +26,10 @@ type framingGuard struct {
 
 	mu      sync.Mutex
 	buf     *[]byte // from headBufs, reused for reading heads (pending is empty when it is)
-	pending []byte // bytes judged and not yet handed to the server
-	carry   []byte // bytes read past a body: the start of the next head
-	skip    int64  // body bytes of the current request still to pass
-	blind   bool   // stopped watching (after a chunked request or an oversized head)
+	pending []byte  // bytes judged and not yet handed to the server
+	carry   []byte  // bytes read past a body: the start of the next head
+	skip    int64   // body bytes of the current request still to pass
+	blind   bool    // stopped watching (after a chunked request or an oversized head)
 	refused bool
 }
 
