@@ -196,13 +196,7 @@ func (o Origin) URL(target string) string {
 
 // AppendTo appends the origin as String spells it to b.
 func (o Origin) AppendTo(b []byte) []byte {
-	b = append(b, o.Scheme...)
-	b = append(b, "://"...)
-	if strings.Contains(o.Host, ":") {
-		b = append(append(append(b, '['), o.Host...), ']')
-	} else {
-		b = append(b, o.Host...)
-	}
+	b = o.appendHost(append(append(b, o.Scheme...), "://"...))
 	if !o.defaultPort() {
 		b = strconv.AppendUint(append(b, ':'), uint64(o.Port), 10)
 	}
@@ -211,17 +205,19 @@ func (o Origin) AppendTo(b []byte) []byte {
 
 // HostPort returns "host:port" for dialing, IPv6 in brackets.
 func (o Origin) HostPort() string {
-	return o.hostForURL() + ":" + strconv.Itoa(int(o.Port))
+	var buf [64]byte
+	return string(strconv.AppendUint(append(o.appendHost(buf[:0]), ':'), uint64(o.Port), 10))
 }
 
 // RobotsURL returns the URL of the origin's robots.txt.
 func (o Origin) RobotsURL() string { return o.URL("/robots.txt") }
 
-func (o Origin) hostForURL() string {
+// appendHost appends the host as a URL spells it, IPv6 in brackets.
+func (o Origin) appendHost(b []byte) []byte {
 	if strings.Contains(o.Host, ":") {
-		return "[" + o.Host + "]"
+		return append(append(append(b, '['), o.Host...), ']')
 	}
-	return o.Host
+	return append(b, o.Host...)
 }
 
 func (o Origin) defaultPort() bool {
