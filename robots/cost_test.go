@@ -52,3 +52,19 @@ func TestTooCostlyIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestCorpusStaysFarBelowMaxMatchWork: no query of the real-world corpus
+// needs even a fiftieth of MaxMatchWork (the largest needs about 40 KB), so
+// the bound only ever stops files built to exhaust their reader.
+func TestCorpusStaysFarBelowMaxMatchWork(t *testing.T) {
+	c := LoadCorpus(t)
+	files := make([]*File, len(c.Files))
+	for i, f := range c.Files {
+		files[i] = Parse(f.Body)
+	}
+	for _, q := range c.Queries {
+		if d := files[q.File].Group(q.Agent).decide(q.Path, MaxMatchWork/50); d.TooCostly {
+			t.Errorf("%s %s %q needs more than %d octets", c.Files[q.File].Name, q.Agent, q.Path, MaxMatchWork/50)
+		}
+	}
+}
