@@ -332,87 +332,198 @@ func benchDo(tr *http.Transport, req *http.Request, buf []byte) error {
 // req/s and the p50 and p99 latencies (each request from the start of its
 // round trip to the end of its body; in the new-connection modes that
 // includes connecting, CONNECT and the handshake).
+//
+// For impl=robotsgate it also measures goproxy in the same run, paired:
+// the b.N requests are cut into slices and every robotsgate slice is
+// preceded or followed (alternately) by a goproxy slice of the same size,
+// timer stopped. It reports robotsgate's req/s as a ratio of goproxy's
+// ("req/s-vs-goproxy") and its p99 minus goproxy's ("p99-vs-goproxy-ns").
+// The machine's speed drifts by tens of percent over minutes on a shared
+// VM; two measurements taken seconds apart see the same machine, so the
+// paired figures vary far less from run to run than the req/s and p99 of
+// separate benchmarks do.
 func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
-	conns := max(*benchConns, 1)
-	target := env.url(mode)
-	var (
-		next     atomic.Int64 // requests handed out
-		failed   atomic.Bool
-		firstErr error
-		errOnce  sync.Once
-		ready    sync.WaitGroup
-		done     sync.WaitGroup
-		start    = make(chan struct{})
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err })
-		failed.Store(true)
+	subject := env.newLoad(b, mode, impl)
+	defer subject.close()
+	var base *benchLoad
+	if impl == "robotsgate" {
+		base = env.newLoad(b, mode, "goproxy")
+		defer base.close()
 	}
-	latencies := make([][]time.Duration, conns)
-	transports := make([]*http.Transport, conns)
-	n := int64(b.N)
-	ready.Add(conns)
-	done.Add(conns)
-	for i := range conns {
-		tr := env.client(mode, impl)
-		transports[i] = tr
-		lat := make([]time.Duration, 0, b.N/conns+1)
+	slices := 1
+	if base != nil {
+		// Each connection sends at least ~20 requests per slice, so that
+		// the ramp at a slice's start and end stays a small part of it.
+		slices = min(max(b.N/(subject.conns()*20), 1), 8)
+	}
+	var subj, ref benchSample
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range slices {
+		n := b.N/slices + btoi(i < b.N%slices)
+		refFirst := i%2 == 1
+		if base != nil && refFirst {
+			b.StopTimer()
+			ref.add(b, base.drive(n))
+			b.StartTimer()
+		}
+		subj.add(b, subject.drive(n))
+		if base != nil && !refFirst {
+			b.StopTimer()
+			ref.add(b, base.drive(n))
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	if len(subj.lat) != b.N {
+		b.Fatalf("%d latencies for %d requests", len(subj.lat), b.N)
+	}
+	subj.report(b)
+	if base != nil {
+		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-goproxy")
+		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-goproxy-ns")
+	}
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// benchSample accumulates the slices of one implementation in one run.
+type benchSample struct {
+	lat         []time.Duration
+	elapsed     time.Duration
+	cpu         time.Duration
+	cpuOK       bool
+	originConns int64
+}
+
+func (s *benchSample) add(b *testing.B, r benchSlice) {
+	if r.err != nil {
+		b.Fatal(r.err)
+	}
+	s.lat = append(s.lat, r.lat...)
+	s.elapsed += r.elapsed
+	s.cpu += r.cpu
+	s.cpuOK = r.cpuOK
+	s.originConns += r.originConns
+}
+
+func (s *benchSample) rate() float64 { return float64(len(s.lat)) / s.elapsed.Seconds() }
+
+func (s *benchSample) percentile(p int) time.Duration {
+	slices.Sort(s.lat)
+	return s.lat[(len(s.lat)*p+99)/100-1]
+}
+
+func (s *benchSample) p99() time.Duration { return s.percentile(99) }
+
+func (s *benchSample) report(b *testing.B) {
+	n := float64(len(s.lat))
+	b.ReportMetric(s.rate(), "req/s")
+	b.ReportMetric(float64(s.percentile(50)), "p50-ns")
+	b.ReportMetric(float64(s.p99()), "p99-ns")
+	// Connections the origin accepted per request while timed: 1 for direct
+	// without keep-alive, near 0 through a proxy that reuses its upstream
+	// connections.
+	b.ReportMetric(float64(s.originConns)/n, "origin-conns/op")
+	// CPU time of the whole process (client, proxy, origin) per request:
+	// unlike req/s and latencies, barely moved by other processes competing
+	// for the CPUs, so the difference between impls is the steadier measure
+	// of a proxy's own cost on a shared machine.
+	if s.cpuOK {
+		b.ReportMetric(float64(s.cpu)/n, "cpu-ns/op")
+	}
+}
+
+// benchLoad is the client side of one implementation in one mode:
+// -proxybench.conns transports, each with its connection set up (in the
+// keep-alive modes) by an untimed first request.
+type benchLoad struct {
+	env        *benchEnv
+	target     string
+	transports []*http.Transport
+}
+
+func (env *benchEnv) newLoad(b *testing.B, mode benchMode, impl string) *benchLoad {
+	l := &benchLoad{env: env, target: env.url(mode)}
+	for range max(*benchConns, 1) {
+		l.transports = append(l.transports, env.client(mode, impl))
+	}
+	if r := l.drive(len(l.transports)); r.err != nil {
+		l.close()
+		b.Fatalf("mode=%s impl=%s: warm-up: %v", mode.name, impl, r.err)
+	}
+	return l
+}
+
+func (l *benchLoad) conns() int { return len(l.transports) }
+
+func (l *benchLoad) close() {
+	for _, tr := range l.transports {
+		tr.CloseIdleConnections()
+	}
+}
+
+// benchSlice is what one drive measured.
+type benchSlice struct {
+	lat         []time.Duration
+	elapsed     time.Duration
+	cpu         time.Duration
+	cpuOK       bool
+	originConns int64
+	err         error
+}
+
+// drive sends n requests in a closed loop, one goroutine per connection,
+// each sending its next request as soon as the previous body is read.
+func (l *benchLoad) drive(n int) benchSlice {
+	var (
+		next    atomic.Int64
+		failed  atomic.Bool
+		errOnce sync.Once
+		res     benchSlice
+		ready   sync.WaitGroup
+		done    sync.WaitGroup
+		start   = make(chan struct{})
+	)
+	latencies := make([][]time.Duration, len(l.transports))
+	ready.Add(len(l.transports))
+	done.Add(len(l.transports))
+	for i, tr := range l.transports {
 		go func() {
 			defer done.Done()
 			buf := make([]byte, len(benchBody)+1)
-			req, err := http.NewRequest(http.MethodGet, target, nil)
-			if err == nil {
-				err = benchDo(tr, req, buf) // warm-up: connection set up, untimed
-			}
-			if err != nil {
-				fail(fmt.Errorf("warm-up: %w", err))
-			}
+			lat := make([]time.Duration, 0, n/len(l.transports)+1)
+			req, err := http.NewRequest(http.MethodGet, l.target, nil)
 			ready.Done()
 			<-start
-			for !failed.Load() && next.Add(1) <= n {
+			for err == nil && !failed.Load() && next.Add(1) <= int64(n) {
 				t0 := time.Now()
-				if err := benchDo(tr, req, buf); err != nil {
-					fail(err)
-					break
+				if err = benchDo(tr, req, buf); err == nil {
+					lat = append(lat, time.Since(t0))
 				}
-				lat = append(lat, time.Since(t0))
+			}
+			if err != nil {
+				errOnce.Do(func() { res.err = err })
+				failed.Store(true)
 			}
 			latencies[i] = lat
 		}()
 	}
 	ready.Wait()
-	b.ReportAllocs()
-	b.ResetTimer()
-	conns0 := env.originConns.Load()
+	conns0 := l.env.originConns.Load()
 	cpu0, cpuOK := processCPU()
+	t0 := time.Now()
 	close(start)
 	done.Wait()
+	res.elapsed = time.Since(t0)
 	cpu1, _ := processCPU()
-	b.StopTimer()
-	originConns := env.originConns.Load() - conns0
-	for _, tr := range transports {
-		tr.CloseIdleConnections()
-	}
-	if firstErr != nil {
-		b.Fatalf("mode=%s impl=%s: %v", mode.name, impl, firstErr)
-	}
-	all := slices.Concat(latencies...)
-	if len(all) != b.N {
-		b.Fatalf("%d latencies for %d requests", len(all), b.N)
-	}
-	slices.Sort(all)
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	b.ReportMetric(float64(all[(len(all)+1)/2-1]), "p50-ns")
-	b.ReportMetric(float64(all[(len(all)*99+99)/100-1]), "p99-ns")
-	// Connections the origin accepted per request while timed: 1 for direct
-	// without keep-alive, near 0 through a proxy that reuses its upstream
-	// connections.
-	b.ReportMetric(float64(originConns)/float64(b.N), "origin-conns/op")
-	// CPU time of the whole process (client, proxy, origin) per request:
-	// unlike req/s and latencies, barely moved by other processes competing
-	// for the CPUs, so the difference between impls is the steadier measure
-	// of a proxy's own cost on a shared machine.
-	if cpuOK {
-		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-	}
+	res.cpu, res.cpuOK = cpu1-cpu0, cpuOK
+	res.originConns = l.env.originConns.Load() - conns0
+	res.lat = slices.Concat(latencies...)
+	return res
 }
