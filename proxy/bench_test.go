@@ -346,7 +346,7 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	subject := env.newLoad(b, mode, impl)
 	defer subject.close()
 	var base *benchLoad
-	if impl == "robotsgate" {
+	if impl == "robotsgate" && os.Getenv("NOPAIR") == "" {
 		base = env.newLoad(b, mode, "goproxy")
 		defer base.close()
 	}

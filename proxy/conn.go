@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -43,55 +42,6 @@ func (c *idleConn) CloseRead() error {
 		return hc.CloseRead()
 	}
 	return nil
-}
-
-// tunnelListener hands intercepted connections to the tunnel server.
-type tunnelListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newTunnelListener() *tunnelListener {
-	return &tunnelListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// push gives c to the server; false once the listener is closed.
-func (l *tunnelListener) push(c net.Conn) bool {
-	select {
-	case l.conns <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-func (l *tunnelListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *tunnelListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *tunnelListener) Addr() net.Addr { return tunnelAddr{} }
-
-type tunnelAddr struct{}
-
-func (tunnelAddr) Network() string { return "tunnel" }
-func (tunnelAddr) String() string  { return "intercepted tunnels" }
-
-// tunnelConn is the plaintext side of an intercepted tunnel with what the
-// CONNECT established.
-type tunnelConn struct {
-	net.Conn
-	info *tunnelInfo
 }
 
 // guardedListener wraps accepted connections in a framingGuard.
@@ -133,14 +83,17 @@ func (w closeAfterResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // guardFraming wraps a handler: it answers the framing guard's stand-in for
-// an ambiguous request with 400, and makes a request with a
+// a refused request (ambiguous framing, several Host fields) with 400, and makes a request with a
 // Transfer-Encoding end its connection (see closeAfterResponse).
 func guardFraming(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(refuseHeader) != "" {
+		if reason := r.Header.Get(refuseHeader); reason != "" {
+			msg := "The request has both Content-Length and Transfer-Encoding headers (ambiguous framing)."
+			if reason == refuseHosts {
+				msg = "The request has more than one Host header."
+			}
 			w.Header().Set("Connection", "close")
-			writeResponse(w, plainResponse(r, http.StatusBadRequest, "bad-request", "http_request_error",
-				"The request has both Content-Length and Transfer-Encoding headers (ambiguous framing)."))
+			writeResponse(w, plainResponse(r, http.StatusBadRequest, "bad-request", "http_request_error", msg))
 			return
 		}
 		if len(r.TransferEncoding) > 0 {

@@ -66,7 +66,7 @@ func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, resp *http.Response) (*gop
 
 // interceptor returns the hijack function of an intercepted tunnel: answer
 // the CONNECT, terminate TLS with a certificate minted for the host, and
-// hand the connection to the tunnel server, which serves the requests in it.
+// serve the requests in it.
 func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.Request, net.Conn, *goproxy.ProxyCtx) {
 	return func(connect *http.Request, conn net.Conn, _ *goproxy.ProxyCtx) {
 		if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
@@ -82,29 +82,7 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 		}
 		conn.SetDeadline(time.Time{})
 		info := &tunnelInfo{origin: o, connect: connect, client: client}
-		if !s.tunnelLn.push(&tunnelConn{Conn: newFramingGuard(tlsConn, maxHeaderBytes+4096), info: info}) {
-			tlsConn.Close() // shutting down
-		}
-	}
-}
-
-// newTunnelServer is the one net/http server that serves the requests of
-// every intercepted tunnel: the same limits, timeouts and malformed-request
-// handling as on the proxy port, no set-up per tunnel, and one Shutdown to
-// drain them all.
-func (s *Server) newTunnelServer() *http.Server {
-	return &http.Server{
-		Handler:           s.observe(guardFraming(http.HandlerFunc(s.serveTunnelRequest))),
-		MaxHeaderBytes:    maxHeaderBytes,
-		ReadHeaderTimeout: clientHeaderTimeout,
-		IdleTimeout:       clientIdleTimeout,
-		ErrorLog:          s.http.ErrorLog,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if tc, ok := c.(*tunnelConn); ok {
-				return context.WithValue(ctx, tunnelKey{}, tc.info)
-			}
-			return ctx
-		},
+		s.tunnels.serve(newFramingGuard(tlsConn, maxHeaderBytes+4096), info)
 	}
 }
 

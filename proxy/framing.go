@@ -15,7 +15,9 @@ import (
 // classic request-smuggling vector). net/http would accept such a request,
 // drop the Content-Length and forward it; here the server is handed a
 // stand-in request instead, the client gets a 400 and the connection is
-// closed, so nothing of it reaches an origin.
+// closed, so nothing of it reaches an origin. A head with several Host
+// fields is refused the same way (RFC 9112 §3.2), since ReadRequest would
+// keep the first one silently.
 //
 // It reads each request head whole before the server sees it, skips bodies
 // of known length, and stops watching a connection after a chunked request
@@ -165,15 +167,28 @@ func nextLine(b []byte) (line, rest []byte) {
 // into them), and guardFraming turns it into the 400.
 const refuseHeader = "X-Robotsgate-Refuse"
 
-var standInRequest = "GET / HTTP/1.1\r\nHost: robotsgate.invalid\r\n" + refuseHeader + ": ambiguous-framing\r\nConnection: close\r\n\r\n"
+// The stand-in requests, by reason (the value of refuseHeader).
+const (
+	refuseAmbiguous = "ambiguous-framing"
+	refuseHosts     = "several-hosts"
+)
+
+func standInRequest(reason string) []byte {
+	return []byte("GET / HTTP/1.1\r\nHost: robotsgate.invalid\r\n" + refuseHeader + ": " + reason + "\r\nConnection: close\r\n\r\n")
+}
 
 // judge decides what follows a complete head: refusal, a body of known
 // length (then the next head), or blindness after a chunked body.
 func (g *framingGuard) judge(head, rest []byte) {
 	f := framing(head)
-	if f.ambiguous {
-		g.refused = true
-		g.pending = []byte(standInRequest)
+	switch {
+	case f.ambiguous:
+		g.refused, g.pending = true, standInRequest(refuseAmbiguous)
+		return
+	case f.hosts > 1:
+		// RFC 9112 §3.2: a server MUST answer 400; net/http's ReadRequest
+		// would keep the first and drop the others unseen.
+		g.refused, g.pending = true, standInRequest(refuseHosts)
 		return
 	}
 	g.pending = head
@@ -196,6 +211,7 @@ type headFraming struct {
 	chunked       bool // a Transfer-Encoding: the body's end is unknowable here
 	ambiguous     bool // both Content-Length and Transfer-Encoding
 	tunnel        bool // a CONNECT or an Upgrade: no more heads follow
+	hosts         int  // Host field lines
 }
 
 // framing reads the framing headers of a request head without allocating:
@@ -218,6 +234,8 @@ func framing(head []byte) headFraming {
 			hasTE, f.chunked = true, true
 		case asciiEqualFold(name, "upgrade"):
 			f.tunnel = true
+		case asciiEqualFold(name, "host"):
+			f.hosts++
 		}
 	}
 	f.ambiguous = hasCL && hasTE

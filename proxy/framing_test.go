@@ -79,7 +79,8 @@ func TestFramingReadsHeadsAsNetHTTPDoes(t *testing.T) {
 		head string
 		want headFraming
 	}{
-		{"no body", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", headFraming{}},
+		{"no body", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", headFraming{hosts: 1}},
+		{"two hosts", "GET / HTTP/1.1\r\nHost: h\r\nhost: i\r\n\r\n", headFraming{hosts: 2}},
 		{"length", "POST / HTTP/1.1\r\ncontent-LENGTH: 12 \r\n\r\n", headFraming{contentLength: 12}},
 		{"chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", headFraming{chunked: true}},
 		{"both", "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", headFraming{contentLength: 3, chunked: true, ambiguous: true}},

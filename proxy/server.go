@@ -3,8 +3,8 @@
 // is judged by the policy engine before it leaves, refusals are rendered in
 // one place, and upstream failures become proper responses.
 //
-// Requests inside an intercepted tunnel are read by a net/http server of
-// their own (one per tunnel) rather than by goproxy's MITM loop, so they get
+// Requests inside an intercepted tunnel are read by a request loop of the
+// proxy's own (tunnel.go) rather than by goproxy's MITM loop, so they get
 // the same limits, timeouts and malformed-request handling (400, 431) as
 // requests on the proxy port; they are then handed to goproxy like any
 // absolute-form request.
@@ -72,22 +72,21 @@ type Options struct {
 // Server is the proxy. Create it with New, run it with Serve, stop it with
 // Shutdown.
 type Server struct {
-	log       *slog.Logger
-	resolver  *resolver.Resolver
-	minter    *certs.Minter
-	dnsOpt    egress.Resolver
-	dialOpt   egress.DialFunc
-	gp        *goproxy.ProxyHttpServer
-	http      *http.Server
-	upstream  *upstream
-	current   atomic.Pointer[settings]
-	self      atomic.Pointer[[]netip.AddrPort]
-	tunnelSrv *http.Server // serves the requests inside intercepted tunnels
-	tunnelLn  *tunnelListener
-	metrics   *metrics.Metrics
-	audit     *auditLog
-	stats     *stats
-	serving   atomic.Bool
+	log      *slog.Logger
+	resolver *resolver.Resolver
+	minter   *certs.Minter
+	dnsOpt   egress.Resolver
+	dialOpt  egress.DialFunc
+	gp       *goproxy.ProxyHttpServer
+	http     *http.Server
+	upstream *upstream
+	current  atomic.Pointer[settings]
+	self     atomic.Pointer[[]netip.AddrPort]
+	tunnels  *tunnels // serves the requests inside intercepted tunnels
+	metrics  *metrics.Metrics
+	audit    *auditLog
+	stats    *stats
+	serving  atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration).
 	paceStore pacing.Store
@@ -143,8 +142,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		IdleTimeout:       clientIdleTimeout,
 		ErrorLog:          log.New(slogWriter{s.log}, "", 0),
 	}
-	s.tunnelLn, s.tunnelSrv = newTunnelListener(), s.newTunnelServer()
-	go s.tunnelSrv.Serve(s.tunnelLn)
+	s.tunnels = newTunnels(s.observe(guardFraming(http.HandlerFunc(s.serveTunnelRequest))))
 	return s, nil
 }
 
@@ -364,9 +362,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if s.tunnelSrv.Shutdown(ctx) != nil {
-			s.tunnelSrv.Close()
-		}
+		s.tunnels.shutdown(ctx)
 	}()
 	err := s.http.Shutdown(ctx)
 	wg.Wait()
