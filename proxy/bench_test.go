@@ -63,7 +63,10 @@ import (
 	"github.com/robotsgate/robotsgate/metrics"
 )
 
-var benchConns = flag.Int("proxybench.conns", 50, "BenchmarkProxy: concurrent client connections (closed loop)")
+var (
+	benchConns    = flag.Int("proxybench.conns", 50, "BenchmarkProxy: concurrent client connections (closed loop)")
+	benchUnpaired = flag.Bool("proxybench.unpaired", false, "BenchmarkProxy: no goproxy slices in robotsgate's runs (for its CPU profile)")
+)
 
 const (
 	benchOriginIP = "127.0.0.2" // the proxies listen on 127.0.0.1
@@ -346,7 +349,7 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	subject := env.newLoad(b, mode, impl)
 	defer subject.close()
 	var base *benchLoad
-	if impl == "robotsgate" && os.Getenv("NOPAIR") == "" {
+	if impl == "robotsgate" && !*benchUnpaired {
 		base = env.newLoad(b, mode, "goproxy")
 		defer base.close()
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -37,6 +38,9 @@ import (
 // for the client leaving.
 const disconnectAfter = 100 * time.Millisecond
 
+// lingerTimeout bounds the reading after an error response (writeRaw).
+const lingerTimeout = 500 * time.Millisecond
+
 // maxDrainBytes is how much of an unread request body is read and discarded
 // to keep the connection; beyond it the connection is closed (as net/http).
 const maxDrainBytes = 256 << 10
@@ -50,6 +54,9 @@ type tunnels struct {
 	live    map[*tunnelSession]struct{}
 	closing bool
 	drained chan struct{} // closed when closing and live is empty
+	// shuttingDown mirrors closing for responses, which then say
+	// "Connection: close".
+	shuttingDown atomic.Bool
 }
 
 func newTunnels(h http.Handler) *tunnels {
@@ -60,7 +67,7 @@ func newTunnels(h http.Handler) *tunnels {
 // error or timeout ends it, or Shutdown. It closes conn unless a handler
 // hijacked it.
 func (t *tunnels) serve(conn net.Conn, info *tunnelInfo) {
-	ss := &tunnelSession{tunnels: t, conn: conn, info: info}
+	ss := &tunnelSession{tunnels: t, conn: conn, info: info, in: &tunnelReader{conn: conn, limit: -1}}
 	if !t.add(ss) {
 		conn.Close()
 		return
@@ -110,6 +117,7 @@ func (t *tunnels) shutdown(ctx context.Context) error {
 	t.mu.Lock()
 	if !t.closing {
 		t.closing = true
+		t.shuttingDown.Store(true)
 		if len(t.live) == 0 {
 			close(t.drained)
 		}
@@ -151,7 +159,6 @@ var (
 )
 
 func (ss *tunnelSession) run() {
-	ss.in = &tunnelReader{conn: ss.conn, limit: -1}
 	ss.br = tunnelReaders.Get().(*bufio.Reader)
 	ss.br.Reset(ss.in)
 	ss.bw = tunnelWriters.Get().(*bufio.Writer)
@@ -250,11 +257,19 @@ func (ss *tunnelSession) refuseMalformed(err error) {
 	}
 }
 
-// writeRaw writes a final plain-text response and leaves the connection to
-// be closed.
+// writeRaw writes a final plain-text response. The connection is then
+// closed, after reading for a moment what the client is still sending (as
+// net/http does): closing with unread data makes the kernel reset the
+// connection, and the client may lose the response.
 func (ss *tunnelSession) writeRaw(status, body string) {
 	ss.conn.SetWriteDeadline(time.Now().Add(time.Second))
-	io.WriteString(ss.conn, "HTTP/1.1 "+status+"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+body)
+	ss.bw.WriteString("HTTP/1.1 " + status + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" + body)
+	if ss.bw.Flush() != nil {
+		return
+	}
+	ss.in.limit = -1
+	ss.conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.CopyN(io.Discard, ss.br, maxDrainBytes)
 }
 
 // serveRequest runs the handler for req and finishes its response. keep
@@ -275,17 +290,22 @@ func (ss *tunnelSession) serveRequest(ctx context.Context, req *http.Request) (k
 		}
 		req.Header.Del("Expect")
 	}
-	hasBody := req.Body != nil && req.Body != http.NoBody
-	if hasBody {
-		req.Body = &eofNotifier{ReadCloser: req.Body, onEOF: ss.in.bodyRead}
+	var body *requestBody
+	if req.Body != nil && req.Body != http.NoBody {
+		body = &requestBody{inner: req.Body, onEOF: ss.in.bodyRead}
+		req.Body = body
 	}
-	ss.startWatching(cancel, !hasBody)
+	ss.startWatching(cancel, body == nil)
 	ss.tunnels.handler.ServeHTTP(w, req)
 	if w.hijacked {
 		return false, true
 	}
 	ss.stopWatching()
-	keep = w.finish() && !req.Close && ss.drain(req)
+	keep = w.finish() && !req.Close
+	if body != nil {
+		body.Close() // the transport may still be reading it: this fences it off
+		keep = keep && body.complete()
+	}
 	return keep, false
 }
 
@@ -306,16 +326,6 @@ func (ss *tunnelSession) startWatching(cancel context.CancelFunc, bodyRead bool)
 func (ss *tunnelSession) stopWatching() {
 	ss.timer.Stop()
 	ss.in.disarm(ss.conn)
-}
-
-// drain reads what is left of the request body, so that the next request
-// can be read; false when that is too much or fails.
-func (ss *tunnelSession) drain(req *http.Request) bool {
-	if req.Body == nil || req.Body == http.NoBody {
-		return true
-	}
-	n, err := io.CopyN(io.Discard, req.Body, maxDrainBytes+1)
-	return n <= maxDrainBytes && errors.Is(err, io.EOF)
 }
 
 // continueReader sends "100 Continue" when the handler first reads the body
@@ -340,21 +350,60 @@ func (r *continueReader) Read(p []byte) (int, error) {
 	return r.ReadCloser.Read(p)
 }
 
-// eofNotifier calls onEOF when the body has been read to its end.
-type eofNotifier struct {
-	io.ReadCloser
-	onEOF func()
-	seen  bool
+// requestBody is a request's body as the handler sees it. Reads and Close
+// are serialised, because the upstream transport may still be reading the
+// body in a goroutine of its own when the response is done, and once Close
+// returns nothing reads the connection through it. Close reads what is left
+// (up to maxDrainBytes), so that the next request can be read.
+type requestBody struct {
+	mu     sync.Mutex
+	inner  io.ReadCloser
+	onEOF  func()
+	eof    bool
+	closed bool
 }
 
-func (r *eofNotifier) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	if errors.Is(err, io.EOF) && !r.seen {
-		r.seen = true
-		r.onEOF()
+func (b *requestBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.readLocked(p)
+}
+
+func (b *requestBody) readLocked(p []byte) (int, error) {
+	n, err := b.inner.Read(p)
+	if errors.Is(err, io.EOF) && !b.eof {
+		b.eof = true
+		b.onEOF()
 	}
 	return n, err
 }
+
+func (b *requestBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if !b.eof {
+		io.CopyN(io.Discard, readerFunc(b.readLocked), maxDrainBytes)
+	}
+	return nil
+}
+
+// complete reports whether the body was read to its end.
+func (b *requestBody) complete() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // tunnelReader is what the session's bufio.Reader reads: the connection,
 // with a limit on the request head and a background read that notices the

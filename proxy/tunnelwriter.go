@@ -35,7 +35,8 @@ type tunnelResponse struct {
 	chunked       bool
 	closeAfter    bool
 	hijacked      bool
-	err           error // a failed write: the connection is broken
+	trailerNames  []string // announced in the head's "Trailer"
+	err           error    // a failed write: the connection is broken
 }
 
 func newTunnelResponse(ss *tunnelSession, req *http.Request) *tunnelResponse {
@@ -149,7 +150,8 @@ func (w *tunnelResponse) commit(final bool) {
 			h.Del("Content-Length")
 		}
 	}
-	trailers := w.bodyAllowed && len(h["Trailer"]) > 0
+	w.trailerNames = trailerNames(h)
+	trailers := w.bodyAllowed && len(w.trailerNames) > 0
 	switch {
 	case code < 200 || code == http.StatusNoContent: // RFC 9110 §8.6: no Content-Length
 		h.Del("Content-Length")
@@ -164,11 +166,13 @@ func (w *tunnelResponse) commit(final bool) {
 		h.Set("Content-Length", "0")
 	case w.req.ProtoAtLeast(1, 1):
 		w.chunked = true
-		h.Set("Transfer-Encoding", "chunked")
 	default:
 		w.closeAfter = true // HTTP/1.0: the body ends with the connection
 	}
-	if w.req.Close || !w.req.ProtoAtLeast(1, 1) || httpHeaderHasToken(h, "Connection", "close") {
+	if w.chunked {
+		h.Set("Transfer-Encoding", "chunked")
+	}
+	if w.req.Close || !w.req.ProtoAtLeast(1, 1) || w.ss.tunnels.shuttingDown.Load() || httpHeaderHasToken(h, "Connection", "close") {
 		w.closeAfter = true
 		h.Set("Connection", "close")
 	}
@@ -278,16 +282,28 @@ func (w *tunnelResponse) finish() bool {
 	return !w.closeAfter
 }
 
-// writeTrailers writes the trailer fields: those announced in "Trailer"
-// and those set with http.TrailerPrefix.
+// trailerNames returns the field names a "Trailer" header announces. They
+// are taken when the head is written: a handler may replace the whole
+// header map afterwards (goproxy does) before setting the trailers' values.
+func trailerNames(h http.Header) []string {
+	var names []string
+	for _, v := range h["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				names = append(names, http.CanonicalHeaderKey(name))
+			}
+		}
+	}
+	return names
+}
+
+// writeTrailers writes the trailer fields: the announced ones and those set
+// with http.TrailerPrefix.
 func (w *tunnelResponse) writeTrailers() {
 	trailer := http.Header{}
-	for _, v := range w.header["Trailer"] {
-		for name := range strings.SplitSeq(v, ",") {
-			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
-			if vv, ok := w.header[name]; ok {
-				trailer[name] = vv
-			}
+	for _, name := range w.trailerNames {
+		if vv, ok := w.header[name]; ok {
+			trailer[name] = vv
 		}
 	}
 	for k, vv := range w.header {
