@@ -42,8 +42,8 @@ type AuditRecord struct {
 }
 
 // newAuditRecord fills what a decision tells.
-func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decision) *AuditRecord {
-	r := &AuditRecord{
+func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decision) AuditRecord {
+	r := AuditRecord{
 		Time: start.UTC(), Client: remoteAddr, User: d.Request.Client.User, ClientRule: d.Request.Client.Name,
 		Mode: d.Request.Client.Mode.String(), UserAgent: d.Request.UserAgent, Agent: d.Request.Agent(),
 		Group: d.Group(), Method: method, URL: d.Request.Origin.URL(d.Request.Target),

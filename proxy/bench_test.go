@@ -355,9 +355,9 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	}
 	slices := 1
 	if base != nil {
-		// Each connection sends at least ~20 requests per slice, so that
-		// the ramp at a slice's start and end stays a small part of it.
-		slices = min(max(b.N/(subject.conns()*20), 1), 8)
+		// Each connection sends at least 5 requests per slice, so that the
+		// ramp at a slice's start and end stays a small part of it.
+		slices = min(max(b.N/(subject.conns()*5), 1), 8)
 	}
 	var subj, ref benchSample
 	b.ReportAllocs()

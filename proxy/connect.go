@@ -35,7 +35,7 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 		if slot := auditSlotOf(req.Context()); slot != nil {
 			d := policy.Decision{Request: policy.Request{Origin: o, Target: "/", UserAgent: req.UserAgent(), Client: client},
 				Note: "tunnel intercepted: each request in it is judged"}
-			slot.rec = newAuditRecord(time.Now(), req.RemoteAddr, req.Method, &d)
+			slot.rec, slot.decided = newAuditRecord(time.Now(), req.RemoteAddr, req.Method, &d), true
 		}
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o, client)}, host
 	}

@@ -24,10 +24,11 @@ type auditSlotKey struct{}
 
 // auditSlot collects what is known of a request while it is handled.
 type auditSlot struct {
-	rec      *AuditRecord // set by the decision; nil for requests refused before one
-	upstream int          // the origin's status code, 0 if not forwarded
-	status   int          // the status written on a hijacked connection, if any
-	decision string       // and its X-Robotsgate-Decision
+	rec      AuditRecord // set by the decision (held here: one allocation less per request)
+	decided  bool        // rec is set; false for requests refused before a decision
+	upstream int         // the origin's status code, 0 if not forwarded
+	status   int         // the status written on a hijacked connection, if any
+	decision string      // and its X-Robotsgate-Decision
 	permit   pacing.Permit
 	waited   time.Duration // held for the pacing slot
 }
@@ -40,7 +41,7 @@ func auditSlotOf(ctx context.Context) *auditSlot {
 // recordDecision stores the decision's record for the end of the request.
 func recordDecision(req *http.Request, start time.Time, d *policy.Decision) {
 	if slot := auditSlotOf(req.Context()); slot != nil {
-		slot.rec = newAuditRecord(start, req.RemoteAddr, req.Method, d)
+		slot.rec, slot.decided = newAuditRecord(start, req.RemoteAddr, req.Method, d), true
 	}
 }
 
@@ -71,8 +72,8 @@ func (s *Server) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Re
 
 func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, start time.Time) {
 	slot.permit.Release()
-	rec := slot.rec
-	if rec == nil {
+	rec := &slot.rec
+	if !slot.decided {
 		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), "bad-request")
 		rec = &AuditRecord{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: r.URL.String(),
 			UserAgent: r.UserAgent(), Decision: decision, Enforced: true}

@@ -54,8 +54,8 @@ type tunnels struct {
 	live    map[*tunnelSession]struct{}
 	closing bool
 	drained chan struct{} // closed when closing and live is empty
-	// shuttingDown mirrors closing for responses, which then say
-	// "Connection: close".
+	// shuttingDown mirrors closing for the sessions' hot paths (responses
+	// then say "Connection: close").
 	shuttingDown atomic.Bool
 }
 
@@ -95,20 +95,23 @@ func (t *tunnels) remove(ss *tunnelSession) {
 	}
 }
 
-// startRequest marks ss busy; false once Shutdown has begun.
+// Session states: shutdown closes an idle session's connection, and a busy
+// one ends after its request.
+const (
+	sessionIdle int32 = iota
+	sessionBusy
+	sessionClosed
+)
+
+// startRequest marks ss busy; false if shutdown has closed it.
 func (t *tunnels) startRequest(ss *tunnelSession) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ss.busy = !t.closing
-	return ss.busy
+	return ss.state.CompareAndSwap(sessionIdle, sessionBusy)
 }
 
-// endRequest marks ss idle; false once Shutdown has begun.
+// endRequest marks ss idle; false once shutdown has begun.
 func (t *tunnels) endRequest(ss *tunnelSession) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ss.busy = false
-	return !t.closing
+	ss.state.Store(sessionIdle)
+	return !t.shuttingDown.Load()
 }
 
 // shutdown closes idle tunnels at once and busy ones when their request
@@ -123,7 +126,7 @@ func (t *tunnels) shutdown(ctx context.Context) error {
 		}
 	}
 	for ss := range t.live {
-		if !ss.busy {
+		if ss.state.CompareAndSwap(sessionIdle, sessionClosed) {
 			ss.conn.Close()
 		}
 	}
@@ -146,11 +149,12 @@ type tunnelSession struct {
 	tunnels *tunnels
 	conn    net.Conn
 	info    *tunnelInfo
-	busy    bool // guarded by tunnels.mu
+	state   atomic.Int32 // sessionIdle, sessionBusy or sessionClosed
 	in      *tunnelReader
 	timer   *time.Timer // arms the disconnect watch (startWatching)
 	br      *bufio.Reader
 	bw      *bufio.Writer
+	header  http.Header // the responses' header map, reused (newTunnelResponse)
 }
 
 var (
@@ -176,7 +180,7 @@ func (ss *tunnelSession) run() {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), tunnelKey{}, ss.info))
 	defer cancel()
 	for {
-		req, ok := ss.readRequest(ctx)
+		req, ok := ss.readRequest()
 		if !ok {
 			return
 		}
@@ -191,7 +195,7 @@ func (ss *tunnelSession) run() {
 // readRequest waits (up to clientIdleTimeout) for the next request and
 // reads its head (up to clientHeaderTimeout and maxHeaderBytes). A
 // malformed request is answered here; ok is false when the loop ends.
-func (ss *tunnelSession) readRequest(ctx context.Context) (*http.Request, bool) {
+func (ss *tunnelSession) readRequest() (*http.Request, bool) {
 	if ss.br.Buffered() == 0 {
 		ss.conn.SetReadDeadline(time.Now().Add(clientIdleTimeout))
 		if _, err := ss.br.Peek(1); err != nil {
@@ -215,7 +219,7 @@ func (ss *tunnelSession) readRequest(ctx context.Context) (*http.Request, bool) 
 		return nil, false
 	}
 	req.RemoteAddr = ss.info.connect.RemoteAddr
-	return req.WithContext(ctx), true
+	return req, true
 }
 
 // checkRequestHead applies the checks net/http's server makes after

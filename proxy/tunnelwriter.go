@@ -39,8 +39,14 @@ type tunnelResponse struct {
 	err           error    // a failed write: the connection is broken
 }
 
+// newTunnelResponse starts the response to req. The header map is the
+// session's, emptied: handlers do not keep it past their return.
 func newTunnelResponse(ss *tunnelSession, req *http.Request) *tunnelResponse {
-	return &tunnelResponse{ss: ss, req: req, bw: ss.bw, header: make(http.Header), contentLength: -1}
+	if ss.header == nil {
+		ss.header = make(http.Header, 8)
+	}
+	clear(ss.header)
+	return &tunnelResponse{ss: ss, req: req, bw: ss.bw, header: ss.header, contentLength: -1}
 }
 
 func (w *tunnelResponse) Header() http.Header { return w.header }
