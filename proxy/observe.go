@@ -49,9 +49,13 @@ func recordDecision(req *http.Request, start time.Time, d *policy.Decision) {
 func (s *Server) observe(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		slot := &auditSlot{}
+		slot := auditSlotOf(r.Context()) // the tunnel loop provides one (one request copy less)
+		if slot == nil {
+			slot = &auditSlot{}
+			r = r.WithContext(context.WithValue(r.Context(), auditSlotKey{}, slot))
+		}
 		rw := &recordingWriter{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), auditSlotKey{}, slot)))
+		h.ServeHTTP(rw, r)
 		s.finish(r, rw, slot, start)
 	})
 }

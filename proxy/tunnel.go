@@ -282,7 +282,7 @@ func (ss *tunnelSession) writeRaw(status, body string) {
 func (ss *tunnelSession) serveRequest(ctx context.Context, req *http.Request) (keep, hijacked bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req = req.WithContext(ctx)
+	req = req.WithContext(context.WithValue(ctx, auditSlotKey{}, &auditSlot{}))
 	w := newTunnelResponse(ss, req)
 	if req.Header.Get("Expect") != "" {
 		if !req.ProtoAtLeast(1, 1) || !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
