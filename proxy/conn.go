@@ -2,32 +2,56 @@ package proxy
 
 import (
 	"bufio"
+	"math"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
-// idleConn fails a Read after timeout of silence. Every Read and Write pushes
+// idleConn fails a Read after timeout of silence. Reads and Writes push
 // the deadline back, so a long transfer in either direction keeps it alive
-// and only a stalled peer is cut off.
+// and only a stalled peer is cut off. The deadline is moved at most once per
+// timeout/16 (each move is a timer update in the runtime, and a busy
+// upstream connection sees thousands of reads and writes a second), so a
+// silent peer is cut off between 15/16 of timeout and timeout after its last
+// traffic.
 type idleConn struct {
 	net.Conn
 	timeout time.Duration
+	pushed  atomic.Int64 // monoNow() when the deadline was last moved
 }
 
 func newIdleConn(c net.Conn, timeout time.Duration) *idleConn {
-	return &idleConn{Conn: c, timeout: timeout}
+	ic := &idleConn{Conn: c, timeout: timeout}
+	ic.pushed.Store(math.MinInt64 / 2)
+	return ic
+}
+
+func (c *idleConn) touch() {
+	now := monoNow()
+	if now-c.pushed.Load() < int64(c.timeout/16) {
+		return
+	}
+	c.pushed.Store(now)
+	c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+	c.touch()
 	return c.Conn.Read(p)
 }
 
 func (c *idleConn) Write(p []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+	c.touch()
 	return c.Conn.Write(p)
 }
+
+// monoStart anchors monoNow.
+var monoStart = time.Now()
+
+// monoNow is a monotonic clock in nanoseconds.
+func monoNow() int64 { return int64(time.Since(monoStart)) }
 
 // CloseWrite and CloseRead let goproxy half-close blind tunnels.
 func (c *idleConn) CloseWrite() error {
