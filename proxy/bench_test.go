@@ -336,10 +336,10 @@ func benchDo(tr *http.Transport, req *http.Request, buf []byte) error {
 // round trip to the end of its body; in the new-connection modes that
 // includes connecting, CONNECT and the handshake).
 //
-// For impl=robotsgate it also measures goproxy in the same run, paired:
-// the b.N requests are cut into slices and every robotsgate slice is
-// preceded or followed (alternately) by a goproxy slice of the same size,
-// timer stopped. It reports robotsgate's req/s as a ratio of goproxy's
+// The b.N requests are sent in up to 8 slices, one after the other. For
+// impl=robotsgate it also measures goproxy in the same run, paired: every
+// robotsgate slice is preceded or followed (alternately) by a goproxy slice
+// of the same size, timer stopped. It reports robotsgate's req/s as a ratio of goproxy's
 // ("req/s-vs-goproxy") and its p99 minus goproxy's ("p99-vs-goproxy-ns").
 // The machine's speed drifts by tens of percent over minutes on a shared
 // VM; two measurements taken seconds apart see the same machine, so the
@@ -353,12 +353,10 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 		base = env.newLoad(b, mode, "goproxy")
 		defer base.close()
 	}
-	slices := 1
-	if base != nil {
-		// Each connection sends at least 5 requests per slice, so that the
-		// ramp at a slice's start and end stays a small part of it.
-		slices = min(max(b.N/(subject.conns()*5), 1), 8)
-	}
+	// Each connection sends at least 5 requests per slice, so that the ramp
+	// at a slice's start and end stays a small part of it. Every impl runs
+	// in the same slices, paired or not, so that their columns compare.
+	slices := min(max(b.N/(subject.conns()*5), 1), 8)
 	var subj, ref benchSample
 	b.ReportAllocs()
 	b.ResetTimer()
