@@ -235,9 +235,16 @@ func (c *rawConn) roundTrip(t *testing.T, raw string) (*http.Response, string) {
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatal(err)
 	}
+	return c.readResponse(t, "the response to "+firstLine(raw))
+}
+
+// readResponse reads the next response with its body; what names it in a
+// failure.
+func (c *rawConn) readResponse(t *testing.T, what string) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.ReadResponse(c.r, nil)
 	if err != nil {
-		t.Fatalf("reading response to %q: %v", firstLine(raw), err)
+		t.Fatalf("reading %s: %v", what, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

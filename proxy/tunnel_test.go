@@ -88,14 +88,21 @@ func startStreamOrigin(t *testing.T) *streamOrigin {
 	return o
 }
 
+// openStreamTunnel starts a streamOrigin and a proxy, and opens an
+// intercepted tunnel to the origin through it.
+func openStreamTunnel(t *testing.T) (*streamOrigin, *testProxy, string, *rawConn) {
+	t.Helper()
+	o := startStreamOrigin(t)
+	p := startProxy(t, testConfig(t, o.Certificate()))
+	host := strings.TrimPrefix(o.URL, "https://")
+	return o, p, host, dialProxy(t, p).connect(t, p, host, "127.0.0.1")
+}
+
 // One keep-alive tunnel carries HEAD, a chunked response with its trailer,
 // Expect: 100-continue and pipelined requests, each framed right (a wrong
 // frame would garble the responses after it).
 func TestTunnelLoopFramesResponses(t *testing.T) {
-	o := startStreamOrigin(t)
-	p := startProxy(t, testConfig(t, o.Certificate()))
-	host := strings.TrimPrefix(o.URL, "https://")
-	tc := dialProxy(t, p).connect(t, p, host, "127.0.0.1")
+	_, _, host, tc := openStreamTunnel(t)
 
 	io.WriteString(tc, "HEAD /page HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 	resp, err := http.ReadResponse(tc.r, &http.Request{Method: http.MethodHead})
@@ -121,13 +128,8 @@ func TestTunnelLoopFramesResponses(t *testing.T) {
 	get := "GET /page HTTP/1.1\r\nHost: " + host + "\r\n\r\n"
 	io.WriteString(tc, get+get)
 	for i := range 2 {
-		resp, err := http.ReadResponse(tc.r, nil)
-		if err != nil {
-			t.Fatalf("pipelined response %d: %v", i, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 || string(b) != "ok" {
-			t.Errorf("pipelined response %d: %d %q", i, resp.StatusCode, b)
+		if resp, body := tc.readResponse(t, "a pipelined response"); resp.StatusCode != 200 || body != "ok" {
+			t.Errorf("pipelined response %d: %d %q", i, resp.StatusCode, body)
 		}
 	}
 }
@@ -135,10 +137,7 @@ func TestTunnelLoopFramesResponses(t *testing.T) {
 // A client that leaves while its request is in flight cancels it, as under
 // net/http's server: here the origin sees its request cancelled.
 func TestClientLeavingCancelsTunnelRequest(t *testing.T) {
-	o := startStreamOrigin(t)
-	p := startProxy(t, testConfig(t, o.Certificate()))
-	host := strings.TrimPrefix(o.URL, "https://")
-	tc := dialProxy(t, p).connect(t, p, host, "127.0.0.1")
+	o, _, host, tc := openStreamTunnel(t)
 	io.WriteString(tc, "GET /hold HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 	<-o.arrived
 	tc.Close()
@@ -152,10 +151,7 @@ func TestClientLeavingCancelsTunnelRequest(t *testing.T) {
 // Shutdown closes idle tunnels at once and lets a request in flight finish
 // before closing its tunnel.
 func TestShutdownDrainsTunnels(t *testing.T) {
-	o := startStreamOrigin(t)
-	p := startProxy(t, testConfig(t, o.Certificate()))
-	host := strings.TrimPrefix(o.URL, "https://")
-	idle := dialProxy(t, p).connect(t, p, host, "127.0.0.1")
+	o, p, host, idle := openStreamTunnel(t)
 	if resp, _ := idle.roundTrip(t, "GET /page HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); resp.StatusCode != 200 {
 		t.Fatalf("idle tunnel's first request: %d", resp.StatusCode)
 	}
@@ -178,13 +174,9 @@ func TestShutdownDrainsTunnels(t *testing.T) {
 	default:
 	}
 	close(o.release)
-	resp, err := http.ReadResponse(busy.r, nil)
-	if err != nil {
-		t.Fatalf("the request in flight: %v", err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if string(b) != "released" || !resp.Close {
-		t.Errorf("the request in flight: %q, close=%v; want its body and Connection: close", b, resp.Close)
+	resp, body := busy.readResponse(t, "the response in flight")
+	if body != "released" || !resp.Close {
+		t.Errorf("the request in flight: %q, close=%v; want its body and Connection: close", body, resp.Close)
 	}
 	if err := <-done; err != nil {
 		t.Errorf("Shutdown: %v", err)
@@ -200,23 +192,15 @@ func TestShutdownDrainsTunnels(t *testing.T) {
 // its first byte), leaves the tunnel usable: both responses arrive, in
 // order, and a third request follows.
 func TestWatchedRequestKeepsTheTunnelUsable(t *testing.T) {
-	o := startStreamOrigin(t)
-	p := startProxy(t, testConfig(t, o.Certificate()))
-	host := strings.TrimPrefix(o.URL, "https://")
-	tc := dialProxy(t, p).connect(t, p, host, "127.0.0.1")
+	o, p, host, tc := openStreamTunnel(t)
 	io.WriteString(tc, "GET /hold HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 	<-o.arrived
 	waitForWatch(t, p.srv.tunnels)
 	io.WriteString(tc, "GET /page HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 	close(o.release)
 	for _, want := range []string{"released", "ok"} {
-		resp, err := http.ReadResponse(tc.r, nil)
-		if err != nil {
-			t.Fatalf("response %q: %v", want, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		if string(b) != want {
-			t.Errorf("response %q: %d %q", want, resp.StatusCode, b)
+		if resp, body := tc.readResponse(t, "the response "+want); body != want {
+			t.Errorf("response %q: %d %q", want, resp.StatusCode, body)
 		}
 	}
 	if resp, body := tc.roundTrip(t, "GET /page HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); resp.StatusCode != 200 || body != "ok" {
