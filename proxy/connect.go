@@ -82,7 +82,7 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 		}
 		conn.SetDeadline(time.Time{})
 		info := &tunnelInfo{origin: o, connect: connect, client: client}
-		s.tunnels.serve(newFramingGuard(tlsConn, maxHeaderBytes+4096), info)
+		s.tunnelConns.serve(newFramingGuard(tlsConn, maxHeaderBytes+4096), connect.RemoteAddr, info)
 	}
 }
 

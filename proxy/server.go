@@ -16,7 +16,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -78,15 +77,16 @@ type Server struct {
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
 	gp       *goproxy.ProxyHttpServer
-	http     *http.Server
 	upstream *upstream
 	current  atomic.Pointer[settings]
 	self     atomic.Pointer[[]netip.AddrPort]
-	tunnels  *tunnels // serves the requests inside intercepted tunnels
-	metrics  *metrics.Metrics
-	audit    *auditLog
-	stats    *stats
-	serving  atomic.Bool
+	// proxyConns serves the connections on the proxy port, tunnelConns the
+	// requests inside intercepted tunnels.
+	proxyConns, tunnelConns *connServer
+	metrics                 *metrics.Metrics
+	audit                   *auditLog
+	stats                   *stats
+	serving                 atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration).
 	paceStore pacing.Store
@@ -135,14 +135,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	s.metrics.PrepareRequests("allow", "disallow", "unreachable", "egress-denied", "rate-limited", "upstream-error")
 	s.upstream = newUpstream(s.dial, roots, s.log, s.metrics)
 	s.gp = s.newGoproxy()
-	s.http = &http.Server{
-		Handler:           s.observe(guardFraming(s.gp)),
-		MaxHeaderBytes:    maxHeaderBytes,
-		ReadHeaderTimeout: clientHeaderTimeout,
-		IdleTimeout:       clientIdleTimeout,
-		ErrorLog:          log.New(slogWriter{s.log}, "", 0),
-	}
-	s.tunnels = newTunnels(s.observe(guardFraming(http.HandlerFunc(s.serveTunnelRequest))))
+	s.proxyConns = newConnServer(s.observe(guardFraming(s.gp)))
+	s.tunnelConns = newConnServer(s.observe(guardFraming(http.HandlerFunc(s.serveTunnelRequest))))
 	return s, nil
 }
 
@@ -347,7 +341,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.setSelf(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.http.Serve(guardedListener{ln})
+	err := s.proxyConns.serveListener(guardedListener{ln})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -358,13 +352,15 @@ func (s *Server) Serve(ln net.Listener) error {
 // in-flight requests (tunnels included) to finish; then it closes what is
 // left.
 func (s *Server) Shutdown(ctx context.Context) error {
+	// In parallel: a CONNECT's connection stays busy on the proxy port until
+	// its intercepted tunnel ends.
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.tunnels.shutdown(ctx)
+		s.tunnelConns.shutdown(ctx)
 	}()
-	err := s.http.Shutdown(ctx)
+	err := s.proxyConns.shutdown(ctx)
 	wg.Wait()
 	s.resolver.Close()
 	s.upstream.close()

@@ -28,6 +28,8 @@ func TestTunnelLoopRefusesMalformedHeads(t *testing.T) {
 		{"two Hosts (RFC 9112 §3.2)", "GET /public/a HTTP/1.1\r\nHost: " + host + "\r\nHost: 127.0.0.9\r\n\r\n", 400, "more than one Host"},
 		{"invalid Host", "GET /public/a HTTP/1.1\r\nHost: a b\r\n\r\n", 400, ""},
 		{"not a request line", "HELLO\r\n\r\n", 400, ""},
+		{"bad escape in the target (regression: was taken for a network error, no answer)", "GET /%zz HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400, ""},
+		{"another HTTP version", "GET /public/a HTTP/2.0\r\nHost: " + host + "\r\n\r\n", 505, ""},
 		{"head over the limit", "GET /public/a HTTP/1.1\r\nHost: " + host + "\r\nX-Big: " + strings.Repeat("x", maxHeaderBytes+8192) + "\r\n\r\n", 431, ""},
 		{"unknown expectation", "GET /public/a HTTP/1.1\r\nHost: " + host + "\r\nExpect: coffee\r\n\r\n", 417, ""},
 	}
@@ -195,7 +197,7 @@ func TestWatchedRequestKeepsTheTunnelUsable(t *testing.T) {
 	o, p, host, tc := openStreamTunnel(t)
 	io.WriteString(tc, "GET /hold HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 	<-o.arrived
-	waitForWatch(t, p.srv.tunnels)
+	waitForWatch(t, p.srv.tunnelConns)
 	io.WriteString(tc, "GET /page HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 	close(o.release)
 	for _, want := range []string{"released", "ok"} {
@@ -209,7 +211,7 @@ func TestWatchedRequestKeepsTheTunnelUsable(t *testing.T) {
 }
 
 // waitForWatch returns once a tunnel's background read runs (at most 10 s).
-func waitForWatch(t *testing.T, ts *tunnels) {
+func waitForWatch(t *testing.T, ts *connServer) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

@@ -10,11 +10,11 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 )
 
-// FuzzTunnelLoop feeds arbitrary bytes to a tunnel's request loop, as a
-// hostile client inside an intercepted tunnel could: the loop must neither
+// FuzzRequestLoop feeds arbitrary bytes to a connection's request loop, as a
+// hostile client on the proxy port or inside an intercepted tunnel could: the loop must neither
 // panic nor hang, and every HTTP/1.1 request it hands on names a Host and has a
 // body that reads to its end or fails (never more than the client sent).
-func FuzzTunnelLoop(f *testing.F) {
+func FuzzRequestLoop(f *testing.F) {
 	for _, seed := range []string{
 		"GET / HTTP/1.1\r\nHost: h\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n",
@@ -27,9 +27,10 @@ func FuzzTunnelLoop(f *testing.F) {
 		"GET / HTTP/1.1\r\n\r\n",
 		"\r\n\r\nGET http://h/x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
 	} {
-		f.Add([]byte(seed))
+		f.Add([]byte(seed), true)
+		f.Add([]byte(seed), false)
 	}
-	f.Fuzz(func(t *testing.T, input []byte) {
+	f.Fuzz(func(t *testing.T, input []byte, inTunnel bool) {
 		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Host == "" && r.ProtoAtLeast(1, 1) {
 				t.Errorf("an HTTP/1.1 request without Host reached the handler: %q", input)
@@ -40,14 +41,17 @@ func FuzzTunnelLoop(f *testing.F) {
 			w.Header().Set("X-Test", "1")
 			io.WriteString(w, "ok")
 		})
-		ts := newTunnels(guardFraming(handler))
+		ts := newConnServer(guardFraming(handler))
 		client, server := net.Pipe()
 		defer client.Close()
-		info := &tunnelInfo{origin: origin.Origin{Host: "h", Port: 443}, connect: &http.Request{RemoteAddr: "127.0.0.1:1"}}
+		var info *tunnelInfo // the proxy port's connections have none
+		if inTunnel {
+			info = &tunnelInfo{origin: origin.Origin{Host: "h", Port: 443}, connect: &http.Request{RemoteAddr: "127.0.0.1:1"}}
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			ts.serve(newFramingGuard(server, maxHeaderBytes+4096), info)
+			ts.serve(newFramingGuard(server, maxHeaderBytes+4096), "127.0.0.1:1", info)
 		}()
 		go io.Copy(io.Discard, client) // the responses
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))

@@ -11,13 +11,13 @@ import (
 	"time"
 )
 
-// tunnelResponse is the http.ResponseWriter of a request inside an
+// connResponse is the http.ResponseWriter of a request inside an
 // intercepted tunnel. Like net/http's, it writes the head when the body
 // starts (or the handler returns), frames the body by the handler's
 // Content-Length or else chunked (RFC 9112 §6-7), never sends a body where
 // none is allowed (HEAD, 1xx, 204, 304), and supports Flush and Hijack.
-type tunnelResponse struct {
-	ss     *tunnelSession
+type connResponse struct {
+	ss     *connSession
 	req    *http.Request
 	bw     *bufio.Writer
 	header http.Header
@@ -39,22 +39,22 @@ type tunnelResponse struct {
 	err           error    // a failed write: the connection is broken
 }
 
-// newTunnelResponse starts the response to req. The header map is the
+// newConnResponse starts the response to req. The header map is the
 // session's, emptied: handlers do not keep it past their return.
-func newTunnelResponse(ss *tunnelSession, req *http.Request) *tunnelResponse {
+func newConnResponse(ss *connSession, req *http.Request) *connResponse {
 	if ss.header == nil {
 		ss.header = make(http.Header, 8)
 	}
 	clear(ss.header)
-	return &tunnelResponse{ss: ss, req: req, bw: ss.bw, header: ss.header, contentLength: -1}
+	return &connResponse{ss: ss, req: req, bw: ss.bw, header: ss.header, contentLength: -1}
 }
 
-func (w *tunnelResponse) Header() http.Header { return w.header }
+func (w *connResponse) Header() http.Header { return w.header }
 
 // WriteHeader records the status; the head is written with the first body
 // byte, a Flush, or when the handler returns. Informational statuses other
 // than 101 are written at once and do not count as the response.
-func (w *tunnelResponse) WriteHeader(code int) {
+func (w *connResponse) WriteHeader(code int) {
 	if w.hijacked || w.wroteHeader {
 		return
 	}
@@ -71,7 +71,7 @@ func (w *tunnelResponse) WriteHeader(code int) {
 	w.wroteHeader, w.status = true, code
 }
 
-func (w *tunnelResponse) Write(p []byte) (int, error) {
+func (w *connResponse) Write(p []byte) (int, error) {
 	if err := w.start(); err != nil {
 		return 0, err
 	}
@@ -92,7 +92,7 @@ func (w *tunnelResponse) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *tunnelResponse) writeBody(p []byte) (int, error) {
+func (w *connResponse) writeBody(p []byte) (int, error) {
 	if !w.chunked || len(p) == 0 {
 		return w.bw.Write(p)
 	}
@@ -112,7 +112,7 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 
 // ReadFrom copies a body (an origin's response) through Write with a
 // pooled buffer.
-func (w *tunnelResponse) ReadFrom(r io.Reader) (int64, error) {
+func (w *connResponse) ReadFrom(r io.Reader) (int64, error) {
 	buf := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(buf)
 	return io.CopyBuffer(writerOnly{w}, r, *buf)
@@ -123,7 +123,7 @@ type writerOnly struct{ io.Writer }
 
 // start writes the head if the handler has not; the error is one that
 // ends writing.
-func (w *tunnelResponse) start() error {
+func (w *connResponse) start() error {
 	if w.hijacked {
 		return http.ErrHijacked
 	}
@@ -142,7 +142,7 @@ func (w *tunnelResponse) start() error {
 // commit writes the head of the final response into bw, deciding how the
 // body is framed. final means the handler has returned, so a body of
 // unknown length is known to be empty.
-func (w *tunnelResponse) commit(final bool) {
+func (w *connResponse) commit(final bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.committed = true
@@ -178,7 +178,7 @@ func (w *tunnelResponse) commit(final bool) {
 	if w.chunked {
 		h.Set("Transfer-Encoding", "chunked")
 	}
-	if w.req.Close || !w.req.ProtoAtLeast(1, 1) || w.ss.tunnels.shuttingDown.Load() || httpHeaderHasToken(h, "Connection", "close") {
+	if w.req.Close || !w.req.ProtoAtLeast(1, 1) || w.ss.srv.shuttingDown.Load() || httpHeaderHasToken(h, "Connection", "close") {
 		w.closeAfter = true
 		h.Set("Connection", "close")
 	}
@@ -186,7 +186,7 @@ func (w *tunnelResponse) commit(final bool) {
 }
 
 // writeHead writes a status line and the header into bw. Callers hold mu.
-func (w *tunnelResponse) writeHead(code int, final bool) {
+func (w *connResponse) writeHead(code int, final bool) {
 	var line [64]byte
 	b := append(line[:0], "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(code), 10)
@@ -237,10 +237,10 @@ func httpHeaderHasToken(h http.Header, key, token string) bool {
 }
 
 // Flush sends what is buffered, the head included.
-func (w *tunnelResponse) Flush() { w.FlushError() }
+func (w *connResponse) Flush() { w.FlushError() }
 
 // FlushError is Flush with its error (http.ResponseController).
-func (w *tunnelResponse) FlushError() error {
+func (w *connResponse) FlushError() error {
 	if err := w.start(); err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (w *tunnelResponse) FlushError() error {
 
 // Hijack hands the connection to the handler (a WebSocket upgrade), after
 // the head it wrote, if any, is sent.
-func (w *tunnelResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *connResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijacked {
 		return nil, nil, http.ErrHijacked
 	}
@@ -270,7 +270,7 @@ func (w *tunnelResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // finish completes the response after the handler returned. It reports
 // whether the connection can carry the next request.
-func (w *tunnelResponse) finish() bool {
+func (w *connResponse) finish() bool {
 	if w.start() != nil {
 		return false
 	}
@@ -305,7 +305,7 @@ func trailerNames(h http.Header) []string {
 
 // writeTrailers writes the trailer fields: the announced ones and those set
 // with http.TrailerPrefix.
-func (w *tunnelResponse) writeTrailers() {
+func (w *connResponse) writeTrailers() {
 	trailer := http.Header{}
 	for _, name := range w.trailerNames {
 		if vv, ok := w.header[name]; ok {

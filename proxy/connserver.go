@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,24 +17,25 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// The requests inside an intercepted tunnel are served by a request loop of
-// the proxy's own, in the goroutine that terminated the tunnel's TLS, rather
-// than by net/http's server. net/http's server starts a background read of
-// the connection for every request without a body and aborts it before
-// reading the next one (a deadline in the past, then a wait for the reading
-// goroutine): two scheduler round trips on every request's critical path.
-// Measured on the intercepted keep-alive benchmark, they cost about 6 % of
-// the throughput and most of the p99 difference with goproxy.
+// Client connections, on the proxy port and inside intercepted tunnels, are
+// served by a request loop of the proxy's own rather than by net/http's
+// server. net/http's server starts a background read of the connection for
+// every request without a body and aborts it before reading the next one (a
+// deadline in the past, then a wait for the reading goroutine): two
+// scheduler round trips on every request's critical path. Measured on the
+// intercepted keep-alive benchmark, they cost about 6 % of the throughput
+// and most of the p99 difference with goproxy.
 //
 // The loop keeps what the proxy relied on net/http's server for: the
 // request head limit (431) and read timeouts, 400 for malformed requests,
-// the checks RFC 9112 requires of a server (one valid Host), Expect:
-// 100-continue, keep-alive and Connection: close, draining unread request
-// bodies, hijacking for WebSocket upgrades, Shutdown that lets in-flight
-// requests finish and closes idle tunnels. A request still in flight after
-// disconnectAfter starts a background read, so that a client that leaves
-// while its request is held (pacing) or while a slow origin answers cancels
-// it, as under net/http; short requests never pay for it.
+// 505 for other HTTP versions, the checks RFC 9112 requires of a server (one
+// valid Host), Expect: 100-continue, keep-alive and Connection: close,
+// draining unread request bodies, hijacking (CONNECT, WebSocket upgrades),
+// and a Shutdown that lets in-flight requests finish and closes idle
+// connections. A request still in flight after disconnectAfter starts a
+// background read, so that a client that leaves while its request is held
+// (pacing) or while a slow origin answers cancels it, as under net/http;
+// short requests never pay for it.
 
 // disconnectAfter is how long a request runs before its tunnel is watched
 // for the client leaving.
@@ -45,29 +48,69 @@ const lingerTimeout = 500 * time.Millisecond
 // to keep the connection; beyond it the connection is closed (as net/http).
 const maxDrainBytes = 256 << 10
 
-// tunnels serves the requests of every intercepted tunnel and tracks the
-// tunnels for Shutdown.
-type tunnels struct {
+// connServer serves the requests of client connections with a request
+// loop each, and tracks the connections for Shutdown. The proxy has two: one
+// for the proxy port, one for intercepted tunnels.
+type connServer struct {
 	handler http.Handler
 
-	mu      sync.Mutex
-	live    map[*tunnelSession]struct{}
-	closing bool
-	drained chan struct{} // closed when closing and live is empty
+	mu       sync.Mutex
+	live     map[*connSession]struct{}
+	listener net.Listener // set by serveListener, closed by shutdown
+	closing  bool
+	drained  chan struct{} // closed when closing and live is empty
 	// shuttingDown mirrors closing for the sessions' hot paths (responses
 	// then say "Connection: close").
 	shuttingDown atomic.Bool
 }
 
-func newTunnels(h http.Handler) *tunnels {
-	return &tunnels{handler: h, live: map[*tunnelSession]struct{}{}, drained: make(chan struct{})}
+func newConnServer(h http.Handler) *connServer {
+	return &connServer{handler: h, live: map[*connSession]struct{}{}, drained: make(chan struct{})}
 }
 
-// serve runs the request loop of one tunnel until the client closes it, an
-// error or timeout ends it, or Shutdown. It closes conn unless a handler
-// hijacked it.
-func (t *tunnels) serve(conn net.Conn, info *tunnelInfo) {
-	ss := &tunnelSession{tunnels: t, conn: conn, info: info, in: &tunnelReader{conn: conn, limit: -1}}
+// serveListener accepts connections on ln and serves each in a goroutine of
+// its own, until shutdown (http.ErrServerClosed) or an accept error that is
+// not temporary.
+func (t *connServer) serveListener(ln net.Listener) error {
+	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	t.listener = ln
+	t.mu.Unlock()
+	var delay time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if t.shuttingDown.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: back off, as net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		go t.serve(conn, conn.RemoteAddr().String(), nil)
+	}
+}
+
+func isTemporary(err error) bool {
+	te, ok := err.(interface{ Temporary() bool })
+	return ok && te.Temporary()
+}
+
+// serve runs the request loop of one connection until the client closes it,
+// an error or timeout ends it, or Shutdown. remoteAddr is the client's
+// address for the requests; info is the intercepted tunnel the connection
+// is, nil on the proxy port. It closes conn unless a handler hijacked it.
+func (t *connServer) serve(conn net.Conn, remoteAddr string, info *tunnelInfo) {
+	ss := &connSession{srv: t, conn: conn, remoteAddr: remoteAddr, info: info, in: &connReader{conn: conn, limit: -1}}
 	if !t.add(ss) {
 		conn.Close()
 		return
@@ -76,7 +119,7 @@ func (t *tunnels) serve(conn net.Conn, info *tunnelInfo) {
 	ss.run()
 }
 
-func (t *tunnels) add(ss *tunnelSession) bool {
+func (t *connServer) add(ss *connSession) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closing {
@@ -86,7 +129,7 @@ func (t *tunnels) add(ss *tunnelSession) bool {
 	return true
 }
 
-func (t *tunnels) remove(ss *tunnelSession) {
+func (t *connServer) remove(ss *connSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.live, ss)
@@ -104,23 +147,27 @@ const (
 )
 
 // startRequest marks ss busy; false if shutdown has closed it.
-func (t *tunnels) startRequest(ss *tunnelSession) bool {
+func (t *connServer) startRequest(ss *connSession) bool {
 	return ss.state.CompareAndSwap(sessionIdle, sessionBusy)
 }
 
 // endRequest marks ss idle; false once shutdown has begun.
-func (t *tunnels) endRequest(ss *tunnelSession) bool {
+func (t *connServer) endRequest(ss *connSession) bool {
 	ss.state.Store(sessionIdle)
 	return !t.shuttingDown.Load()
 }
 
-// shutdown closes idle tunnels at once and busy ones when their request
-// ends, waiting for them until ctx is done; then it closes the rest.
-func (t *tunnels) shutdown(ctx context.Context) error {
+// shutdown stops accepting, closes idle connections at once and busy ones
+// when their request ends, waiting for them until ctx is done; then it
+// closes the rest.
+func (t *connServer) shutdown(ctx context.Context) error {
 	t.mu.Lock()
 	if !t.closing {
 		t.closing = true
 		t.shuttingDown.Store(true)
+		if t.listener != nil {
+			t.listener.Close()
+		}
 		if len(t.live) == 0 {
 			close(t.drained)
 		}
@@ -144,40 +191,45 @@ func (t *tunnels) shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// tunnelSession is one intercepted tunnel's request loop.
-type tunnelSession struct {
-	tunnels *tunnels
-	conn    net.Conn
-	info    *tunnelInfo
-	state   atomic.Int32 // sessionIdle, sessionBusy or sessionClosed
-	in      *tunnelReader
-	timer   *time.Timer // arms the disconnect watch (startWatching)
-	br      *bufio.Reader
-	bw      *bufio.Writer
-	header  http.Header // the responses' header map, reused (newTunnelResponse)
+// connSession is one client connection's request loop.
+type connSession struct {
+	srv        *connServer
+	conn       net.Conn
+	remoteAddr string
+	info       *tunnelInfo  // nil on the proxy port
+	state      atomic.Int32 // sessionIdle, sessionBusy or sessionClosed
+	in         *connReader
+	timer      *time.Timer // arms the disconnect watch (startWatching)
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	header     http.Header // the responses' header map, reused (newConnResponse)
 }
 
 var (
-	tunnelReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
-	tunnelWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+	connReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	connWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
 )
 
-func (ss *tunnelSession) run() {
-	ss.br = tunnelReaders.Get().(*bufio.Reader)
+func (ss *connSession) run() {
+	ss.br = connReaders.Get().(*bufio.Reader)
 	ss.br.Reset(ss.in)
-	ss.bw = tunnelWriters.Get().(*bufio.Writer)
+	ss.bw = connWriters.Get().(*bufio.Writer)
 	ss.bw.Reset(ss.conn)
 	hijacked := false
 	defer func() {
 		if !hijacked {
 			ss.conn.Close()
 			ss.br.Reset(nil)
-			tunnelReaders.Put(ss.br)
+			connReaders.Put(ss.br)
 			ss.bw.Reset(nil)
-			tunnelWriters.Put(ss.bw)
+			connWriters.Put(ss.bw)
 		}
 	}()
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), tunnelKey{}, ss.info))
+	ctx := context.Background()
+	if ss.info != nil {
+		ctx = context.WithValue(ctx, tunnelKey{}, ss.info)
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for {
 		req, ok := ss.readRequest()
@@ -186,7 +238,7 @@ func (ss *tunnelSession) run() {
 		}
 		var keep bool
 		keep, hijacked = ss.serveRequest(ctx, req)
-		if !keep || !ss.tunnels.endRequest(ss) {
+		if !keep || !ss.srv.endRequest(ss) {
 			return
 		}
 	}
@@ -195,14 +247,14 @@ func (ss *tunnelSession) run() {
 // readRequest waits (up to clientIdleTimeout) for the next request and
 // reads its head (up to clientHeaderTimeout and maxHeaderBytes). A
 // malformed request is answered here; ok is false when the loop ends.
-func (ss *tunnelSession) readRequest() (*http.Request, bool) {
+func (ss *connSession) readRequest() (*http.Request, bool) {
 	if ss.br.Buffered() == 0 {
 		ss.conn.SetReadDeadline(time.Now().Add(clientIdleTimeout))
 		if _, err := ss.br.Peek(1); err != nil {
 			return nil, false // the client closed, idled out, or Shutdown
 		}
 	}
-	if !ss.tunnels.startRequest(ss) {
+	if !ss.srv.startRequest(ss) {
 		return nil, false
 	}
 	ss.conn.SetReadDeadline(time.Now().Add(clientHeaderTimeout))
@@ -214,11 +266,15 @@ func (ss *tunnelSession) readRequest() (*http.Request, bool) {
 		ss.refuseMalformed(err)
 		return nil, false
 	}
+	if req.ProtoMajor != 1 {
+		ss.writeRaw("505 HTTP Version Not Supported", "unsupported protocol version")
+		return nil, false
+	}
 	if msg := checkRequestHead(req); msg != "" {
 		ss.writeRaw("400 Bad Request", msg)
 		return nil, false
 	}
-	req.RemoteAddr = ss.info.connect.RemoteAddr
+	req.RemoteAddr = ss.remoteAddr
 	return req, true
 }
 
@@ -249,25 +305,28 @@ func checkRequestHead(req *http.Request) string {
 
 // refuseMalformed answers a request head that could not be read, unless the
 // connection itself failed.
-func (ss *tunnelSession) refuseMalformed(err error) {
-	var netErr net.Error
+func (ss *connSession) refuseMalformed(err error) {
+	var opErr *net.OpError // not net.Error: a malformed URL's *url.Error is one
 	switch {
 	case ss.in.hitLimit:
 		ss.writeRaw("431 Request Header Fields Too Large", "431 Request Header Fields Too Large")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &netErr):
-		// nothing to answer: the client closed or stalled
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, net.ErrClosed), errors.As(err, &opErr):
+		// nothing to answer: the client closed, stalled or reset
 	default:
 		ss.writeRaw("400 Bad Request", "400 Bad Request")
 	}
 }
 
-// writeRaw writes a final plain-text response. The connection is then
-// closed, after reading for a moment what the client is still sending (as
-// net/http does): closing with unread data makes the kernel reset the
-// connection, and the client may lose the response.
-func (ss *tunnelSession) writeRaw(status, body string) {
+// writeRaw writes a final plain-text response (with its length, so the
+// client need not wait for the close). The connection is then closed, after
+// reading for a moment what the client is still sending (as net/http does):
+// closing with unread data makes the kernel reset the connection, and the
+// client may lose the response.
+func (ss *connSession) writeRaw(status, body string) {
 	ss.conn.SetWriteDeadline(time.Now().Add(time.Second))
-	ss.bw.WriteString("HTTP/1.1 " + status + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" + body)
+	ss.bw.WriteString("HTTP/1.1 " + status + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)
 	if ss.bw.Flush() != nil {
 		return
 	}
@@ -279,11 +338,11 @@ func (ss *tunnelSession) writeRaw(status, body string) {
 // serveRequest runs the handler for req and finishes its response. keep
 // reports whether the connection can carry another request; hijacked that
 // the handler took it.
-func (ss *tunnelSession) serveRequest(ctx context.Context, req *http.Request) (keep, hijacked bool) {
+func (ss *connSession) serveRequest(ctx context.Context, req *http.Request) (keep, hijacked bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req = req.WithContext(context.WithValue(ctx, auditSlotKey{}, &auditSlot{}))
-	w := newTunnelResponse(ss, req)
+	w := newConnResponse(ss, req)
 	if req.Header.Get("Expect") != "" {
 		if !req.ProtoAtLeast(1, 1) || !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
 			ss.writeRaw("417 Expectation Failed", "")
@@ -300,7 +359,7 @@ func (ss *tunnelSession) serveRequest(ctx context.Context, req *http.Request) (k
 		req.Body = body
 	}
 	ss.startWatching(cancel, body == nil)
-	ss.tunnels.handler.ServeHTTP(w, req)
+	ss.srv.handler.ServeHTTP(w, req)
 	if w.hijacked {
 		return false, true
 	}
@@ -316,7 +375,7 @@ func (ss *tunnelSession) serveRequest(ctx context.Context, req *http.Request) (k
 // startWatching arms the disconnect watch of a request: once it has run for
 // disconnectAfter and its body is read, a background read notices the
 // client leaving.
-func (ss *tunnelSession) startWatching(cancel context.CancelFunc, bodyRead bool) {
+func (ss *connSession) startWatching(cancel context.CancelFunc, bodyRead bool) {
 	ss.in.arm(cancel, bodyRead)
 	if ss.timer == nil {
 		ss.timer = time.AfterFunc(disconnectAfter, ss.in.due)
@@ -327,7 +386,7 @@ func (ss *tunnelSession) startWatching(cancel context.CancelFunc, bodyRead bool)
 
 // stopWatching ends the watch before the connection is read again or
 // handed over.
-func (ss *tunnelSession) stopWatching() {
+func (ss *connSession) stopWatching() {
 	ss.timer.Stop()
 	ss.in.disarm(ss.conn)
 }
@@ -337,7 +396,7 @@ func (ss *tunnelSession) stopWatching() {
 // request that will use it.
 type continueReader struct {
 	io.ReadCloser
-	w    *tunnelResponse
+	w    *connResponse
 	sent bool
 }
 
@@ -409,11 +468,11 @@ type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
-// tunnelReader is what the session's bufio.Reader reads: the connection,
+// connReader is what the session's bufio.Reader reads: the connection,
 // with a limit on the request head and a background read that notices the
 // client leaving while a long request runs (as net/http's server does, but
 // only for requests that run longer than disconnectAfter).
-type tunnelReader struct {
+type connReader struct {
 	conn     net.Conn
 	limit    int64 // bytes left for the head; <0 when unlimited
 	hitLimit bool
@@ -430,7 +489,7 @@ type tunnelReader struct {
 	byteBuf  [1]byte
 }
 
-func (r *tunnelReader) Read(p []byte) (int, error) {
+func (r *connReader) Read(p []byte) (int, error) {
 	r.mu.Lock()
 	if r.hasByte && len(p) > 0 {
 		r.hasByte = false
@@ -455,14 +514,14 @@ func (r *tunnelReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *tunnelReader) arm(cancel context.CancelFunc, bodyDone bool) {
+func (r *connReader) arm(cancel context.CancelFunc, bodyDone bool) {
 	r.mu.Lock()
 	r.armed, r.isDue, r.bodyDone, r.cancel = true, false, bodyDone, cancel
 	r.mu.Unlock()
 }
 
 // due is the timer's: the request has run for disconnectAfter.
-func (r *tunnelReader) due() {
+func (r *connReader) due() {
 	r.mu.Lock()
 	r.isDue = true
 	r.startLocked()
@@ -470,7 +529,7 @@ func (r *tunnelReader) due() {
 }
 
 // bodyRead is the body's: it has been read to its end.
-func (r *tunnelReader) bodyRead() {
+func (r *connReader) bodyRead() {
 	r.mu.Lock()
 	r.bodyDone = true
 	r.startLocked()
@@ -480,7 +539,7 @@ func (r *tunnelReader) bodyRead() {
 // startLocked starts the background read when everything allows it. A byte
 // that arrives (a pipelined request) is kept for Read; an error or EOF
 // means the client left, and cancels the request.
-func (r *tunnelReader) startLocked() {
+func (r *connReader) startLocked() {
 	if !r.armed || !r.isDue || !r.bodyDone || r.reading || r.hasByte {
 		return
 	}
@@ -501,7 +560,7 @@ func (r *tunnelReader) startLocked() {
 }
 
 // disarm ends the watch, waiting for a background read to stop.
-func (r *tunnelReader) disarm(conn net.Conn) {
+func (r *connReader) disarm(conn net.Conn) {
 	r.mu.Lock()
 	r.armed = false
 	if !r.reading {
