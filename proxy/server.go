@@ -3,11 +3,11 @@
 // is judged by the policy engine before it leaves, refusals are rendered in
 // one place, and upstream failures become proper responses.
 //
-// Requests inside an intercepted tunnel are read by a request loop of the
-// proxy's own (tunnel.go) rather than by goproxy's MITM loop, so they get
-// the same limits, timeouts and malformed-request handling (400, 431) as
-// requests on the proxy port; they are then handed to goproxy like any
-// absolute-form request.
+// Requests, on the proxy port and inside intercepted tunnels, are read by a
+// request loop of the proxy's own (connserver.go) rather than by net/http's
+// server or goproxy's MITM loop, so both get the same limits, timeouts and
+// malformed-request handling (400, 431); requests inside a tunnel are then
+// handed to goproxy like any absolute-form request.
 package proxy
 
 import (
