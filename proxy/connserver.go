@@ -70,8 +70,9 @@ func newConnServer(h http.Handler) *connServer {
 
 // serveListener accepts connections on ln and serves each in a goroutine of
 // its own, until shutdown (http.ErrServerClosed) or an accept error that is
-// not temporary.
+// not temporary. It closes ln when it returns.
 func (t *connServer) serveListener(ln net.Listener) error {
+	defer ln.Close()
 	t.mu.Lock()
 	if t.closing {
 		t.mu.Unlock()
