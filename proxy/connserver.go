@@ -204,6 +204,12 @@ type connSession struct {
 	br         *bufio.Reader
 	bw         *bufio.Writer
 	header     http.Header // the responses' header map, reused (newConnResponse)
+	// slot and resp are the current request's audit slot and response
+	// writer, reused from request to request: nothing keeps them past it
+	// (stats copies the records it keeps; the body fence stops the
+	// transport's reads, see requestBody).
+	slot auditSlot
+	resp connResponse
 }
 
 var (
@@ -342,7 +348,8 @@ func (ss *connSession) writeRaw(status, body string) {
 func (ss *connSession) serveRequest(ctx context.Context, req *http.Request) (keep, hijacked bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req = req.WithContext(context.WithValue(ctx, auditSlotKey{}, &auditSlot{}))
+	ss.slot = auditSlot{}
+	req = req.WithContext(context.WithValue(ctx, auditSlotKey{}, &ss.slot))
 	w := newConnResponse(ss, req)
 	if req.Header.Get("Expect") != "" {
 		if !req.ProtoAtLeast(1, 1) || !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {

@@ -39,14 +39,15 @@ type connResponse struct {
 	err           error    // a failed write: the connection is broken
 }
 
-// newConnResponse starts the response to req. The header map is the
-// session's, emptied: handlers do not keep it past their return.
+// newConnResponse starts the response to req in the session's reused
+// writer and header map (handlers do not keep them past their return).
 func newConnResponse(ss *connSession, req *http.Request) *connResponse {
 	if ss.header == nil {
 		ss.header = make(http.Header, 8)
 	}
 	clear(ss.header)
-	return &connResponse{ss: ss, req: req, bw: ss.bw, header: ss.header, contentLength: -1}
+	ss.resp = connResponse{ss: ss, req: req, bw: ss.bw, header: ss.header, contentLength: -1}
+	return &ss.resp
 }
 
 func (w *connResponse) Header() http.Header { return w.header }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,6 +182,16 @@ func TestKeepAliveAcrossAllowedAndRefusedInTunnel(t *testing.T) {
 	}
 	if n := o.conns.Load(); n > 2 { // one for robots.txt, one for the pages
 		t.Errorf("origin saw %d connections: upstream connections not reused", n)
+	}
+	// The status page keeps the refusals' records although the connection
+	// reuses its audit slot for the requests that follow.
+	_, _, _, recent := p.srv.stats.snapshot(10)
+	var urls []string
+	for _, r := range recent {
+		urls = append(urls, strings.TrimPrefix(r.URL, o.URL))
+	}
+	if !slices.Equal(urls, []string{"/private/2", "/private/1"}) {
+		t.Errorf("latest refusals on the status page: %q, want /private/2, /private/1", urls)
 	}
 }
 

@@ -107,10 +107,11 @@ func (s *stats) add(rec *AuditRecord) {
 	c.refused.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	kept := *rec // rec lives in a per-connection slot that the next request reuses
 	if len(s.recent) < statsRefusals {
-		s.recent = append(s.recent, rec)
+		s.recent = append(s.recent, &kept)
 	} else {
-		s.recent[s.next] = rec
+		s.recent[s.next] = &kept
 	}
 	s.next = (s.next + 1) % statsRefusals
 }
