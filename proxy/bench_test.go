@@ -65,7 +65,7 @@ import (
 
 var (
 	benchConns    = flag.Int("proxybench.conns", 50, "BenchmarkProxy: concurrent client connections (closed loop)")
-	benchUnpaired = flag.Bool("proxybench.unpaired", false, "BenchmarkProxy: no goproxy slices in robotsgate's runs (for its CPU profile)")
+	benchUnpaired = flag.Bool("proxybench.unpaired", false, "BenchmarkProxy: no slices of the other proxy in a proxy's runs (for a CPU profile)")
 )
 
 const (
@@ -336,11 +336,12 @@ func benchDo(tr *http.Transport, req *http.Request, buf []byte) error {
 // round trip to the end of its body; in the new-connection modes that
 // includes connecting, CONNECT and the handshake).
 //
-// The b.N requests are sent in up to 8 slices, one after the other. For
-// impl=robotsgate it also measures goproxy in the same run, paired: every
-// robotsgate slice is preceded or followed (alternately) by a goproxy slice
-// of the same size, timer stopped. It reports robotsgate's req/s as a ratio of goproxy's
-// ("req/s-vs-goproxy") and its p99 minus goproxy's ("p99-vs-goproxy-ns").
+// The b.N requests are sent in up to 8 slices, one after the other. The
+// two proxies are measured paired: every slice of one is preceded or
+// followed (alternately) by a slice of the same size through the other,
+// timer stopped. impl=robotsgate reports its req/s as a ratio of goproxy's
+// in its run ("req/s-vs-goproxy") and its p99 minus goproxy's
+// ("p99-vs-goproxy-ns").
 // The machine's speed drifts by tens of percent over minutes on a shared
 // VM; two measurements taken seconds apart see the same machine, so the
 // paired figures vary far less from run to run than the req/s and p99 of
@@ -349,8 +350,11 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	subject := env.newLoad(b, mode, impl)
 	defer subject.close()
 	var base *benchLoad
-	if impl == "robotsgate" && !*benchUnpaired {
-		base = env.newLoad(b, mode, "goproxy")
+	// Each proxy runs paired with the other, so that both of their
+	// separate columns are measured with the same company: 50 more client
+	// connections and the other proxy's heap and goroutines.
+	if other := map[string]string{"robotsgate": "goproxy", "goproxy": "robotsgate"}[impl]; other != "" && !*benchUnpaired {
+		base = env.newLoad(b, mode, other)
 		defer base.close()
 	}
 	// Each connection sends at least 5 requests per slice, so that the ramp
@@ -380,7 +384,7 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 		b.Fatalf("%d latencies for %d requests", len(subj.lat), b.N)
 	}
 	subj.report(b)
-	if base != nil {
+	if base != nil && impl == "robotsgate" {
 		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-goproxy")
 		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-goproxy-ns")
 	}
