@@ -24,7 +24,7 @@ func TestIdleConnCutsOffOnlySilence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const timeout = 400 * time.Millisecond
+	const timeout = 800 * time.Millisecond
 	c := newIdleConn(raw, timeout)
 	defer c.Close()
 
