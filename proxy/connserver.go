@@ -56,11 +56,10 @@ type connServer struct {
 
 	mu       sync.Mutex
 	live     map[*connSession]struct{}
-	listener net.Listener // set by serveListener, closed by shutdown
-	closing  bool
-	drained  chan struct{} // closed when closing and live is empty
-	// shuttingDown mirrors closing for the sessions' hot paths (responses
-	// then say "Connection: close").
+	listener net.Listener  // set by serveListener, closed by shutdown
+	drained  chan struct{} // closed once shutting down and live is empty
+	// shuttingDown is set by shutdown (under mu); sessions read it without
+	// the lock on their hot path (responses then say "Connection: close").
 	shuttingDown atomic.Bool
 }
 
@@ -74,7 +73,7 @@ func newConnServer(h http.Handler) *connServer {
 func (t *connServer) serveListener(ln net.Listener) error {
 	defer ln.Close()
 	t.mu.Lock()
-	if t.closing {
+	if t.shuttingDown.Load() {
 		t.mu.Unlock()
 		return http.ErrServerClosed
 	}
@@ -123,7 +122,7 @@ func (t *connServer) serve(conn net.Conn, remoteAddr string, info *tunnelInfo) {
 func (t *connServer) add(ss *connSession) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closing {
+	if t.shuttingDown.Load() {
 		return false
 	}
 	t.live[ss] = struct{}{}
@@ -134,7 +133,7 @@ func (t *connServer) remove(ss *connSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.live, ss)
-	if t.closing && len(t.live) == 0 {
+	if t.shuttingDown.Load() && len(t.live) == 0 {
 		close(t.drained)
 	}
 }
@@ -163,8 +162,7 @@ func (t *connServer) endRequest(ss *connSession) bool {
 // closes the rest.
 func (t *connServer) shutdown(ctx context.Context) error {
 	t.mu.Lock()
-	if !t.closing {
-		t.closing = true
+	if !t.shuttingDown.Load() {
 		t.shuttingDown.Store(true)
 		if t.listener != nil {
 			t.listener.Close()
