@@ -43,6 +43,7 @@ type Config struct {
 	Sites    []Site   `yaml:"sites"`
 	Trap     Trap     `yaml:"trap"`
 	Identify Identify `yaml:"identify"`
+	Timeouts Timeouts `yaml:"timeouts"`
 	Log      Log      `yaml:"log"`
 }
 
@@ -263,6 +264,23 @@ type Identify struct {
 	// UserAgentSuffix is appended, after a space, to the User-Agent of
 	// forwarded requests, e.g. "(+https://example.org/bot)". Default "".
 	UserAgentSuffix string `yaml:"user_agent_suffix"`
+}
+
+// Timeouts bounds how long a client may keep a connection busy without
+// sending: the proxy port and the inside of intercepted tunnels alike.
+// They need a restart to change.
+type Timeouts struct {
+	// ClientHeader is the longest a client may take to send a request head,
+	// from its first byte (slow heads: slowloris). Must be > 0. Default 30s.
+	ClientHeader Duration `yaml:"client_header"`
+	// ClientIdle is how long a kept-alive client connection may wait for its
+	// next request. Must be > 0. Default 90s.
+	ClientIdle Duration `yaml:"client_idle"`
+	// ClientBody is the longest silence while a request body is read: a
+	// client that stops sending its body for this long loses the request
+	// (408) and the connection. Idle time, not total: a long upload that
+	// keeps sending is never cut off. Must be > 0. Default 60s.
+	ClientBody Duration `yaml:"client_body"`
 }
 
 // Log configures logging.

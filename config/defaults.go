@@ -47,6 +47,11 @@ func Default() Config {
 			MaxRepeatedSegments: 3,
 			BudgetWindow:        Duration(time.Hour),
 		},
+		Timeouts: Timeouts{
+			ClientHeader: Duration(30 * time.Second),
+			ClientIdle:   Duration(90 * time.Second),
+			ClientBody:   Duration(60 * time.Second),
+		},
 		Log: Log{
 			Level: LevelInfo,
 		},

@@ -96,6 +96,9 @@ func (v *validator) validate(c *Config) {
 	if msg := checkHeaderText(c.Identify.UserAgentSuffix); msg != "" {
 		v.add("identify.user_agent_suffix", "%s", msg)
 	}
+	v.positive("timeouts.client_header", c.Timeouts.ClientHeader)
+	v.positive("timeouts.client_idle", c.Timeouts.ClientIdle)
+	v.positive("timeouts.client_body", c.Timeouts.ClientBody)
 	v.enum("log.level", string(c.Log.Level), LevelDebug, LevelInfo, LevelWarn, LevelError)
 }
 

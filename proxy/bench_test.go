@@ -230,8 +230,8 @@ func startBenchServer(b *testing.B, ip string, h http.Handler, tlsCfg *tls.Confi
 	srv := &http.Server{
 		Handler:           h,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ReadHeaderTimeout: clientHeaderTimeout,
-		IdleTimeout:       clientIdleTimeout,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	if conns != nil {

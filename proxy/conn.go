@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"bufio"
 	"math"
 	"net"
-	"net/http"
 	"sync/atomic"
 	"time"
 )
@@ -68,61 +66,3 @@ func (c *idleConn) CloseRead() error {
 	return nil
 }
 
-// guardedListener wraps accepted connections in a framingGuard.
-type guardedListener struct{ net.Listener }
-
-func (l guardedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return newFramingGuard(c, maxHeaderBytes+4096), nil
-}
-
-// closeAfterResponse marks the response "Connection: close" at the last
-// moment (goproxy replaces the header map before writing it). The proxy uses
-// it after a chunked request, once the framing guard has stopped watching
-// the connection, so that no further request can follow unchecked.
-type closeAfterResponse struct{ http.ResponseWriter }
-
-func (w closeAfterResponse) WriteHeader(code int) {
-	w.Header().Set("Connection", "close")
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w closeAfterResponse) Write(p []byte) (int, error) {
-	if w.Header().Get("Connection") == "" {
-		w.Header().Set("Connection", "close")
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController reach Flush and Hijack.
-func (w closeAfterResponse) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w closeAfterResponse) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
-
-func (w closeAfterResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
-
-// guardFraming wraps a handler: it answers the framing guard's stand-in for
-// a refused request (ambiguous framing, several Host fields) with 400, and makes a request with a
-// Transfer-Encoding end its connection (see closeAfterResponse).
-func guardFraming(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if reason := r.Header.Get(refuseHeader); reason != "" {
-			msg := "The request has both Content-Length and Transfer-Encoding headers (ambiguous framing)."
-			if reason == refuseHosts {
-				msg = "The request has more than one Host header."
-			}
-			w.Header().Set("Connection", "close")
-			writeResponse(w, plainResponse(r, http.StatusBadRequest, "bad-request", "http_request_error", msg))
-			return
-		}
-		if len(r.TransferEncoding) > 0 {
-			w = closeAfterResponse{w}
-		}
-		h.ServeHTTP(w, r)
-	})
-}

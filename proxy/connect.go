@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -64,35 +65,86 @@ func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, resp *http.Response) (*gop
 	return &goproxy.ConnectAction{Action: goproxy.ConnectReject}, ""
 }
 
+// established answers an accepted CONNECT (RFC 9110 §9.3.6).
+var established = []byte("HTTP/1.1 200 Connection established\r\n\r\n")
+
+// tunnelALPN is what intercepted TLS offers the client: HTTP/2 first, as
+// origins do.
+var tunnelALPN = []string{"h2", "http/1.1"}
+
 // interceptor returns the hijack function of an intercepted tunnel: answer
-// the CONNECT, terminate TLS with a certificate minted for the host, and
-// serve the requests in it.
+// the CONNECT, tell from the client's first bytes what it speaks, and hand
+// the connection to the tunnel server (TLS terminated with a certificate
+// minted for the host, or plain HTTP), which serves the requests in it. It
+// returns once the tunnel is handed over or closed, so the CONNECT's audit
+// record says what the tunnel became.
 func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.Request, net.Conn, *goproxy.ProxyCtx) {
 	return func(connect *http.Request, conn net.Conn, _ *goproxy.ProxyCtx) {
-		if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		slot := auditSlotOf(connect.Context())
+		if _, err := conn.Write(established); err != nil {
 			conn.Close()
 			return
 		}
-		tlsConn := tls.Server(conn, s.minter.TLSConfigFor(o.Host))
-		conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
-		if err := tlsConn.HandshakeContext(context.Background()); err != nil {
-			s.log.Debug("tunnel handshake failed", "host", o.Host, "client", connect.RemoteAddr, "err", err)
-			conn.Close()
-			return
-		}
-		conn.SetDeadline(time.Time{})
+		proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
+		conn = &prefixConn{Conn: conn, prefix: first}
 		info := &tunnelInfo{origin: o, connect: connect, client: client}
-		s.tunnelConns.serve(newFramingGuard(tlsConn, maxHeaderBytes+4096), connect.RemoteAddr, info)
+		switch proto {
+		case protoTLS:
+			s.serveTLSTunnel(conn, info, slot)
+		case protoHTTP:
+			info.origin.Scheme = "http"
+			slot.note("plain HTTP inside the tunnel: each request in it is judged as " + info.origin.String())
+			s.pushTunnel(newFramingGuard(conn, maxHeaderBytes+4096), info)
+		default:
+			s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", o.HostPort(),
+				"client", connect.RemoteAddr, "first_bytes", fmt.Sprintf("%q", first), "err", err)
+			slot.refine("unknown-protocol", fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
+			conn.Close()
+		}
+	}
+}
+
+// serveTLSTunnel terminates the client's TLS and hands the connection to
+// the tunnel server: as it is for HTTP/2, behind a framing guard for
+// HTTP/1.1.
+func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, slot *auditSlot) {
+	cfg := s.minter.TLSConfigFor(info.origin.Host)
+	cfg.NextProtos = tunnelALPN
+	tlsConn := tls.Server(conn, cfg)
+	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	if err := tlsConn.HandshakeContext(context.Background()); err != nil {
+		s.log.Info("tunnel handshake failed", "host", info.origin.Host, "client", info.connect.RemoteAddr, "err", err)
+		slot.refine("client-tls-failed", "TLS handshake with the client failed: "+err.Error())
+		conn.Close()
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
+		// net/http's server must see the *tls.Conn itself to serve HTTP/2;
+		// HTTP/2 frames its messages itself, there is no framing to guard.
+		s.pushTunnel(tlsConn, info)
+		return
+	}
+	s.pushTunnel(newFramingGuard(tlsConn, maxHeaderBytes+4096), info)
+}
+
+func (s *Server) pushTunnel(c net.Conn, info *tunnelInfo) {
+	if !s.tunnelLn.push(c, info) {
+		c.Close() // shutting down
 	}
 }
 
 // serveTunnelRequest checks that a request inside a tunnel is for the host
-// the tunnel was opened to (RFC 9110 §7.4: otherwise 421) and hands it to
-// goproxy as an absolute-form https request.
+// the tunnel was opened to (RFC 9110 §7.4: otherwise 421) and forwards it
+// like an absolute-form request for the tunnel's origin.
 func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	info, ok := tunnelOf(r.Context())
 	if !ok {
 		http.Error(w, "no tunnel", http.StatusInternalServerError)
+		return
+	}
+	if r.Method == http.MethodConnect {
+		writeResponse(w, plainResponse(r, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported."))
 		return
 	}
 	if r.Host == "" {
@@ -103,8 +155,8 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 		return
 	}
-	r.URL.Scheme = "https"
+	r.URL.Scheme = info.origin.Scheme
 	r.URL.Host = r.Host
 	r.RemoteAddr = info.connect.RemoteAddr
-	s.gp.ServeHTTP(w, r)
+	s.forward(w, r, info)
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // framingGuard sits between a client connection and net/http's server and
@@ -19,9 +21,11 @@ import (
 // fields is refused the same way (RFC 9112 §3.2), since ReadRequest would
 // keep the first one silently.
 //
-// It reads each request head whole before the server sees it, skips bodies
-// of known length, and stops watching a connection after a chunked request
-// (whose connection the proxy closes after the response, see closeAfter).
+// It reads each request head whole before the server sees it and skips
+// bodies of known length. It stops reading heads after a request with a
+// Transfer-Encoding (whose response then ends the connection, see
+// guardFraming), after a CONNECT, and when the connection is handed over
+// (stopWatching: a WebSocket after its 101).
 type framingGuard struct {
 	net.Conn
 	maxHead int
@@ -33,6 +37,9 @@ type framingGuard struct {
 	skip    int64   // body bytes of the current request still to pass
 	blind   bool    // stopped watching (after a chunked request or an oversized head)
 	refused bool
+	// unwatched mirrors blind || refused for watching, which must not wait
+	// for mu: a Read holds it while it blocks (net/http's background read).
+	unwatched atomic.Bool
 }
 
 func newFramingGuard(c net.Conn, maxHead int) *framingGuard {
@@ -108,6 +115,7 @@ func (g *framingGuard) readHead() error {
 		}
 		if len(head) > g.maxHead {
 			g.blind, g.pending = true, head // let the server answer 431
+			g.unwatched.Store(true)
 			return nil
 		}
 		head = slices.Grow(head, 4096)
@@ -125,6 +133,7 @@ func (g *framingGuard) readHead() error {
 				return err
 			}
 			g.blind, g.pending = true, head // a partial head before EOF: the server's to reject
+			g.unwatched.Store(true)
 			return nil
 		}
 	}
@@ -181,6 +190,9 @@ func standInRequest(reason string) []byte {
 // length (then the next head), or blindness after a chunked body.
 func (g *framingGuard) judge(head, rest []byte) {
 	f := framing(head)
+	if f.ambiguous || f.hosts > 1 || f.chunked || f.tunnel {
+		g.unwatched.Store(true)
+	}
 	switch {
 	case f.ambiguous:
 		g.refused, g.pending = true, standInRequest(refuseAmbiguous)
@@ -193,8 +205,9 @@ func (g *framingGuard) judge(head, rest []byte) {
 	}
 	g.pending = head
 	if f.chunked || f.tunnel {
-		// After a chunked body, or once a CONNECT or an Upgrade turns the
-		// connection into a tunnel, there are no more heads to find.
+		// After a chunked body (or a Transfer-Encoding net/http ignores, in
+		// HTTP/1.0), or once a CONNECT turns the connection into a tunnel,
+		// there are no more heads to find.
 		g.blind = true
 		g.pending = append(g.pending, rest...)
 		return
@@ -210,7 +223,7 @@ type headFraming struct {
 	contentLength int64
 	chunked       bool // a Transfer-Encoding: the body's end is unknowable here
 	ambiguous     bool // both Content-Length and Transfer-Encoding
-	tunnel        bool // a CONNECT or an Upgrade: no more heads follow
+	tunnel        bool // a CONNECT: no more heads follow
 	hosts         int  // Host field lines
 }
 
@@ -229,11 +242,9 @@ func framing(head []byte) headFraming {
 		case !ok:
 		case asciiEqualFold(name, "content-length"):
 			hasCL = true
-			f.contentLength = parseLength(bytes.TrimSpace(value))
+			f.contentLength = parseLength(bytes.Trim(value, " \t\r\n"))
 		case asciiEqualFold(name, "transfer-encoding"):
 			hasTE, f.chunked = true, true
-		case asciiEqualFold(name, "upgrade"):
-			f.tunnel = true
 		case asciiEqualFold(name, "host"):
 			f.hosts++
 		}
@@ -259,15 +270,46 @@ func asciiEqualFold(b []byte, lower string) bool {
 	return true
 }
 
-// parseLength reads a Content-Length value; anything but digits is 0 here
-// (net/http rejects the request itself).
+// parseLength reads a Content-Length value within the limits net/http
+// applies (strconv.ParseUint(v, 10, 63): decimal digits only, at most
+// 2^63-1). Anything else is 0 here: net/http refuses the request itself.
+// A value accepted here and not there, or the other way round, would let
+// a body be read as a request head, so FuzzFramingAgreesWithNetHTTP
+// compares the two.
 func parseLength(v []byte) int64 {
+	if len(v) == 0 {
+		return 0
+	}
 	var n int64
 	for _, c := range v {
-		if c < '0' || c > '9' || n > (1<<62)/10 {
+		d := int64(c - '0')
+		if c < '0' || c > '9' || n > (math.MaxInt64-d)/10 {
 			return 0
 		}
-		n = n*10 + int64(c-'0')
+		n = n*10 + d
 	}
 	return n
+}
+
+// watching reports whether the guard still reads the connection's request
+// heads.
+func (g *framingGuard) watching() bool { return !g.unwatched.Load() }
+
+// stopWatching hands the connection over (a WebSocket after its 101): what
+// the guard has read ahead is passed on, then the connection's bytes as
+// they come. The caller must own the connection's reads (net/http's Hijack
+// has ended its background read), or this waits for the read in progress.
+func (g *framingGuard) stopWatching() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.unwatched.Store(true)
+	if g.blind {
+		return
+	}
+	g.blind = true
+	if g.skip > 0 {
+		return // a body still streaming: no head was read ahead
+	}
+	g.pending = append(g.pending, g.carry...)
+	g.carry = nil
 }

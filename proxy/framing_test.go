@@ -85,11 +85,19 @@ func TestFramingReadsHeadsAsNetHTTPDoes(t *testing.T) {
 		{"chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", headFraming{chunked: true}},
 		{"both", "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", headFraming{contentLength: 3, chunked: true, ambiguous: true}},
 		{"both, bare LF", "POST / HTTP/1.1\nContent-Length: 3\nTransfer-Encoding: chunked\n\n", headFraming{contentLength: 3, chunked: true, ambiguous: true}},
-		{"upgrade", "GET / HTTP/1.1\r\nUPGRADE: websocket\r\n\r\n", headFraming{tunnel: true}},
+		// Regression: an Upgrade made the guard stop reading heads, so a
+		// CL+TE request after a refused upgrade went through unchecked. A
+		// connection is handed over only once a 101 is relayed.
+		{"upgrade is no tunnel yet", "GET / HTTP/1.1\r\nUPGRADE: websocket\r\n\r\n", headFraming{}},
 		{"connect after blank lines", "\r\n\r\nCONNECT h:443 HTTP/1.1\r\n\r\n", headFraming{tunnel: true}},
 		{"name with a space is not the header", "POST / HTTP/1.1\r\nContent-Length : 3\r\n\r\n", headFraming{}},
 		{"bad length", "POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", headFraming{}},
 		{"huge length", "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", headFraming{}},
+		// Regression: lengths above about 4.6e18 were 0 here and a body to
+		// net/http, which accepts up to 2^63-1 (strconv.ParseUint(v, 10, 63)).
+		{"largest length", "POST / HTTP/1.1\r\nContent-Length: 9223372036854775807\r\n\r\n", headFraming{contentLength: 1<<63 - 1}},
+		{"length above 4.6e18", "POST / HTTP/1.1\r\nContent-Length: 5000000000000000000\r\n\r\n", headFraming{contentLength: 5e18}},
+		{"one past the largest", "POST / HTTP/1.1\r\nContent-Length: 9223372036854775808\r\n\r\n", headFraming{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"io"
 	"net"
 	"net/http"
-	"strconv"
+	"sync/atomic"
 	"time"
-
-	"github.com/elazarl/goproxy"
 
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
@@ -31,6 +28,25 @@ type auditSlot struct {
 	decision string      // and its X-Robotsgate-Decision
 	permit   pacing.Permit
 	waited   time.Duration // held for the pacing slot
+	// body wraps the origin's response body (one allocation less per
+	// request); upstreamErr is how that body failed, if it did.
+	body        upstreamBody
+	upstreamErr error
+}
+
+// refine changes the decision recorded for a CONNECT once it is known what
+// the tunnel became (unknown-protocol, client-tls-failed).
+func (s *auditSlot) refine(decision, note string) {
+	if s != nil && s.decided {
+		s.rec.Decision, s.rec.Note = decision, note
+	}
+}
+
+// note replaces the recorded decision's note.
+func (s *auditSlot) note(note string) {
+	if s != nil && s.decided {
+		s.rec.Note = note
+	}
 }
 
 func auditSlotOf(ctx context.Context) *auditSlot {
@@ -49,29 +65,36 @@ func recordDecision(req *http.Request, start time.Time, d *policy.Decision) {
 func (s *Server) observe(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		slot := auditSlotOf(r.Context()) // the tunnel loop provides one (one request copy less)
-		if slot == nil {
-			slot = &auditSlot{}
-			r = r.WithContext(context.WithValue(r.Context(), auditSlotKey{}, slot))
-		}
-		rw := &recordingWriter{ResponseWriter: w, status: http.StatusOK}
+		slot := &auditSlot{}
+		r = r.WithContext(context.WithValue(r.Context(), auditSlotKey{}, slot))
+		rw := &recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: guardOf(r.Context())}
+		defer func() {
+			// A relay that aborts the response (http.ErrAbortHandler: the
+			// origin's body ended early, the client left) or a bug: the
+			// request is audited all the same, then net/http's server
+			// closes the connection or resets the stream.
+			if p := recover(); p != nil {
+				s.aborted(rw, slot, p)
+				s.finish(r, rw, slot, start)
+				panic(p)
+			}
+		}()
 		h.ServeHTTP(rw, r)
 		s.finish(r, rw, slot, start)
 	})
 }
 
-// onResponse notes the status of responses that came from an origin.
-func (s *Server) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
-	if resp == nil || resp.Header.Get("X-Robotsgate-Decision") != "" {
-		return resp
+// aborted records why a response was cut off.
+func (s *Server) aborted(rw *recordingWriter, slot *auditSlot, p any) {
+	rw.aborted = true
+	switch {
+	case slot.upstreamErr != nil:
+		s.metrics.UpstreamErrors.WithLabelValues("http_response_incomplete").Inc()
+		s.log.Info("upstream body ended early: the client's response is aborted", "err", slot.upstreamErr)
+		slot.note("the origin's body ended early (" + slot.upstreamErr.Error() + "): the response was aborted")
+	case p != http.ErrAbortHandler:
+		s.log.Error("panic serving a request", "panic", p)
 	}
-	if slot := auditSlotOf(ctx.Req.Context()); slot != nil {
-		slot.upstream = resp.StatusCode
-		if slot.waited > 0 {
-			resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(slot.waited.Seconds(), 'f', 3, 64))
-		}
-	}
-	return resp
 }
 
 func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, start time.Time) {
@@ -84,24 +107,30 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	}
 	rec.UpstreamStatus = slot.upstream
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
-	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes
+	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.audit.write(rec)
 	s.metrics.CountRequest(rec.Decision, r.Method)
 	s.stats.add(rec)
 }
 
-// recordingWriter remembers the status and counts the body bytes. It
-// implements http.Hijacker and http.Flusher itself, because goproxy asserts
-// them directly (CONNECT, WebSocket upgrades, streamed responses).
+// recordingWriter remembers the status and counts the body bytes, also
+// those written on a hijacked connection (a WebSocket). It implements
+// http.Hijacker and http.Flusher itself, because goproxy asserts them
+// directly (CONNECT).
 type recordingWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status   int
+	bytes    int64
+	hijacked atomic.Int64
+	aborted  bool
+	guard    *framingGuard // the connection's, nil for HTTP/2
 }
 
 func (w *recordingWriter) WriteHeader(code int) {
-	w.status = code
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		w.status = code // not the 1xx informational responses before it
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -111,19 +140,33 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadFrom lets io.Copy of a response body reach net/http's own pooled
-// buffer instead of allocating 32 KiB per response.
-func (w *recordingWriter) ReadFrom(r io.Reader) (int64, error) {
-	n, err := io.Copy(w.ResponseWriter, r)
-	w.bytes += n
-	return n, err
-}
-
 func (w *recordingWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
 
+// Hijack hands the connection over: the framing guard stops reading heads
+// on it, and what the server had read ahead of it comes first.
 func (w *recordingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if w.guard != nil {
+		w.guard.stopWatching()
+	}
+	c := &hijackedConn{prefixConn: prefixConn{Conn: conn, prefix: buffered(brw)}, written: &w.hijacked}
+	return c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), nil
 }
 
 // Unwrap lets http.ResponseController reach the writer underneath.
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// hijackedConn counts what is written to a hijacked client connection.
+type hijackedConn struct {
+	prefixConn
+	written *atomic.Int64
+}
+
+func (c *hijackedConn) Write(p []byte) (int, error) {
+	n, err := c.prefixConn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
+}

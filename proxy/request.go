@@ -17,9 +17,9 @@ import (
 	"github.com/robotsgate/robotsgate/policy"
 )
 
-// newGoproxy wires goproxy: our dialer for everything (never HTTP(S)_PROXY
-// from the environment, never its public CA), our judgement on every
-// request, our round tripper so upstream failures are responses.
+// newGoproxy wires goproxy, which answers CONNECTs: our dialer for blind
+// tunnels (never HTTP(S)_PROXY from the environment, never its public CA),
+// our judgement on every CONNECT.
 func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = slogWriter{s.log}
@@ -28,56 +28,84 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 	gp.ConnectDialWithReq = func(req *http.Request, network, addr string) (net.Conn, error) {
 		return s.dial(req.Context(), network, addr)
 	}
-	gp.KeepAcceptEncoding = true // pass the client's Accept-Encoding, bodies untouched
-	gp.NonproxyHandler = http.HandlerFunc(s.notAProxyRequest)
 	gp.OnRequest().HandleConnectFunc(s.onConnect)
-	gp.OnRequest().DoFunc(s.onRequest)
-	gp.OnResponse().DoFunc(s.onResponse)
 	return gp
 }
 
-// onRequest judges one request (plain HTTP in absolute form, or one from
-// inside an intercepted tunnel) and either returns a refusal or prepares the
-// request to go upstream unchanged.
-func (s *Server) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-	ctx.RoundTripper = s.upstream
-	if req.Method == http.MethodConnect {
-		return req, plainResponse(req, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported.")
+// serveProxyPort serves a request on the proxy port: a CONNECT (goproxy),
+// an absolute-form http://, https://, ws:// or wss:// request, or else a
+// refusal (the proxy is not a web server).
+func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request) {
+	switch {
+	case req.Method == http.MethodConnect:
+		s.gp.ServeHTTP(w, req)
+		return
+	case !req.URL.IsAbs():
+		s.notAProxyRequest(w, req)
+		return
 	}
+	// A WebSocket URL names the origin its upgrade request goes to
+	// (RFC 6455 §3): ws is http, wss is https.
+	switch strings.ToLower(req.URL.Scheme) {
+	case "ws":
+		req.URL.Scheme = "http"
+	case "wss":
+		req.URL.Scheme = "https"
+	}
+	s.forward(w, req, nil)
+}
+
+// forward judges one request (absolute-form on the proxy port, or from
+// inside a tunnel) and relays it if it is allowed.
+func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunnelInfo) {
+	if resp := s.judge(req, tunnel); resp != nil {
+		writeResponse(w, resp)
+		return
+	}
+	keepOnlyWebSocketUpgrade(req.Header)
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
+	}
+	s.relay.ServeHTTP(w, req)
+}
+
+// judge decides one request and returns the refusal to send, or nil when
+// the request may go upstream (it is then held for its pacing slot and
+// prepared to go out as the client sent it).
+func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return req, plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error", "The request URL has no valid http or https origin.")
+		return plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error", "The request URL has no valid http or https origin.")
 	}
-	tunnel, inTunnel := tunnelOf(req.Context())
 	client := tunnelClient(tunnel)
-	if !inTunnel {
+	if tunnel == nil {
 		if client, err = st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization")); err != nil {
-			return req, s.authRequired(req, st)
+			return s.authRequired(req, st)
 		}
 		if err := s.checkDestination(req.Context(), o, false); err != nil {
-			return req, s.egressRefusal(req, err)
+			return s.egressRefusal(req, err)
 		}
 	}
 	target := requestTarget(req)
 	start := time.Now()
 	d, err := st.engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
-		return req, plainResponse(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
+		return plainResponse(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
 	}
 	if d.Verdict == policy.Allow {
 		if err := s.pace(req, st, &d); err != nil {
-			return req, plainResponse(req, http.StatusServiceUnavailable, "rate-limited", "http_request_denied", "The client left while the request was held.")
+			return plainResponse(req, http.StatusServiceUnavailable, "rate-limited", "http_request_denied", "The client left while the request was held.")
 		}
 	}
 	s.logDecision(req, &d)
 	recordDecision(req, start, &d)
 	if d.Refused() {
-		return req, s.refusal(req, &d)
+		return s.refusal(req, &d)
 	}
 	identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
-	return req, nil
+	return nil
 }
 
 // pace holds an allowed request until its slot; the permit is released
@@ -163,10 +191,10 @@ func requestTarget(req *http.Request) string {
 }
 
 // prepareUpstream makes the request go out as the client sent it: the raw
-// request-target, not a re-encoding of the parsed path, and without the
-// client's "Connection: close", which would stop upstream connection reuse.
+// request-target, not a re-encoding of the parsed path. (The relay drops
+// the client's "Connection: close", which would stop upstream connection
+// reuse.)
 func prepareUpstream(req *http.Request, target string) {
-	req.Close = false
 	if req.URL.RequestURI() == target || strings.HasPrefix(target, "//") {
 		return
 	}
@@ -211,7 +239,7 @@ type tunnelKey struct{}
 
 // tunnelInfo describes the intercepted tunnel a request arrived in.
 type tunnelInfo struct {
-	origin  origin.Origin
+	origin  origin.Origin // https, or http for plain HTTP in the tunnel
 	connect *http.Request // the CONNECT request
 	client  policy.Client // identified (and authenticated) at CONNECT
 	// lastHost is the last Host header found to name origin.
@@ -225,7 +253,7 @@ func (t *tunnelInfo) sameOrigin(host string) bool {
 	if last := t.lastHost.Load(); last != nil && *last == host {
 		return true
 	}
-	o, err := origin.New("https", host)
+	o, err := origin.New(t.origin.Scheme, host)
 	if err != nil || o != t.origin {
 		return false
 	}

@@ -1,13 +1,20 @@
-// Package proxy is robotsgate's forward proxy: goproxy wired so that every
-// plain HTTP request and every request inside an intercepted CONNECT tunnel
-// is judged by the policy engine before it leaves, refusals are rendered in
-// one place, and upstream failures become proper responses.
+// Package proxy is robotsgate's forward proxy. It judges every plain HTTP
+// request and every request inside an intercepted CONNECT tunnel by the
+// policy engine before anything of it leaves, renders refusals in one
+// place, and turns upstream failures into proper responses.
 //
-// Requests, on the proxy port and inside intercepted tunnels, are read by a
-// request loop of the proxy's own (connserver.go) rather than by net/http's
-// server or goproxy's MITM loop, so both get the same limits, timeouts and
-// malformed-request handling (400, 431); requests inside a tunnel are then
-// handed to goproxy like any absolute-form request.
+// Client connections are served by net/http's server: the proxy port
+// (HTTP/1.1) and the inside of intercepted tunnels (HTTP/1.1 and HTTP/2,
+// by ALPN; plain HTTP/1.1 when the tunnel carries no TLS). A framing guard
+// in front of every HTTP/1.x connection refuses ambiguous request framing.
+// goproxy answers CONNECTs (refusal, blind tunnel or interception), and
+// allowed requests are relayed by httputil.ReverseProxy, which keeps the
+// intermediary's rules of RFC 9110: hop-by-hop fields, 1xx responses,
+// trailers, upgrades only as requested, truncated bodies aborted.
+//
+// The proxy must not relay any request it has not judged: no upgrade but a
+// requested WebSocket, no pipelined request after a framing it cannot
+// follow, no request in a tunnel for another host than the tunnel's.
 package proxy
 
 import (
@@ -16,9 +23,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/netip"
 	"net/url"
 	"os"
@@ -49,8 +58,6 @@ const (
 	responseHeaderTimeout = 60 * time.Second
 	upstreamIdleTimeout   = 90 * time.Second  // idle pooled upstream connection
 	upstreamReadTimeout   = 120 * time.Second // silence inside a response or tunnel
-	clientHeaderTimeout   = 30 * time.Second
-	clientIdleTimeout     = 90 * time.Second
 	maxHeaderBytes        = 1 << 20 // request head; beyond it 431
 )
 
@@ -76,14 +83,17 @@ type Server struct {
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
-	gp       *goproxy.ProxyHttpServer
+	gp       *goproxy.ProxyHttpServer // answers CONNECTs
 	upstream *upstream
+	relay    *httputil.ReverseProxy // forwards allowed requests
 	current  atomic.Pointer[settings]
 	self     atomic.Pointer[[]netip.AddrPort]
-	// proxyConns serves the connections on the proxy port, tunnelConns the
-	// requests inside intercepted tunnels.
-	proxyConns, tunnelConns *connServer
-	metrics                 *metrics.Metrics
+	// proxySrv serves the proxy port; tunnelSrv, fed by tunnelLn, the
+	// inside of every intercepted tunnel.
+	proxySrv, tunnelSrv *http.Server
+	tunnelLn            *tunnelListener
+	timeouts            config.Timeouts // fixed at New: they belong to the servers
+	metrics             *metrics.Metrics
 	audit                   *auditLog
 	stats                   *stats
 	serving                 atomic.Bool
@@ -135,9 +145,33 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	s.metrics.PrepareRequests("allow", "disallow", "unreachable", "egress-denied", "rate-limited", "upstream-error")
 	s.upstream = newUpstream(s.dial, roots, s.log, s.metrics)
 	s.gp = s.newGoproxy()
-	s.proxyConns = newConnServer(s.observe(guardFraming(s.gp)))
-	s.tunnelConns = newConnServer(s.observe(guardFraming(http.HandlerFunc(s.serveTunnelRequest))))
+	s.relay = s.newRelay()
+	s.timeouts = cfg.Timeouts
+	s.tunnelLn = newTunnelListener()
+	s.proxySrv = s.newHTTPServer(http.HandlerFunc(s.serveProxyPort), nil)
+	s.tunnelSrv = s.newHTTPServer(http.HandlerFunc(s.serveTunnelRequest), s.tunnelLn)
+	go s.tunnelSrv.Serve(s.tunnelLn)
 	return s, nil
+}
+
+// newHTTPServer returns a server for client connections: the same limits
+// and timeouts on the proxy port and inside tunnels. The tunnel server
+// also serves HTTP/2, on intercepted TLS connections that negotiated it
+// (net/http sets it up for the *tls.Conns it is given, having no TLSConfig
+// of its own).
+func (s *Server) newHTTPServer(h http.Handler, tunnels *tunnelListener) *http.Server {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(tunnels != nil) // the proxy port is plain TCP: no h2c
+	return &http.Server{
+		Protocols:         protocols,
+		Handler:           s.observe(guardFraming(h)),
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: s.timeouts.ClientHeader.Duration(),
+		IdleTimeout:       s.timeouts.ClientIdle.Duration(),
+		ErrorLog:          log.New(slogWriter{s.log}, "", 0),
+		ConnContext:       tunnels.connContext,
+	}
 }
 
 // newResolver creates the robots.txt resolver, fetching through the egress
@@ -341,7 +375,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.setSelf(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxyConns.serveListener(guardedListener{ln})
+	err := s.proxySrv.Serve(guardedListener{ln})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -358,9 +392,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.tunnelConns.shutdown(ctx)
+		if s.tunnelSrv.Shutdown(ctx) != nil {
+			s.tunnelSrv.Close()
+		}
 	}()
-	err := s.proxyConns.shutdown(ctx)
+	err := s.proxySrv.Shutdown(ctx)
+	if err != nil {
+		s.proxySrv.Close()
+	}
 	wg.Wait()
 	s.resolver.Close()
 	s.upstream.close()

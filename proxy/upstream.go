@@ -11,17 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/elazarl/goproxy"
-
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/metrics"
 )
 
-// upstream sends allowed requests to origins. It never returns an error to
-// goproxy: a failure becomes a 502 or 504 (403 for the egress guard) with a
-// fixed body, because goproxy would otherwise close an intercepted tunnel
-// without a response, or send raw dial errors, which reveal internal
-// addresses, to the client.
+// upstream sends allowed requests to origins. A failure becomes a 502 or
+// 504 (403 for the egress guard) with a fixed body: raw dial errors reveal
+// internal addresses.
 type upstream struct {
 	tr      *http.Transport
 	log     *slog.Logger
@@ -49,24 +45,27 @@ func newUpstream(dial func(context.Context, string, string) (net.Conn, error), r
 
 func (u *upstream) close() { u.tr.CloseIdleConnections() }
 
-// RoundTrip implements goproxy.RoundTripper.
-func (u *upstream) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
-	resp, err := u.tr.RoundTrip(req)
-	if err == nil {
-		return resp, nil
-	}
+// failure renders a failed exchange with the origin: the egress guard's
+// refusal at dial time, or a 502/504 that names the cause only by its RFC
+// 9209 type, never by the error's text.
+func (u *upstream) failure(req *http.Request, err error) *http.Response {
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
-		return egressDenied(req, denied), nil
+		return egressDenied(req, denied)
 	}
 	status, proxyStatus := classifyUpstreamError(err)
-	u.metrics.UpstreamErrors.WithLabelValues(proxyStatus).Inc()
-	u.log.Info("upstream failed", "url", req.URL.Host, "status", status, "err", err)
-	body := "The origin could not be reached."
-	if status == http.StatusGatewayTimeout {
-		body = "The origin did not answer in time."
+	if req.Context().Err() == nil { // not the client leaving
+		u.metrics.UpstreamErrors.WithLabelValues(proxyStatus).Inc()
+		u.log.Info("upstream failed", "url", req.URL.Host, "status", status, "err", err)
 	}
-	return plainResponse(req, status, "upstream-error", proxyStatus, body), nil
+	body := "The origin could not be reached."
+	switch {
+	case status == http.StatusGatewayTimeout:
+		body = "The origin did not answer in time."
+	case proxyStatus == "http_upgrade_failed":
+		body = "The origin switched protocols where the request did not ask for it."
+	}
+	return plainResponse(req, status, "upstream-error", proxyStatus, body)
 }
 
 // classifyUpstreamError maps a transport error to a status code and an RFC
@@ -76,6 +75,8 @@ func classifyUpstreamError(err error) (int, string) {
 	var certErr *tls.CertificateVerificationError
 	var netErr net.Error
 	switch {
+	case errors.Is(err, errUnrequestedUpgrade):
+		return http.StatusBadGateway, "http_upgrade_failed"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return http.StatusGatewayTimeout, "connection_timeout"
 	case errors.As(err, &dnsErr):

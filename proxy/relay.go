@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// The relay forwards allowed requests with httputil.ReverseProxy, which
+// applies the intermediary's rules of RFC 9110 and RFC 9112 as net/http's
+// server does: hop-by-hop fields (those named in Connection, Keep-Alive,
+// Proxy-Connection, TE but "trailers", Transfer-Encoding, Upgrade) are
+// removed in both directions (RFC 9110 §7.6.1); 1xx responses are passed
+// on (§15.2); a 101 only answers a request that asked for that upgrade;
+// trailers are forwarded; a body that ends early aborts the client's
+// connection or stream instead of ending it cleanly; no User-Agent is
+// added to a request without one. What it needs from us: the request's
+// target kept byte for byte, the client's forwarding headers kept, failures
+// rendered as our responses.
+
+func (s *Server) newRelay() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        rewrite,
+		Transport:      s.upstream.tr,
+		ModifyResponse: s.modifyResponse,
+		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+			if b, ok := req.Body.(*idleBody); ok && b.stalled() {
+				writeResponse(w, plainResponse(req, http.StatusRequestTimeout, "client-timeout", "http_request_error",
+					"The request body stalled for longer than timeouts.client_body."))
+				return
+			}
+			writeResponse(w, s.upstream.failure(req, err))
+		},
+		BufferPool: relayBuffers{},
+		ErrorLog:   log.New(slogWriter{s.log}, "", 0),
+	}
+}
+
+// rewrite keeps what ReverseProxy's Rewrite mode would change of a request
+// that is to go out as the client sent it: the query (dropped in part
+// when it does not parse as a form, e.g. with ';') and the forwarding
+// headers (removed, for the Rewrite function to set; we add none).
+func rewrite(pr *httputil.ProxyRequest) {
+	pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v, ok := pr.In.Header[k]; ok {
+			pr.Out.Header[k] = v
+		}
+	}
+}
+
+// errUnrequestedUpgrade is an origin's 101 to a request that did not ask
+// for that protocol: relaying it would turn the client's connection into a
+// pipe that carries later requests to the origin unjudged.
+var errUnrequestedUpgrade = errors.New("the origin switched to a protocol the request did not ask for")
+
+// modifyResponse notes the origin's answer in the audit slot before the
+// relay passes it on.
+func (s *Server) modifyResponse(resp *http.Response) error {
+	if resp.StatusCode == http.StatusSwitchingProtocols &&
+		!strings.EqualFold(upgradeType(resp.Request.Header), upgradeType(resp.Header)) {
+		return errUnrequestedUpgrade
+	}
+	slot := auditSlotOf(resp.Request.Context())
+	if slot == nil {
+		return nil
+	}
+	slot.upstream = resp.StatusCode
+	if slot.waited > 0 {
+		resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(slot.waited.Seconds(), 'f', 3, 64))
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
+		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}
+		resp.Body = &slot.body
+	}
+	return nil
+}
+
+// upstreamBody notes an origin's body that ends early (the relay then
+// aborts the client's response).
+type upstreamBody struct {
+	io.ReadCloser
+	slot *auditSlot
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.slot.upstreamErr = err
+	}
+	return n, err
+}
+
+// upgradeType is the protocol a message's Upgrade asks for, "" when its
+// Connection does not name upgrade (as ReverseProxy reads it).
+func upgradeType(h http.Header) string {
+	if !httpguts.HeaderValuesContainsToken(h["Connection"], "Upgrade") {
+		return ""
+	}
+	return h.Get("Upgrade")
+}
+
+// keepOnlyWebSocketUpgrade removes a request's Upgrade unless it asks for
+// a WebSocket and nothing else: another protocol (h2c, …) would carry
+// requests the proxy never judges.
+func keepOnlyWebSocketUpgrade(h http.Header) {
+	if _, ok := h["Upgrade"]; !ok {
+		return
+	}
+	if len(h["Upgrade"]) == 1 && strings.EqualFold(strings.TrimSpace(upgradeType(h)), "websocket") {
+		return
+	}
+	h.Del("Upgrade")
+}
+
+// relayBuffers lends the relay its copy buffers.
+type relayBuffers struct{}
+
+var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (relayBuffers) Get() []byte  { return *relayBufPool.Get().(*[]byte) }
+func (relayBuffers) Put(b []byte) { relayBufPool.Put(&b) }
+
+// idleBody is a request body read with an idle timeout: each read must
+// bring data within timeout (timeouts.client_body), or the request fails
+// (408). The deadline is the connection's (HTTP/1.x) or the stream's
+// (HTTP/2), set through the ResponseController, and cleared at the end of
+// the body so that it does not cut off the response that follows.
+type idleBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	timeout  time.Duration
+	done     bool        // the body ended (read by one goroutine at a time)
+	timedOut atomic.Bool // it ended by the timeout
+}
+
+func newIdleBody(body io.ReadCloser, w http.ResponseWriter, timeout time.Duration) *idleBody {
+	return &idleBody{ReadCloser: body, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+		var te interface{ Timeout() bool }
+		b.timedOut.Store(errors.As(err, &te) && te.Timeout())
+	}
+	return n, err
+}
+
+// stalled reports whether the body ended because the client stopped
+// sending it.
+func (b *idleBody) stalled() bool { return b.timedOut.Load() }
