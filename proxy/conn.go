@@ -65,4 +65,3 @@ func (c *idleConn) CloseRead() error {
 	}
 	return nil
 }
-

@@ -58,7 +58,7 @@ const (
 	responseHeaderTimeout = 60 * time.Second
 	upstreamIdleTimeout   = 90 * time.Second  // idle pooled upstream connection
 	upstreamReadTimeout   = 120 * time.Second // silence inside a response or tunnel
-	maxHeaderBytes        = 1 << 20 // request head; beyond it 431
+	maxHeaderBytes        = 1 << 20           // request head; beyond it 431
 )
 
 // Options carries what New cannot derive from the configuration.
@@ -94,9 +94,9 @@ type Server struct {
 	tunnelLn            *tunnelListener
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
-	audit                   *auditLog
-	stats                   *stats
-	serving                 atomic.Bool
+	audit               *auditLog
+	stats               *stats
+	serving             atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration).
 	paceStore pacing.Store
