@@ -144,14 +144,14 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodConnect {
-		writeResponse(w, plainResponse(r, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported."))
+		s.respond(w, plainResponse(r, http.StatusMethodNotAllowed, "bad-request", "http_request_error", "CONNECT inside a tunnel is not supported."))
 		return
 	}
 	if r.Host == "" {
 		r.Host = info.origin.HostPort()
 	}
 	if !info.sameOrigin(r.Host) {
-		writeResponse(w, plainResponse(r, http.StatusMisdirectedRequest, "misdirected", "http_request_error",
+		s.respond(w, plainResponse(r, http.StatusMisdirectedRequest, "misdirected", "http_request_error",
 			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 		return
 	}

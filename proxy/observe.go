@@ -32,6 +32,7 @@ type auditSlot struct {
 	// request); upstreamErr is how that body failed, if it did.
 	body        upstreamBody
 	upstreamErr error
+	reqBody     *idleBody // the client's request body, if any
 }
 
 // refine changes the decision recorded for a CONNECT once it is known what

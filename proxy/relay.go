@@ -33,12 +33,13 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 		Transport:      s.upstream.tr,
 		ModifyResponse: s.modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			if b, ok := req.Body.(*idleBody); ok && b.stalled() {
-				writeResponse(w, plainResponse(req, http.StatusRequestTimeout, "client-timeout", "http_request_error",
+			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
+				w.Header().Set("Connection", "close") // the rest of the body may never come
+				s.respond(w, plainResponse(req, http.StatusRequestTimeout, "client-timeout", "http_request_error",
 					"The request body stalled for longer than timeouts.client_body."))
 				return
 			}
-			writeResponse(w, s.upstream.failure(req, err))
+			s.respond(w, s.upstream.failure(req, err))
 		},
 		BufferPool: relayBuffers{},
 		ErrorLog:   log.New(slogWriter{s.log}, "", 0),

@@ -59,14 +59,29 @@ func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request) {
 // inside a tunnel) and relays it if it is allowed.
 func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunnelInfo) {
 	if resp := s.judge(req, tunnel); resp != nil {
-		writeResponse(w, resp)
+		s.respond(w, resp)
 		return
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
 	if req.Body != nil && req.Body != http.NoBody {
-		req.Body = newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
+		b := newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
+		req.Body = b
+		if slot := auditSlotOf(req.Context()); slot != nil {
+			slot.reqBody = b // the relay's error handler sees only its copy of req
+		}
 	}
 	s.relay.ServeHTTP(w, req)
+}
+
+// respond sends a response the proxy made. net/http's server reads what
+// is left of an unread request body (up to 256 KiB) before it writes the
+// response, so that read gets timeouts.client_body too: a client that
+// stops sending a refused body cannot hold the connection.
+func (s *Server) respond(w http.ResponseWriter, resp *http.Response) {
+	if req := resp.Request; req != nil && req.ContentLength != 0 && req.ProtoMajor == 1 {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.timeouts.ClientBody.Duration()))
+	}
+	writeResponse(w, resp)
 }
 
 // judge decides one request and returns the refusal to send, or nil when
@@ -205,7 +220,7 @@ func prepareUpstream(req *http.Request, target string) {
 }
 
 func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
-	writeResponse(w, plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error",
+	s.respond(w, plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error",
 		"This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 }
 
