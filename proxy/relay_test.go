@@ -226,7 +226,6 @@ func TestUnrequestedSwitchIs502(t *testing.T) {
 	}
 }
 
-
 // A refused request whose body the client stops sending is still
 // answered: net/http reads the unread body before writing a response, and
 // that read is bounded by timeouts.client_body too.
