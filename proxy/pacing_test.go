@@ -23,8 +23,12 @@ type arrivals struct {
 }
 
 func startTimedOrigin(t *testing.T, ip, robotsTxt string) *arrivals {
+	return startTimedOriginOn(t, ip, robotsTxt, false)
+}
+
+func startTimedOriginOn(t *testing.T, ip, robotsTxt string, tlsOn bool) *arrivals {
 	a := &arrivals{times: map[string][]time.Time{}}
-	a.testOrigin = startOrigin(t, ip, false, robotsTxt, 0)
+	a.testOrigin = startOrigin(t, ip, tlsOn, robotsTxt, 0)
 	a.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			fmt.Fprint(w, robotsTxt)
