@@ -88,14 +88,27 @@ type benchMode struct {
 	name      string
 	tls       bool
 	keepAlive bool
+	// h2: HTTP/2 to the proxy's interception, h2Streams requests in
+	// flight on each client connection (robotsgate only: goproxy's
+	// interception speaks HTTP/1.1).
+	h2 bool
 }
 
-var benchModes = []benchMode{
-	{"http-keepalive", false, true},
-	{"http-newconn", false, false},
-	{"https-keepalive", true, true},
-	{"https-newconn", true, false},
-}
+// h2Streams is how many requests share one HTTP/2 connection in
+// mode=https-h2: -proxybench.conns streams over conns/h2Streams
+// connections (50 over 10 by default).
+const h2Streams = 5
+
+var (
+	httpsKeepAlive = benchMode{"https-keepalive", true, true, false}
+	benchModes     = []benchMode{
+		{"http-keepalive", false, true, false},
+		{"http-newconn", false, false, false},
+		httpsKeepAlive,
+		{"https-newconn", true, false, false},
+		{"https-h2", true, true, true},
+	}
+)
 
 // benchEnv is everything BenchmarkProxy talks to, started once per run.
 type benchEnv struct {
@@ -114,7 +127,7 @@ func BenchmarkProxy(b *testing.B) {
 	env := newBenchEnv(b)
 	for _, mode := range benchModes {
 		b.Run("mode="+mode.name, func(b *testing.B) {
-			for _, impl := range []string{"direct", "goproxy", "robotsgate"} {
+			for _, impl := range mode.impls() {
 				b.Run("impl="+impl, func(b *testing.B) { env.run(b, mode, impl) })
 			}
 		})
@@ -185,7 +198,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	// Every setup answers before anything is timed; for robotsgate this also
 	// fetches and caches both origins' robots.txt.
 	for _, mode := range benchModes {
-		for _, impl := range []string{"direct", "goproxy", "robotsgate"} {
+		for _, impl := range mode.impls() {
 			c := env.client(mode, impl)
 			if err := benchRequest(c, env.url(mode), make([]byte, len(benchBody)+1)); err != nil {
 				b.Fatalf("mode=%s impl=%s: %v", mode.name, impl, err)
@@ -302,7 +315,19 @@ func (env *benchEnv) client(mode benchMode, impl string) *http.Transport {
 		tr.Proxy = http.ProxyURL(p.url)
 		tr.TLSClientConfig.RootCAs = p.roots
 	}
+	if mode.h2 {
+		tr.ForceAttemptHTTP2 = true
+		tr.MaxConnsPerHost = 1 // its streams share one connection
+	}
 	return tr
+}
+
+// impls are the setups measured in a mode.
+func (m benchMode) impls() []string {
+	if m.h2 {
+		return []string{"robotsgate"}
+	}
+	return []string{"direct", "goproxy", "robotsgate"}
 }
 
 // benchRequest sends one GET and checks the response: 200 and exactly
@@ -352,9 +377,14 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	var base *benchLoad
 	// Each proxy runs paired with the other, so that both of their
 	// separate columns are measured with the same company: 50 more client
-	// connections and the other proxy's heap and goroutines.
-	if other := map[string]string{"robotsgate": "goproxy", "goproxy": "robotsgate"}[impl]; other != "" && !*benchUnpaired {
-		base = env.newLoad(b, mode, other)
+	// connections and the other proxy's heap and goroutines. HTTP/2 is
+	// paired with robotsgate's HTTP/1.1 (as many requests in flight).
+	baseMode, other := mode, map[string]string{"robotsgate": "goproxy", "goproxy": "robotsgate"}[impl]
+	if mode.h2 {
+		baseMode, other = httpsKeepAlive, "robotsgate"
+	}
+	if other != "" && !*benchUnpaired {
+		base = env.newLoad(b, baseMode, other)
 		defer base.close()
 	}
 	// Each connection sends at least 5 requests per slice, so that the ramp
@@ -384,7 +414,11 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 		b.Fatalf("%d latencies for %d requests", len(subj.lat), b.N)
 	}
 	subj.report(b)
-	if base != nil && impl == "robotsgate" {
+	switch {
+	case base != nil && mode.h2:
+		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-h1")
+		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-h1-ns")
+	case base != nil && impl == "robotsgate":
 		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-goproxy")
 		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-goproxy-ns")
 	}
@@ -445,7 +479,8 @@ func (s *benchSample) report(b *testing.B) {
 }
 
 // benchLoad is the client side of one implementation in one mode:
-// -proxybench.conns transports, each with its connection set up (in the
+// -proxybench.conns client goroutines, each with a transport of its own
+// (HTTP/2: h2Streams goroutines share one), its connection set up (in the
 // keep-alive modes) by an untimed first request.
 type benchLoad struct {
 	env        *benchEnv
@@ -455,14 +490,34 @@ type benchLoad struct {
 
 func (env *benchEnv) newLoad(b *testing.B, mode benchMode, impl string) *benchLoad {
 	l := &benchLoad{env: env, target: env.url(mode)}
-	for range max(*benchConns, 1) {
-		l.transports = append(l.transports, env.client(mode, impl))
+	streams := 1
+	if mode.h2 {
+		streams = h2Streams
+	}
+	for range max(*benchConns/streams, 1) {
+		tr := env.client(mode, impl)
+		for range streams {
+			l.transports = append(l.transports, tr) // one goroutine each
+		}
 	}
 	if r := l.drive(len(l.transports)); r.err != nil {
 		l.close()
 		b.Fatalf("mode=%s impl=%s: warm-up: %v", mode.name, impl, r.err)
 	}
+	if mode.h2 {
+		resp, err := l.transports[0].RoundTrip(benchGet(l.target))
+		if err != nil || resp.ProtoMajor != 2 {
+			b.Fatalf("mode=%s impl=%s: not HTTP/2: %v %v", mode.name, impl, resp, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 	return l
+}
+
+func benchGet(rawURL string) *http.Request {
+	req, _ := http.NewRequest(http.MethodGet, rawURL, nil)
+	return req
 }
 
 func (l *benchLoad) conns() int { return len(l.transports) }
