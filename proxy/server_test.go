@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A client that sends its request head too slowly (slowloris) is cut off
+// after timeouts.client_header, on the proxy port and inside a tunnel
+// (regression: the hand-written request loop held a slow first head for
+// the idle timeout, 90 s).
+func TestSlowRequestHeadIsCutOff(t *testing.T) {
+	o := startOrigin(t, "127.0.0.1", true, testRobots, 0)
+	cfg := testConfig(t, o.Certificate())
+	cfg.Timeouts.ClientHeader = 300_000_000 // 300 ms
+	p := startProxy(t, cfg)
+	host := strings.TrimPrefix(o.URL, "https://")
+	for name, open := range map[string]func() *rawConn{
+		"proxy port": func() *rawConn { return dialProxy(t, p) },
+		"tunnel":     func() *rawConn { return dialProxy(t, p).connect(t, p, host, "127.0.0.1") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := open()
+			start := time.Now()
+			io.WriteString(c, "GET /public HTTP/1.1\r\nHost: "+host+"\r\n") // never finished
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err := io.ReadAll(c.r)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the connection was still open after %v", time.Since(start))
+			}
+		})
+	}
+}
+
+// "Connection: close" on an allowed request closes the client connection
+// after its response (RFC 9112 §9.6, a MUST; regression: the hand-written
+// loop kept it open), while the upstream connection is reused.
+func TestClientConnectionCloseIsHonoured(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	p := startProxy(t, testConfig(t, nil))
+	host := strings.TrimPrefix(o.URL, "http://")
+	for i := range 2 {
+		c := dialProxy(t, p)
+		resp, body := c.roundTrip(t, fmt.Sprintf("GET http://%s/page%d HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host, i, host))
+		if resp.StatusCode != 200 || !resp.Close || body != fmt.Sprintf("target=/page%d", i) {
+			t.Fatalf("%d %q close=%v", resp.StatusCode, body, resp.Close)
+		}
+		if _, err := c.r.ReadByte(); err != io.EOF {
+			t.Errorf("after the response: %v, want the connection closed (EOF)", err)
+		}
+	}
+	if n := o.conns.Load(); n > 2 { // robots.txt and the pages
+		t.Errorf("the origin saw %d connections: the client's Connection: close reached upstream", n)
+	}
+}
+
+// Bytes a client sends right behind a WebSocket upgrade request (a first
+// frame, before the 101 arrives) are relayed, not lost with net/http's
+// read-ahead buffer at the hijack.
+func TestBytesSentWithTheUpgradeAreNotLost(t *testing.T) {
+	o := startEchoUpgradeOrigin(t, "127.0.0.2", false)
+	p := startProxy(t, testConfig(t, nil))
+	host := strings.TrimPrefix(o.URL, "http://")
+	c := dialProxy(t, p)
+	io.WriteString(c, upgradeRequest("http://"+host+"/socket", host)+"early-frame\n")
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c.r).ReadString('\n')
+	if line != "early-frame\n" {
+		t.Errorf("echo of the frame sent with the upgrade: %q %v", line, err)
+	}
+}
