@@ -182,3 +182,41 @@ func TestWebSocketURLInAbsoluteForm(t *testing.T) {
 		t.Error("the disallowed upgrade reached the origin")
 	}
 }
+
+// Over HTTP/2 a body the origin cuts short resets that stream only: the
+// client sees an error, not a complete body, and the connection carries
+// the next request.
+func TestHTTP2TruncatedBodyResetsOnlyItsStream(t *testing.T) {
+	o := startOrigin(t, "127.0.0.1", true, testRobots, 0)
+	inner := o.Config.Handler
+	o.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/cut" {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhello")
+		conn.Close()
+	})
+	p := startProxy(t, testConfig(t, o.Certificate()))
+	c, conns := p.h2Client()
+	resp, err := c.Get(o.URL + "/cut")
+	if err == nil {
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			t.Fatalf("HTTP/%d body %q ended cleanly", resp.ProtoMajor, body)
+		}
+	}
+	resp, err = c.Get(o.URL + "/after")
+	if err != nil || resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Fatalf("the next request: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d CONNECTs: the aborted stream took its connection down", n)
+	}
+}

@@ -52,7 +52,7 @@ func (o *testOrigin) saw(target string) bool {
 
 // startOrigin starts an origin on ip that serves robots (or the status in
 // robotsStatus) at /robots.txt and echoes the request-target elsewhere.
-func startOrigin(t *testing.T, ip string, tlsOn bool, robots string, robotsStatus int) *testOrigin {
+func startOrigin(t testing.TB, ip string, tlsOn bool, robots string, robotsStatus int) *testOrigin {
 	t.Helper()
 	o := &testOrigin{}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +109,7 @@ func (p *testProxy) logText() string {
 
 // testConfig allows the loopback addresses the tests use as origins and
 // trusts the httptest certificate for upstream TLS.
-func testConfig(t *testing.T, upstreamCA *x509.Certificate) config.Config {
+func testConfig(t testing.TB, upstreamCA *x509.Certificate) config.Config {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.AdminListen = ""
@@ -123,12 +123,12 @@ func testConfig(t *testing.T, upstreamCA *x509.Certificate) config.Config {
 	return cfg
 }
 
-func startProxy(t *testing.T, cfg config.Config) *testProxy {
+func startProxy(t testing.TB, cfg config.Config) *testProxy {
 	t.Helper()
 	return startProxyWith(t, cfg, Options{})
 }
 
-func startProxyWith(t *testing.T, cfg config.Config, opts Options) *testProxy {
+func startProxyWith(t testing.TB, cfg config.Config, opts Options) *testProxy {
 	t.Helper()
 	ca, err := certs.GenerateCA(time.Now())
 	if err != nil {
