@@ -9,24 +9,54 @@ MODULE := github.com/robotsgate/robotsgate
 test: deps fmt-check vet
 	$(GO) test -race ./...
 
-# deps installs the external programs the tests start: redis-server (the
-# pacing store's tests run a real one), curl and wget (the end-to-end test
-# drives the real binary with them) and chromium (the status page is checked
-# in a real headless browser). Installing needs root and Debian's apt;
-# otherwise it says what is missing and stops.
-DEPS_BINARIES = redis-server curl wget chromium
-DEPS_PACKAGES = redis-server curl wget chromium
+# deps installs what the tests start, only what is missing (quick when all
+# is there):
+#   - Debian packages: redis-server (the pacing store's tests run a real
+#     one), curl and wget (the end-to-end tests drive the real binary with
+#     them), chromium (the status page, and a client of clients_test.go) with
+#     certutil (libnss3-tools: Chromium's trust store), and for the Python
+#     clients of clients_test.go Debian's python3-requests, -httpx, -h2,
+#     -aiohttp and -scrapy, which are for Debian's /usr/bin/python3 (PyPI is
+#     not used). Installing needs root and apt; otherwise it says what is
+#     missing and stops.
+#   - npm packages of the Node clients, at the exact versions of
+#     testdata/clients/package-lock.json, into ROBOTSGATE_NODE_DIR (default
+#     ~/.cache/robotsgate-e2e/node, outside the repository; the tests look
+#     there too), with the machine's npm. Reinstalled when the lock file
+#     changes.
+DEPS_BINARIES = redis-server curl wget chromium certutil
+DEPS_PACKAGES = redis-server curl wget chromium libnss3-tools \
+	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy
+DEPS_PYTHON = /usr/bin/python3
+DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy
+NODE_CLIENTS = testdata/clients
+ROBOTSGATE_NODE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/node
+export ROBOTSGATE_NODE_DIR
 
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -x $(DEPS_PYTHON) ]; then \
+		missing="$$missing $$($(DEPS_PYTHON) -c 'import importlib.util, sys; print(" ".join("python3-" + m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' $(DEPS_PYTHON_MODULES))"; \
+	else missing="$$missing $(DEPS_PYTHON)"; fi; \
+	missing=$$(echo $$missing); \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing$$missing"; \
+			echo "installing (missing: $$missing)"; \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPS_PACKAGES) >/dev/null; \
 		else \
-			echo "missing:$$missing (install them, e.g. apt-get install $(DEPS_PACKAGES), then rerun make test)"; exit 1; \
+			echo "missing: $$missing (install them, e.g. apt-get install $(DEPS_PACKAGES), then rerun make test)"; exit 1; \
 		fi; \
+	fi
+	@if ! cmp -s $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json" || \
+		[ ! -d "$(ROBOTSGATE_NODE_DIR)/node_modules" ]; then \
+		command -v npm >/dev/null 2>&1 || { echo "missing: npm (Node.js 20 or later), for the Node clients of clients_test.go"; exit 1; }; \
+		echo "installing the Node clients' npm packages into $(ROBOTSGATE_NODE_DIR)"; \
+		mkdir -p "$(ROBOTSGATE_NODE_DIR)" && \
+		rm -f "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json" && \
+		cp $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/" && \
+		npm ci --prefix "$(ROBOTSGATE_NODE_DIR)" --no-audit --no-fund --loglevel=error && \
+		cp $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json"; \
 	fi
 
 fmt-check:
