@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// sniffProtoName names a tunnelProtocol in failures.
+func sniffProtoName(p tunnelProtocol) string {
+	switch p {
+	case protoNeedMore:
+		return "need-more"
+	case protoTLS:
+		return "tls"
+	case protoHTTP:
+		return "http"
+	case protoOther:
+		return "other"
+	}
+	return fmt.Sprintf("tunnelProtocol(%d)", int(p))
+}
+
+func TestSniffProtocol(t *testing.T) {
+	token25 := strings.Repeat("A", maxMethodLen+1)
+	tests := []struct {
+		name string
+		in   string
+		want tunnelProtocol
+	}{
+		{"empty", "", protoNeedMore},
+		{"TLS record byte alone", "\x16", protoNeedMore},
+		{"TLS 1.0 record of a ClientHello", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", protoTLS},
+		{"TLS ClientHello prefix", "\x16\x03\x01", protoTLS},
+		{"TLS record, major version 3, any minor", "\x16\x03\x04", protoTLS},
+		{"handshake byte, not version 3", "\x16\x02\x00", protoOther},
+		{"handshake byte, then a letter", "\x16GET", protoOther},
+		{"TLS alert record (not a handshake)", "\x15\x03\x01", protoOther},
+		{"GET request line", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", protoHTTP},
+		{"method and space are enough", "GET ", protoHTTP},
+		{"method without space yet", "GET", protoNeedMore},
+		{"CONNECT", "CONNECT h:443 HTTP/1.1\r\n\r\n", protoHTTP},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", protoHTTP},
+		{"unregistered token method", "X-MY_METHOD! / HTTP/1.1\r\n", protoHTTP},
+		{"longest waited-for method", strings.Repeat("M", maxMethodLen) + " /", protoHTTP},
+		{"SSH banner", "SSH-2.0-OpenSSH_9.6\r\n", protoOther},
+		// A token and a space: indistinguishable from a method, so the
+		// tunnel server gets it (and answers 400 to "EHLO x").
+		{"SMTP-like EHLO", "EHLO x\r\n", protoHTTP},
+		{"25-byte token without space", token25, protoOther},
+		{"24-byte token without space", token25[:maxMethodLen], protoNeedMore},
+		{"space first", " GET / HTTP/1.1\r\n", protoOther},
+		{"CR LF first", "\r\nGET / HTTP/1.1\r\n", protoOther},
+		{"tab after method", "GET\t/ HTTP/1.1\r\n", protoOther},
+		{"NUL", "\x00\x00\x00\x00", protoOther},
+		{"binary", "\xff\xfe\x00\x01", protoOther},
+		{"non-ASCII letter in method", "G\xc3\x89T / HTTP/1.1\r\n", protoOther},
+		{"SOCKS5 greeting", "\x05\x01\x00", protoOther},
+		{"HTTP/2 frame bytes", "\x00\x00\x12\x04\x00", protoOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sniffProtocol([]byte(tt.in)); got != tt.want {
+				t.Errorf("sniffProtocol(%q) = %s, want %s", tt.in, sniffProtoName(got), sniffProtoName(tt.want))
+			}
+		})
+	}
+}
+
+func FuzzSniffProtocol(f *testing.F) {
+	for _, seed := range []string{
+		"", "\x16", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", "\x16\x02", "GET / HTTP/1.1\r\n\r\n", "CONNECT h:1 HTTP/1.1\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "SSH-2.0-x\r\n", "EHLO x\r\n", strings.Repeat("A", maxMethodLen+1),
+		strings.Repeat("A", maxMethodLen) + " ", " GET", "\x00\xff", "G\xc3\x89T ",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := sniffProtocol(b)
+		if got < protoNeedMore || got > protoOther {
+			t.Fatalf("sniffProtocol(%q) = %s: not a protocol", b, sniffProtoName(got))
+		}
+		if got == protoNeedMore && len(b) > maxMethodLen+1 {
+			t.Fatalf("sniffProtocol(%q) = need-more for %d bytes (decides within %d)", b, len(b), maxMethodLen+1)
+		}
+		// The first prefix that decides must decide the same as every
+		// longer one: sniff acts on the bytes of the first read that tells.
+		decided, at := protoNeedMore, 0
+		for i := 0; i <= len(b); i++ {
+			p := sniffProtocol(b[:i])
+			switch {
+			case decided == protoNeedMore:
+				decided, at = p, i
+			case p != decided:
+				t.Fatalf("sniffProtocol(%q) = %s but sniffProtocol(%q) = %s: a decision changed with more bytes", b[:at], sniffProtoName(decided), b[:i], sniffProtoName(p))
+			}
+		}
+		if decided != got {
+			t.Fatalf("prefixes decided %s, the whole input %s", sniffProtoName(decided), sniffProtoName(got))
+		}
+		switch got {
+		case protoHTTP:
+			method, _, ok := bytes.Cut(b, []byte(" "))
+			if !ok || len(method) == 0 || len(method) > maxMethodLen || !sniffValidToken(method) {
+				t.Fatalf("sniffProtocol(%q) = http, but %q is not a method token followed by a space", b, method)
+			}
+		case protoTLS:
+			if len(b) < 2 || b[0] != 0x16 || b[1] != 3 {
+				t.Fatalf("sniffProtocol(%q) = tls without a handshake record of version 3", b)
+			}
+		}
+		// A method token followed by a space is HTTP whatever follows.
+		if i := bytes.IndexByte(b, ' '); i > 0 && i <= maxMethodLen && sniffValidToken(b[:i]) && got != protoHTTP {
+			t.Fatalf("sniffProtocol(%q) = %s, want http for the method %q", b, sniffProtoName(got), b[:i])
+		}
+	})
+}
+
+func sniffValidToken(b []byte) bool {
+	for _, c := range b {
+		if !httpguts.IsTokenRune(rune(c)) {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// TestTunnelUnknownProtocolClosedAndAudited: a client that speaks neither
+// TLS nor HTTP inside an intercepted tunnel (here SSH) is cut off, nothing
+// reaches the origin, and the CONNECT is audited as unknown-protocol.
+func TestTunnelUnknownProtocolClosedAndAudited(t *testing.T) {
+	o := startOrigin(t, "127.0.0.1", true, testRobots, 0)
+	cfg := testConfig(t, o.Certificate())
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	cfg.Log.Audit = logPath
+	p := startProxy(t, cfg)
+	host := strings.TrimPrefix(o.URL, "https://")
+
+	c := dialProxy(t, p)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", host, host)
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	io.WriteString(c, "SSH-2.0-x\r\n")
+	rest, err := io.ReadAll(c.r)
+	if err != nil && !smugConnEnded(err) {
+		t.Fatalf("the proxy did not close the tunnel: %v (read %q)", err, rest)
+	}
+	if len(rest) > 0 {
+		t.Errorf("the proxy answered %q to an SSH banner", rest)
+	}
+
+	lines := waitAudit(t, logPath, 1)
+	l := lines[0]
+	if l["method"] != "CONNECT" || l["decision"] != "unknown-protocol" || !strings.Contains(fmt.Sprint(l["note"]), "SSH-2.0-x") {
+		t.Errorf("audit line %v, want a CONNECT with decision unknown-protocol naming the first bytes", l)
+	}
+	if len(o.seen()) != 0 {
+		t.Errorf("the origin received %v", o.seen())
+	}
+}
