@@ -17,9 +17,11 @@ import (
 // classic request-smuggling vector). net/http would accept such a request,
 // drop the Content-Length and forward it; here the server is handed a
 // stand-in request instead, the client gets a 400 and the connection is
-// closed, so nothing of it reaches an origin. A head with several Host
-// fields is refused the same way (RFC 9112 §3.2), since ReadRequest would
-// keep the first one silently.
+// closed, so nothing of it reaches an origin. Heads with several Host
+// fields (RFC 9112 §3.2: 400) and with obs-fold, a field line continued on
+// the next (RFC 9112 §5.2: 400 or unfold; the guard would otherwise read
+// "Content-Length:" on one line and net/http the length on the next), are
+// refused the same way.
 //
 // It reads each request head whole before the server sees it and skips
 // bodies of known length. It stops reading heads after a request with a
@@ -37,8 +39,8 @@ type framingGuard struct {
 	skip    int64   // body bytes of the current request still to pass
 	blind   bool    // stopped watching (after a chunked request or an oversized head)
 	refused bool
-	// unwatched mirrors blind || refused for watching, which must not wait
-	// for mu: a Read holds it while it blocks (net/http's background read).
+	// unwatched mirrors blind for watching, which must not wait for mu: a
+	// Read holds it while it blocks (net/http's background read).
 	unwatched atomic.Bool
 }
 
@@ -180,7 +182,15 @@ const refuseHeader = "X-Robotsgate-Refuse"
 const (
 	refuseAmbiguous = "ambiguous-framing"
 	refuseHosts     = "several-hosts"
+	refuseFolded    = "obs-fold"
 )
+
+// refuseMessages explain the refusals to the client, by reason.
+var refuseMessages = map[string]string{
+	refuseAmbiguous: "The request has both Content-Length and Transfer-Encoding headers (ambiguous framing).",
+	refuseHosts:     "The request has more than one Host header.",
+	refuseFolded:    "The request continues a header line on the next line (obs-fold, RFC 9112 §5.2).",
+}
 
 func standInRequest(reason string) []byte {
 	return []byte("GET / HTTP/1.1\r\nHost: robotsgate.invalid\r\n" + refuseHeader + ": " + reason + "\r\nConnection: close\r\n\r\n")
@@ -190,21 +200,24 @@ func standInRequest(reason string) []byte {
 // length (then the next head), or blindness after a chunked body.
 func (g *framingGuard) judge(head, rest []byte) {
 	f := framing(head)
-	if f.ambiguous || f.hosts > 1 || f.chunked || f.tunnel {
-		g.unwatched.Store(true)
-	}
+	reason := ""
 	switch {
 	case f.ambiguous:
-		g.refused, g.pending = true, standInRequest(refuseAmbiguous)
-		return
+		reason = refuseAmbiguous
 	case f.hosts > 1:
-		// RFC 9112 §3.2: a server MUST answer 400; net/http's ReadRequest
-		// would keep the first and drop the others unseen.
-		g.refused, g.pending = true, standInRequest(refuseHosts)
+		reason = refuseHosts // RFC 9112 §3.2: a server MUST answer 400
+	case f.folded:
+		reason = refuseFolded
+	}
+	if reason != "" {
+		// The stand-in is answered in its turn, after the requests before
+		// it: the connection stays watched until then.
+		g.refused, g.pending = true, standInRequest(reason)
 		return
 	}
 	g.pending = head
 	if f.chunked || f.tunnel {
+		g.unwatched.Store(true)
 		// After a chunked body (or a Transfer-Encoding net/http ignores, in
 		// HTTP/1.0), or once a CONNECT turns the connection into a tunnel,
 		// there are no more heads to find.
@@ -225,6 +238,7 @@ type headFraming struct {
 	ambiguous     bool // both Content-Length and Transfer-Encoding
 	tunnel        bool // a CONNECT: no more heads follow
 	hosts         int  // Host field lines
+	folded        bool // a field line continued on the next (obs-fold)
 }
 
 // framing reads the framing headers of a request head without allocating:
@@ -237,6 +251,10 @@ func framing(head []byte) headFraming {
 	for len(rest) > 0 {
 		var line []byte
 		line, rest = nextLine(rest)
+		if len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
+			f.folded = true
+			continue
+		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
 		switch {
 		case !ok:
@@ -293,6 +311,7 @@ func parseLength(v []byte) int64 {
 
 // watching reports whether the guard still reads the connection's request
 // heads.
+// A refused head does not count: its stand-in still comes in its turn.
 func (g *framingGuard) watching() bool { return !g.unwatched.Load() }
 
 // stopWatching hands the connection over (a WebSocket after its 101): what

@@ -21,6 +21,7 @@ func FuzzFramingAgreesWithNetHTTP(f *testing.F) {
 		"POST / HTTP/1.1\r\nHost: h\r\ncontent-length:  7 \r\n\r\n",
 		"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\r\n chunked\r\n\r\n",
 		"\r\nPOST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n 5\r\n\r\n", // obs-fold (regression)
 	} {
 		f.Add([]byte(seed))
 	}
@@ -35,6 +36,9 @@ func FuzzFramingAgreesWithNetHTTP(f *testing.F) {
 			return // net/http refuses it: nothing reaches an origin
 		}
 		fr := framing(head)
+		if fr.ambiguous || fr.folded || fr.hosts > 1 {
+			return // the guard refuses it: nothing reaches net/http's reading of it
+		}
 		if len(req.TransferEncoding) > 0 && !fr.chunked {
 			t.Fatalf("net/http applies %q, the guard saw no transfer coding in %q", req.TransferEncoding, head)
 		}

@@ -97,6 +97,7 @@ func TestFramingReadsHeadsAsNetHTTPDoes(t *testing.T) {
 		// net/http, which accepts up to 2^63-1 (strconv.ParseUint(v, 10, 63)).
 		{"largest length", "POST / HTTP/1.1\r\nContent-Length: 9223372036854775807\r\n\r\n", headFraming{contentLength: 1<<63 - 1}},
 		{"length above 4.6e18", "POST / HTTP/1.1\r\nContent-Length: 5000000000000000000\r\n\r\n", headFraming{contentLength: 5e18}},
+		{"obs-fold", "POST / HTTP/1.1\r\nContent-Length:\r\n 5\r\n\r\n", headFraming{folded: true}},
 		{"one past the largest", "POST / HTTP/1.1\r\nContent-Length: 9223372036854775808\r\n\r\n", headFraming{}},
 	}
 	for _, tt := range tests {

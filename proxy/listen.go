@@ -153,16 +153,16 @@ func (w closeAfterResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // guardFraming wraps a handler: it answers the framing guard's stand-in for
-// a refused request (ambiguous framing, several Host fields) with 400, and
+// a refused request (ambiguous framing, several Host fields, obs-fold) with 400, and
 // makes every response on a connection the guard no longer reads heads of
 // (after a request with a Transfer-Encoding, which net/http may read as
 // chunked or, in HTTP/1.0, not at all: RFC 9112 §6.1) end that connection.
 func guardFraming(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if reason := r.Header.Get(refuseHeader); reason != "" {
-			msg := "The request has both Content-Length and Transfer-Encoding headers (ambiguous framing)."
-			if reason == refuseHosts {
-				msg = "The request has more than one Host header."
+			msg, ok := refuseMessages[reason]
+			if !ok { // a client sent the header itself
+				msg = "The request has a header field reserved for robotsgate (" + refuseHeader + ")."
 			}
 			w.Header().Set("Connection", "close")
 			writeResponse(w, plainResponse(r, http.StatusBadRequest, "bad-request", "http_request_error", msg))
