@@ -79,8 +79,10 @@ func TestFallbackLocal(t *testing.T) {
 	// A shared slot, then Redis dies: local pacing starts from that slot.
 	ctx := context.Background()
 	before := time.Now()
-	if _, err := p.Acquire(ctx, Request{Key: "origin", Interval: interval}); err != nil {
+	if permit, err := p.Acquire(ctx, Request{Key: "origin", Interval: interval}); err != nil {
 		t.Fatal(err)
+	} else {
+		permit.Release()
 	}
 	srv.Kill()
 	starts := startTimes(t, p, 3, interval, "origin")["origin"]

@@ -48,6 +48,7 @@ type Pacer struct {
 	padding       time.Duration
 	cancelTimeout time.Duration
 	limit         *limiter // nil: no concurrency limit
+	gates         gates
 }
 
 // New returns a Pacer for opts.
@@ -86,12 +87,24 @@ type Request struct {
 	Origin string
 }
 
-// Permit is a request allowed to start. Release it when the request is
-// done (a no-op when no concurrency permit was taken).
+// Permit is a request allowed to start. Call Sent when a paced request
+// has been written to the origin, and Release when the request is done,
+// whatever became of it (both no-ops where there is nothing to do). Until
+// one of them is called, the next paced request of its key waits.
 type Permit struct {
 	// Waited is how long the request was held (X-Robotsgate-Wait).
 	Waited time.Duration
 	held   *heldPermit
+	ticket *ticket // a paced request's passage through its key's gate
+}
+
+// Sent records that the request has been written to the origin (its
+// headers), now: the next paced request of its key may go an interval
+// from now. Calls after the first, and after Release, do nothing.
+func (p Permit) Sent() {
+	if p.ticket != nil {
+		p.ticket.leave(time.Now())
+	}
 }
 
 // heldPermit is a concurrency permit; released at most once.
@@ -104,6 +117,11 @@ type heldPermit struct {
 // Release returns the concurrency permit, if any. Calling it again, or on a
 // zero Permit, does nothing.
 func (p Permit) Release() {
+	if p.ticket != nil {
+		// Not known to be sent (or failed before): counting it as sent now
+		// errs on the side of the origin.
+		p.ticket.leave(time.Now())
+	}
 	if h := p.held; h != nil && h.released.CompareAndSwap(false, true) {
 		h.limit.release(h.origin)
 	}
@@ -113,7 +131,9 @@ func (p Permit) Release() {
 // With a concurrency limit it first takes a permit for req.Origin (waiting
 // in line at most MaxWait); then, for a paced request, it reserves a slot
 // of req.Interval + Padding on req.Key within the rest of MaxWait and
-// sleeps until the slot.
+// sleeps until the slot; last, it waits until the previous request of
+// req.Key in this process has been sent (Permit.Sent) and the interval has
+// passed since (see gate.go).
 //
 // Errors: a *RefusedError (errors.Is ErrRateLimited) when the wait would
 // exceed MaxWait, nothing reserved; the store's error (an *UnavailableError
@@ -136,6 +156,13 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 		return Permit{}, err
 	}
 	permit.Waited += held
+	t, waited, err := p.gates.enter(ctx, req.Key, req.Interval+p.padding, p.maxWait-permit.Waited)
+	permit.Waited += waited
+	if err != nil {
+		permit.Release()
+		return Permit{}, fmt.Errorf("pacing: %s: waiting for the previous request to be sent: %w", req.Key, err)
+	}
+	permit.ticket = t
 	return permit, nil
 }
 

@@ -27,6 +27,7 @@ type auditSlot struct {
 	status   int         // the status written on a hijacked connection, if any
 	decision string      // and its X-Robotsgate-Decision
 	permit   pacing.Permit
+	paced    bool          // held for a Crawl-delay slot (permit.Sent applies)
 	waited   time.Duration // held for the pacing slot
 	// body wraps the origin's response body (one allocation less per
 	// request); upstreamErr is how that body failed, if it did.

@@ -76,6 +76,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	slot.upstream = resp.StatusCode
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		slot.status = resp.StatusCode // written on the hijacked connection, unseen by the writer
+	}
 	if slot.waited > 0 {
 		resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(slot.waited.Seconds(), 'f', 3, 64))
 	}

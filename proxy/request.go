@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -63,12 +64,18 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		return
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
+	slot := auditSlotOf(req.Context())
 	if req.Body != nil && req.Body != http.NoBody {
 		b := newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
 		req.Body = b
-		if slot := auditSlotOf(req.Context()); slot != nil {
+		if slot != nil {
 			slot.reqBody = b // the relay's error handler sees only its copy of req
 		}
+	}
+	if slot != nil && slot.paced {
+		// The next request of its pacing key waits for this one to be
+		// written to the origin, not just released (pacing/gate.go).
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.permit.Sent}))
 	}
 	s.relay.ServeHTTP(w, req)
 }
@@ -147,7 +154,7 @@ func (s *Server) pace(req *http.Request, st *settings, d *policy.Decision) error
 		s.metrics.PacingWaitSeconds.Observe(d.Waited.Seconds())
 	}
 	if slot := auditSlotOf(req.Context()); slot != nil {
-		slot.permit, slot.waited = permit, d.Waited
+		slot.permit, slot.waited, slot.paced = permit, d.Waited, d.Interval > 0
 	} else {
 		permit.Release()
 	}
