@@ -403,14 +403,23 @@ func TestClientNodeUndici(t *testing.T) {
 	t.Parallel()
 	nodePath := needNode(t, "undici")
 	e := startClientEnv(t)
-	env := clientVars(nodePath, "NODE_EXTRA_CA_CERTS="+e.caFile)
-	urls := []string{e.plain.URL + "/data/undici", e.plain.URL + "/private/undici", e.tls.URL + "/data/undici", e.tls.URL + "/private/undici"}
-	res := runScript(t, e, env, "node", append([]string{clientScript(t, "node_undici.js"), e.proxyURL()}, urls...)...)
-	for _, o := range []*clientOrigin{e.plain, e.tls} {
-		r := result(t, res, o.URL+"/data/undici")
-		e.wantAllowed(t, "undici", o, "/data/undici", r.Status, r.body())
-		r = result(t, res, o.URL+"/private/undici")
-		e.wantRefused(t, "undici", o, "/private/undici", r.Status, string(r.body()))
+	for _, agent := range []string{"ProxyAgent", "EnvHttpProxyAgent"} {
+		t.Run(agent, func(t *testing.T) {
+			env := clientVars(nodePath, "NODE_EXTRA_CA_CERTS="+e.caFile)
+			proxyArg, id := e.proxyURL(), "undici"
+			if agent == "EnvHttpProxyAgent" {
+				env = append(env, "HTTP_PROXY="+e.proxyURL(), "HTTPS_PROXY="+e.proxyURL())
+				proxyArg, id = "env", "undici-env"
+			}
+			urls := []string{e.plain.URL + "/data/" + id, e.plain.URL + "/private/" + id, e.tls.URL + "/data/" + id, e.tls.URL + "/private/" + id}
+			res := runScript(t, e, env, "node", append([]string{clientScript(t, "node_undici.js"), proxyArg}, urls...)...)
+			for _, o := range []*clientOrigin{e.plain, e.tls} {
+				r := result(t, res, o.URL+"/data/"+id)
+				e.wantAllowed(t, id, o, "/data/"+id, r.Status, r.body())
+				r = result(t, res, o.URL+"/private/"+id)
+				e.wantRefused(t, id, o, "/private/"+id, r.Status, string(r.body()))
+			}
+		})
 	}
 	e.wantPlainTunnel(t, "undici", e.plain)
 }
