@@ -661,35 +661,6 @@ func needNode(t *testing.T, packages ...string) string {
 	return "NODE_PATH=" + modules
 }
 
-// curlV runs curl and also reports the HTTP version of the last response
-// (%{http_version}: "1.1", "2"); it returns the raw body bytes.
-type curlVResult struct {
-	code    int
-	status  int
-	version string
-	header  http.Header
-	body    []byte
-	stderr  string
-}
-
-func curlV(t *testing.T, env []string, args ...string) curlVResult {
-	t.Helper()
-	bin := needTool(t, "curl")
-	dir := t.TempDir()
-	hdrFile, bodyFile := filepath.Join(dir, "headers"), filepath.Join(dir, "body")
-	full := append([]string{"-q", "-sS", "--max-time", "20", "-D", hdrFile, "-o", bodyFile, "-w", "%{http_code} %{http_version}"}, args...)
-	stdout, stderr, code := runProgram(t, dir, env, bin, full...)
-	r := curlVResult{code: code, stderr: stderr}
-	status, version, _ := strings.Cut(strings.TrimSpace(stdout), " ")
-	r.status, _ = strconv.Atoi(status)
-	r.version = version
-	if data, err := os.ReadFile(hdrFile); err == nil {
-		r.header = lastHeaderBlock(string(data))
-	}
-	r.body, _ = os.ReadFile(bodyFile)
-	return r
-}
-
 // streamLines starts name with args and calls onLine for each line it
 // prints, as it prints it, until it exits (bounded by requestTimeout). It
 // returns the lines and the exit error.

@@ -47,19 +47,19 @@ func TestClientCurl(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			id := "curl-" + string(rune('a'+i))
-			r := curlV(t, clientVars(), append(slices.Clone(c.args), c.o.URL+"/data/"+id)...)
+			r := curl(t, clientVars(), append(slices.Clone(c.args), c.o.URL+"/data/"+id)...)
 			if r.code != 0 {
 				t.Fatalf("curl exit %d; stderr: %s\n%s", r.code, r.stderr, e.log())
 			}
-			e.wantAllowed(t, "curl", c.o, "/data/"+id, r.status, r.body)
+			e.wantAllowed(t, "curl", c.o, "/data/"+id, r.status, []byte(r.body))
 			if r.version != c.version {
 				t.Errorf("curl reports HTTP version %q for the origin's response, want %q", r.version, c.version)
 			}
-			r = curlV(t, clientVars(), append(slices.Clone(c.args), c.o.URL+"/private/"+id)...)
+			r = curl(t, clientVars(), append(slices.Clone(c.args), c.o.URL+"/private/"+id)...)
 			if r.code != 0 {
 				t.Fatalf("curl exit %d; stderr: %s\n%s", r.code, r.stderr, e.log())
 			}
-			e.wantRefused(t, "curl", c.o, "/private/"+id, r.status, string(r.body))
+			e.wantRefused(t, "curl", c.o, "/private/"+id, r.status, r.body)
 			if got := r.header.Get("X-Robotsgate-Decision"); got != "disallow" {
 				t.Errorf("X-Robotsgate-Decision = %q, want disallow", got)
 			}

@@ -591,11 +591,12 @@ func needTool(t *testing.T, name string) string {
 // curlResult is what curl got: the status of the last response (that of the
 // origin request, after any CONNECT), its headers and body.
 type curlResult struct {
-	code   int // curl's exit status
-	status int
-	header http.Header
-	body   string
-	stderr string
+	code    int // curl's exit status
+	status  int
+	version string // %{http_version} of the last response: "1.1", "2"
+	header  http.Header
+	body    string
+	stderr  string
 }
 
 // curl runs curl with args (plus flags to record the response) and env.
@@ -605,10 +606,12 @@ func curl(t *testing.T, env []string, args ...string) curlResult {
 	dir := t.TempDir()
 	hdrFile, bodyFile := filepath.Join(dir, "headers"), filepath.Join(dir, "body")
 	// -q must come first: it stops curl reading ~/.curlrc.
-	full := append([]string{"-q", "-sS", "--max-time", "20", "-D", hdrFile, "-o", bodyFile, "-w", "%{http_code}"}, args...)
+	full := append([]string{"-q", "-sS", "--max-time", "20", "-D", hdrFile, "-o", bodyFile, "-w", "%{http_code} %{http_version}"}, args...)
 	stdout, stderr, code := runProgram(t, dir, env, bin, full...)
 	r := curlResult{code: code, stderr: stderr}
-	r.status, _ = strconv.Atoi(strings.TrimSpace(stdout))
+	status, version, _ := strings.Cut(strings.TrimSpace(stdout), " ")
+	r.status, _ = strconv.Atoi(status)
+	r.version = version
 	if data, err := os.ReadFile(hdrFile); err == nil {
 		r.header = lastHeaderBlock(string(data))
 	}

@@ -168,21 +168,6 @@ func TestPlainHTTPInsideATunnel(t *testing.T) {
 	}
 }
 
-// A WebSocket URL in absolute form (aiohttp sends "GET ws://host/path") is
-// judged as the http:// URL it names (regression: 400 "no valid http or
-// https origin").
-func TestWebSocketURLInAbsoluteForm(t *testing.T) {
-	o := startEchoUpgradeOrigin(t, "127.0.0.2", false)
-	p := startProxy(t, testConfig(t, nil))
-	host := strings.TrimPrefix(o.URL, "http://")
-	echoRoundTrip(t, dialProxy(t, p), upgradeRequest("ws://"+host+"/socket", host))
-	resp, _ := dialProxy(t, p).roundTrip(t, upgradeRequest("ws://"+host+"/private/socket", host))
-	checkRefusal(t, resp, 403, "disallow", "")
-	if o.saw("/private/socket") {
-		t.Error("the disallowed upgrade reached the origin")
-	}
-}
-
 // Over HTTP/2 a body the origin cuts short resets that stream only: the
 // client sees an error, not a complete body, and the connection carries
 // the next request.

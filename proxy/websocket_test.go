@@ -57,13 +57,18 @@ func echoRoundTrip(t *testing.T, c *rawConn, raw string) {
 	}
 }
 
+// Upgrades in absolute form are judged like GETs of their URL; a
+// WebSocket URL (aiohttp sends "GET ws://host/path") is judged as the
+// http:// URL it names (regression: 400 "no valid http or https origin").
 func TestWebSocketUpgradesPassAndAreJudged(t *testing.T) {
 	o := startEchoUpgradeOrigin(t, "127.0.0.2", false)
 	p := startProxy(t, testConfig(t, nil))
 	host := strings.TrimPrefix(o.URL, "http://")
-	echoRoundTrip(t, dialProxy(t, p), upgradeRequest("http://"+host+"/socket", host))
-	resp, _ := dialProxy(t, p).roundTrip(t, upgradeRequest("http://"+host+"/private/socket", host))
-	checkRefusal(t, resp, 403, "disallow", "")
+	for _, scheme := range []string{"http", "ws"} {
+		echoRoundTrip(t, dialProxy(t, p), upgradeRequest(scheme+"://"+host+"/socket", host))
+		resp, _ := dialProxy(t, p).roundTrip(t, upgradeRequest(scheme+"://"+host+"/private/socket", host))
+		checkRefusal(t, resp, 403, "disallow", "")
+	}
 	if o.saw("/private/socket") {
 		t.Error("the disallowed upgrade reached the origin")
 	}
