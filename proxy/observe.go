@@ -34,6 +34,7 @@ type auditSlot struct {
 	body        upstreamBody
 	upstreamErr error
 	reqBody     *idleBody // the client's request body, if any
+	w           recordingWriter
 }
 
 // refine changes the decision recorded for a CONNECT once it is known what
@@ -69,7 +70,8 @@ func (s *Server) observe(h http.Handler) http.Handler {
 		start := time.Now()
 		slot := &auditSlot{}
 		r = r.WithContext(context.WithValue(r.Context(), auditSlotKey{}, slot))
-		rw := &recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: guardOf(r.Context())}
+		slot.w = recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: guardOf(r.Context())}
+		rw := &slot.w // one allocation for both
 		defer func() {
 			// A relay that aborts the response (http.ErrAbortHandler: the
 			// origin's body ended early, the client left) or a bug: the
