@@ -34,6 +34,10 @@ type Metrics struct {
 	UpstreamErrors *prometheus.CounterVec
 	// StoreErrors counts failed calls to the shared (Redis) pacing store.
 	StoreErrors prometheus.Counter
+	// ClientTLSFailures counts failed TLS handshakes of clients inside
+	// intercepted tunnels, by reason ("unknown_ca": the client does not
+	// trust robotsgate's CA).
+	ClientTLSFailures *prometheus.CounterVec
 }
 
 // New creates the instruments in a fresh registry, with Go runtime and
@@ -51,6 +55,7 @@ func New() *Metrics {
 	m.PacingHeld = gauge(r, "robotsgate_pacing_held_requests", "Requests currently held for their pacing slot.")
 	m.UpstreamErrors = counterVec(r, "robotsgate_upstream_errors_total", "Failed upstream requests by RFC 9209 error type.", "kind")
 	m.StoreErrors = counter(r, "robotsgate_pacing_store_errors_total", "Failed calls to the shared pacing store.")
+	m.ClientTLSFailures = counterVec(r, "robotsgate_client_tls_failures_total", "Failed TLS handshakes of clients in intercepted tunnels, by reason.", "reason")
 	return m
 }
 

@@ -155,6 +155,8 @@ type statusView struct {
 	Busiest, Refusing []originStats
 	Paced             []originStats
 	Recent            []AuditRecord
+	TLSFailures       []tlsFailureCount // clients that failed the intercepted handshake
+	TLSLast           string
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -167,6 +169,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		Cached: rs.Entries, Hits: rs.Hits, Misses: rs.Misses,
 	}
 	v.Busiest, v.Refusing, v.Paced, v.Recent = s.stats.snapshot(20)
+	v.TLSFailures, v.TLSLast = s.tlsFails.snapshot()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := statusTemplate.Execute(w, v); err != nil {
@@ -215,6 +218,12 @@ th{background:#f3f3f3}
 <table id="paced"><tr><th>Origin</th><th>Interval</th><th>Held now</th><th>Last wait</th></tr>
 {{range .Paced}}<tr><td>{{.Origin}}</td><td>{{.Interval}}</td><td class="num">{{.Held}}</td><td>{{.LastWait}}</td></tr>
 {{else}}<tr><td colspan="4">No paced origins.</td></tr>{{end}}</table>
+
+<h2>Client TLS failures</h2>
+<table id="tls-failures"><tr><th>Reason</th><th>Handshakes</th></tr>
+{{range .TLSFailures}}<tr><td>{{.Reason}}</td><td class="num">{{.Count}}</td></tr>
+{{else}}<tr><td colspan="2">None: every intercepting client trusted robotsgate's CA.</td></tr>{{end}}</table>
+{{if .TLSLast}}<p id="tls-last">Last: {{.TLSLast}}</p>{{end}}
 
 <h2>Recent refusals</h2>
 <table id="recent"><tr><th>Time</th><th>Client</th><th>Method</th><th>URL</th><th>Decision</th><th>Rule</th></tr>

@@ -113,8 +113,7 @@ func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, slot *auditSlot
 	tlsConn := tls.Server(conn, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tlsConn.HandshakeContext(context.Background()); err != nil {
-		s.log.Info("tunnel handshake failed", "host", info.origin.Host, "client", info.connect.RemoteAddr, "err", err)
-		slot.refine("client-tls-failed", "TLS handshake with the client failed: "+err.Error())
+		s.clientTLSFailed(err, info.connect.RemoteAddr, info.origin.Host, slot)
 		conn.Close()
 		return
 	}

@@ -96,6 +96,7 @@ type Server struct {
 	metrics             *metrics.Metrics
 	audit               *auditLog
 	stats               *stats
+	tlsFails            tlsFailures // clients that failed the intercepted handshake
 	serving             atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration).

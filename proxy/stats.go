@@ -101,7 +101,7 @@ func (s *stats) add(rec *AuditRecord) {
 	c := s.counters(originOf(rec.URL))
 	c.requests.Add(1)
 	c.last.Store(rec.Time.UnixNano())
-	if rec.Decision == "allow" || !rec.Enforced {
+	if !isRefusal(rec.Decision) || !rec.Enforced {
 		return
 	}
 	c.refused.Add(1)
@@ -114,6 +114,17 @@ func (s *stats) add(rec *AuditRecord) {
 		s.recent[s.next] = &kept
 	}
 	s.next = (s.next + 1) % statsRefusals
+}
+
+// isRefusal reports whether a decision refused the request (the status
+// page's refusals): not an allowed request, nor what a client did to
+// itself (left while held, failed the TLS handshake).
+func isRefusal(decision string) bool {
+	switch decision {
+	case "allow", "client-closed", "client-tls-failed":
+		return false
+	}
+	return true
 }
 
 // originOf returns the scheme://authority prefix of an absolute URL.
