@@ -92,6 +92,11 @@ type Decision struct {
 	PaceKey  string
 	// Waited is how long Pace held the request.
 	Waited time.Duration
+	// Limit is what rate-limited the request (RateLimited): one of
+	// pacing.ReasonSlot, ReasonConcurrency, ReasonOverMaxDelay; Asked is
+	// the interval robots.txt asked for, for ReasonOverMaxDelay.
+	Limit string
+	Asked time.Duration
 }
 
 // Group returns the name of the robots.txt group that judged the request
@@ -203,6 +208,7 @@ func (e *Engine) schedule(d *Decision, asked time.Duration) {
 		d.Verdict, d.Note = RateLimited, err.Error()
 		if refused != nil {
 			d.RetryAfter = ceilSeconds(refused.RetryAfter)
+			d.Limit, d.Asked = refused.Reason, asked
 		}
 		return
 	}
@@ -243,6 +249,7 @@ func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 		d.Waited = permit.Waited
 	case errors.As(err, &refused):
 		d.Verdict, d.Note, d.RetryAfter = RateLimited, refused.Error(), ceilSeconds(refused.RetryAfter)
+		d.Limit = refused.Reason
 	case errors.As(err, &down):
 		d.Verdict, d.Note, d.RetryAfter = PacingDown, "the shared pacing store is unavailable (pacing.on_store_error: refuse)", ceilSeconds(down.RetryAfter)
 	default:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,6 +159,7 @@ func TestMaxWaitExceededIs429WithRetryAfter(t *testing.T) {
 	o := startTimedOrigin(t, "127.0.0.2", "User-agent: *\nCrawl-delay: 10\n")
 	cfg := testConfig(t, nil)
 	cfg.Pacing.MaxWait = config.Duration(15 * time.Second)
+	cfg.Log.Audit = filepath.Join(t.TempDir(), "audit.log")
 	p := startProxy(t, cfg)
 	c := p.client()
 	if resp, _ := get(t, c, o.URL+"/first"); resp.StatusCode != 200 {
@@ -180,12 +182,26 @@ func TestMaxWaitExceededIs429WithRetryAfter(t *testing.T) {
 	if err != nil || ra < 4 || ra > 6 {
 		t.Errorf("Retry-After %q, want about 5 (body %q)", resp.Header.Get("Retry-After"), body)
 	}
+	// One figure, the Retry-After, in the body too (regression: "would
+	// wait 1.0018s, retry after 1.87ms" beside "Retry after: 1s").
+	if !strings.Contains(body, fmt.Sprintf("retry after %d s.", ra)) || strings.Contains(body, "ms") {
+		t.Errorf("the 429 body does not give the Retry-After figure alone:\n%s", body)
+	}
 	cancel() // the held client leaves: its request ends at once
 	if err := <-second; err == nil {
 		t.Error("the held request completed instead of being cancelled")
 	}
 	if o.saw("/second") {
 		t.Error("a request whose client left while held was forwarded")
+	}
+	// Recorded as client-closed (499), not as a refusal (regression:
+	// rate-limited, 503, counted as refused).
+	recs := waitAudit(t, cfg.Log.Audit, 3)
+	if r := recs[len(recs)-1]; r["decision"] != "client-closed" || r["status"] != float64(statusClientClosed) || !strings.HasSuffix(r["url"].(string), "/second") {
+		t.Errorf("the held request's audit record: %v", r)
+	}
+	if _, refusing, _, _ := p.srv.stats.snapshot(10); len(refusing) != 1 || refusing[0].Refused != 1 {
+		t.Errorf("refusals on the status page: %+v, want only the 429", refusing)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
@@ -76,14 +77,28 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.RetryAfter = seconds(d.RetryAfter)
 	case policy.RateLimited:
 		e.Status = http.StatusTooManyRequests
-		e.Message = fmt.Sprintf("robots.txt asks for %v between requests to this origin and the next slot is further away than pacing.max_wait (%s).", d.Interval, d.Note)
 		e.RetryAfter = seconds(d.RetryAfter)
+		e.Message = s.rateLimitMessage(d, e.RetryAfter)
 	case policy.PacingDown:
 		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, "http_request_denied")
+}
+
+// rateLimitMessage explains a 429 with the one figure the client can act
+// on, the Retry-After in whole seconds (the audit record's note keeps the
+// exact wait).
+func (s *Server) rateLimitMessage(d *policy.Decision, retryAfter int) string {
+	switch d.Limit {
+	case pacing.ReasonOverMaxDelay:
+		return fmt.Sprintf("robots.txt asks for %v between requests to this origin, more than pacing.max_delay allows (pacing.over_max_delay: refuse).", d.Asked)
+	case pacing.ReasonConcurrency:
+		return fmt.Sprintf("Too many requests to this origin are in flight (pacing.max_concurrency); retry after %d s.", retryAfter)
+	}
+	return fmt.Sprintf("robots.txt asks for %v between requests to this origin and the next free slot is further away than pacing.max_wait (%v); retry after %d s.",
+		d.Interval, s.settings().cfg.Pacing.MaxWait.Duration(), retryAfter)
 }
 
 // authRequired is the 407 for a request without valid proxy credentials.

@@ -113,11 +113,11 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	start := time.Now()
 	d, err := st.engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent(), Client: client})
 	if err != nil {
-		return plainResponse(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched.")
+		return clientClosed(req, "The client left while robots.txt was fetched.")
 	}
 	if d.Verdict == policy.Allow {
 		if err := s.pace(req, st, &d); err != nil {
-			return plainResponse(req, http.StatusServiceUnavailable, "rate-limited", "http_request_denied", "The client left while the request was held.")
+			return clientClosed(req, "The client left while the request was held.")
 		}
 	}
 	s.logDecision(req, &d)
@@ -128,6 +128,16 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
 	return nil
+}
+
+// statusClientClosed is what the audit records for a request whose client
+// left before it was answered (nginx's 499); nobody receives it.
+const statusClientClosed = 499
+
+// clientClosed is the answer to a request whose client left while it was
+// judged or held: decision client-closed, not a refusal.
+func clientClosed(req *http.Request, message string) *http.Response {
+	return plainResponse(req, statusClientClosed, "client-closed", "http_request_denied", message)
 }
 
 // pace holds an allowed request until its slot; the permit is released
