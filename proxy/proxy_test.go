@@ -248,7 +248,12 @@ func TestEgressGuardRefusesLoopbackByDefault(t *testing.T) {
 	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
 	host := strings.TrimPrefix(o.URL, "http://")
 	resp, _ = dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", host, host))
-	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
+	// A refused CONNECT explains itself in its headers, naming the key
+	// that would allow it (regression: details="egress-denied" only).
+	checkRefusal(t, resp, 403, "egress-denied", `details="egress-denied: The destination is on a loopback network`)
+	if ps := resp.Header.Get("Proxy-Status"); !strings.Contains(ps, "egress.allow_networks") {
+		t.Errorf("Proxy-Status %q does not name egress.allow_networks", ps)
+	}
 	if len(o.seen()) != 0 {
 		t.Errorf("origin saw %v", o.seen())
 	}

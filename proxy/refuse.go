@@ -131,12 +131,12 @@ func (s *Server) egressRefusal(req *http.Request, err error) *http.Response {
 }
 
 func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response {
-	msg := "The destination is on a " + denied.Class.String() + " network, which this proxy does not reach (egress guard)."
+	msg := "The destination is on a " + denied.Class.String() + " network, which this proxy does not reach (egress guard; egress.allow_networks would allow it)."
 	switch denied.Class {
 	case egress.DeniedHost:
 		msg = "The destination host is refused by egress.deny_hosts."
 	case egress.NotAllowedHost:
-		msg = "The destination host is not in egress.allow_hosts."
+		msg = "The destination host is not in egress.allow_hosts (adding it there would allow it)."
 	case egress.SelfAddress:
 		msg = "The destination is this proxy itself."
 	}
@@ -184,11 +184,16 @@ func wantsJSON(req *http.Request) bool {
 	return req != nil && strings.Contains(req.Header.Get("Accept"), "application/json")
 }
 
-// proxyStatus formats an RFC 9209 Proxy-Status field value.
+// proxyStatus formats an RFC 9209 Proxy-Status field value. Its details
+// say why: the rule, or the message. Clients that show only a status for
+// a refused CONNECT ("tunnel failed: 403") show its headers with -v.
 func proxyStatus(errorType string, e *explanation) string {
 	details := e.Decision
-	if e.Rule != "" {
+	switch {
+	case e.Rule != "":
 		details += fmt.Sprintf(": %s (line %d)", e.Rule, e.Line)
+	case e.Message != "":
+		details += ": " + e.Message
 	}
 	return fmt.Sprintf("robotsgate; error=%s; details=%s", errorType, strconv.Quote(details))
 }
