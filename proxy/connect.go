@@ -94,7 +94,7 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 		case protoHTTP:
 			info.origin.Scheme = "http"
 			slot.note("plain HTTP inside the tunnel: each request in it is judged as " + info.origin.String())
-			s.pushTunnel(newFramingGuard(conn, maxHeaderBytes+4096), info)
+			s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), info)
 		default:
 			s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", o.HostPort(),
 				"client", connect.RemoteAddr, "first_bytes", fmt.Sprintf("%q", first), "err", err)
@@ -124,7 +124,7 @@ func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, slot *auditSlot
 		s.pushTunnel(tlsConn, info)
 		return
 	}
-	s.pushTunnel(newFramingGuard(tlsConn, maxHeaderBytes+4096), info)
+	s.pushTunnel(newFramingGuard(tlsConn, maxHeaderBytes), info)
 }
 
 func (s *Server) pushTunnel(c net.Conn, info *tunnelInfo) {

@@ -111,13 +111,15 @@ func (g *framingGuard) readHead() error {
 		}
 	}()
 	for {
-		if end := headEnd(head); end >= 0 {
+		end := headEnd(head)
+		if end >= 0 && end <= g.maxHead {
 			g.judge(head[:end], head[end:])
 			return nil
 		}
-		if len(head) > g.maxHead {
-			g.blind, g.pending = true, head // let the server answer 431
-			g.unwatched.Store(true)
+		if end > g.maxHead || len(head) > g.maxHead {
+			// Answered 431 by the proxy (net/http's own 431 would lack the
+			// decision headers); the rest of the head is never read.
+			g.refused, g.pending = true, standInRequest(refuseTooLarge)
 			return nil
 		}
 		head = slices.Grow(head, 4096)
@@ -183,6 +185,7 @@ const (
 	refuseAmbiguous = "ambiguous-framing"
 	refuseHosts     = "several-hosts"
 	refuseFolded    = "obs-fold"
+	refuseTooLarge  = "head-too-large"
 )
 
 // refuseMessages explain the refusals to the client, by reason.
@@ -190,6 +193,7 @@ var refuseMessages = map[string]string{
 	refuseAmbiguous: "The request has both Content-Length and Transfer-Encoding headers (ambiguous framing).",
 	refuseHosts:     "The request has more than one Host header.",
 	refuseFolded:    "The request continues a header line on the next line (obs-fold, RFC 9112 §5.2).",
+	refuseTooLarge:  "The request head is larger than 1 MiB.",
 }
 
 func standInRequest(reason string) []byte {

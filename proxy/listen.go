@@ -21,7 +21,7 @@ func (l guardedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFramingGuard(c, maxHeaderBytes+4096), nil
+	return newFramingGuard(c, maxHeaderBytes), nil
 }
 
 // tunnelListener hands the connections inside intercepted tunnels to the
@@ -167,8 +167,12 @@ func guardFraming(h http.Handler) http.Handler {
 			if !ok { // a client sent the header itself
 				msg = "The request has a header field reserved for robotsgate (" + refuseHeader + ")."
 			}
+			status := http.StatusBadRequest
+			if reason == refuseTooLarge {
+				status = http.StatusRequestHeaderFieldsTooLarge
+			}
 			w.Header().Set("Connection", "close")
-			writeResponse(w, plainResponse(r, http.StatusBadRequest, "bad-request", "http_request_error", msg))
+			writeResponse(w, plainResponse(r, status, "bad-request", "http_request_error", msg))
 			return
 		}
 		if g := guardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {

@@ -81,3 +81,32 @@ func TestBytesSentWithTheUpgradeAreNotLost(t *testing.T) {
 		t.Errorf("echo of the frame sent with the upgrade: %q %v", line, err)
 	}
 }
+
+// A request head over 1 MiB is answered 431 by the proxy, with its
+// decision headers like every response it makes (regression: net/http's
+// bare 431), on the proxy port and inside a tunnel; a head just under the
+// limit is served.
+func TestOversizedHeadIs431WithDecision(t *testing.T) {
+	o := startOrigin(t, "127.0.0.1", true, testRobots, 0)
+	p := startProxy(t, testConfig(t, o.Certificate()))
+	host := strings.TrimPrefix(o.URL, "https://")
+	for name, open := range map[string]func() (*rawConn, string){
+		"proxy port": func() (*rawConn, string) { return dialProxy(t, p), "https://" + host },
+		"tunnel":     func() (*rawConn, string) { return dialProxy(t, p).connect(t, p, host, "127.0.0.1"), "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, prefix := open()
+			big := fmt.Sprintf("GET %s/public HTTP/1.1\r\nHost: %s\r\nX-Big: %s\r\n\r\n", prefix, host, strings.Repeat("x", maxHeaderBytes))
+			resp, body := c.roundTrip(t, big)
+			checkRefusal(t, resp, http.StatusRequestHeaderFieldsTooLarge, "bad-request", "http_request_error")
+			if !resp.Close || !strings.Contains(body, "1 MiB") {
+				t.Errorf("close=%v body %q", resp.Close, body)
+			}
+			c, _ = open()
+			fits := fmt.Sprintf("GET %s/fits HTTP/1.1\r\nHost: %s\r\nX-Big: %s\r\n\r\n", prefix, host, strings.Repeat("x", maxHeaderBytes-1024))
+			if resp, _ := c.roundTrip(t, fits); resp.StatusCode != 200 {
+				t.Errorf("a head just under 1 MiB: %d", resp.StatusCode)
+			}
+		})
+	}
+}
