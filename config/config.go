@@ -38,6 +38,7 @@ type Config struct {
 	Egress   Egress   `yaml:"egress"`
 	MITM     MITM     `yaml:"mitm"`
 	Pacing   Pacing   `yaml:"pacing"`
+	Upstream Upstream `yaml:"upstream"`
 	Auth     Auth     `yaml:"auth"`
 	Clients  []Client `yaml:"clients"`
 	Sites    []Site   `yaml:"sites"`
@@ -174,6 +175,26 @@ type Redis struct {
 	// Addr is the server's host:port; required when pacing.store is
 	// "redis". Default "127.0.0.1:6379".
 	Addr string `yaml:"addr"`
+}
+
+// Upstream configures how robotsgate reaches origins: directly, or through
+// a parent proxy (corporate networks).
+type Upstream struct {
+	// Proxy is a parent proxy that every upstream connection goes through,
+	// robots.txt fetches and blind tunnels included: "http://host:port" or
+	// "https://host:port" (TLS to the parent, verified against the system
+	// roots and mitm.upstream_ca), optionally with "user:password@"
+	// (percent-encoded), sent as Proxy-Authorization: Basic and never
+	// logged. The port is required. http:// requests go to the parent in
+	// absolute form, https:// requests and tunnels through CONNECT. The
+	// egress guard still checks every destination locally before anything
+	// is sent; the parent itself may be on any network. Default "" (connect
+	// directly).
+	Proxy string `yaml:"proxy"`
+	// NoProxy lists host globs (path.Match syntax, matched against the
+	// lower-case host or IP literal, e.g. "*.corp.example", "10.1.2.3")
+	// that are reached directly rather than through Proxy. Default none.
+	NoProxy []string `yaml:"no_proxy"`
 }
 
 // Auth configures proxy authentication (Proxy-Authorization: Basic) for the

@@ -147,6 +147,12 @@ func TestParseValid(t *testing.T) {
 		{name: "identify", yaml: "identify:\n  from: Crawler Admin <crawler@example.org>\n  user_agent_suffix: (+https://example.org/bot)\n", want: func(c *Config) {
 			c.Identify = Identify{From: "Crawler Admin <crawler@example.org>", UserAgentSuffix: "(+https://example.org/bot)"}
 		}},
+		{name: "upstream proxy", yaml: "upstream:\n  proxy: http://alice:s3cret@proxy.corp:3128\n  no_proxy: [\"*.corp.example\", 10.1.2.3]\n", want: func(c *Config) {
+			c.Upstream = Upstream{Proxy: "http://alice:s3cret@proxy.corp:3128", NoProxy: []string{"*.corp.example", "10.1.2.3"}}
+		}},
+		{name: "https upstream proxy", yaml: "upstream: {proxy: \"https://[fd00::1]:3129/\"}\n", want: func(c *Config) {
+			c.Upstream.Proxy = "https://[fd00::1]:3129/"
+		}},
 		{name: "trap", yaml: "trap: {enabled: true, page_budget: 1000, budget_window: 10m}\n", want: func(c *Config) {
 			c.Trap.Enabled = true
 			c.Trap.PageBudget = 1000
@@ -285,6 +291,23 @@ func TestParseErrors(t *testing.T) {
 		{"mitm without CA", "mitm:\n  ca_key: \"\"\n",
 			"cfg.yaml:2: mitm.ca_key: required when mitm.enabled is true"},
 
+		{"proxy without port", "upstream:\n  proxy: http://proxy.corp\n",
+			`cfg.yaml:2: upstream.proxy: invalid URL "http://proxy.corp": the port is required`},
+		{"proxy scheme", "upstream:\n  proxy: socks5://proxy.corp:1080\n",
+			`cfg.yaml:2: upstream.proxy: invalid URL "socks5://proxy.corp:1080": scheme must be http or https`},
+		{"proxy without scheme", "upstream:\n  proxy: proxy.corp:3128\n",
+			`upstream.proxy: invalid URL "proxy.corp:3128": scheme must be http or https`},
+		{"proxy with path", "upstream:\n  proxy: http://proxy.corp:3128/pac\n",
+			`cfg.yaml:2: upstream.proxy: invalid URL "http://proxy.corp:3128/pac": a proxy URL has no path`},
+		{"proxy port out of range", "upstream:\n  proxy: http://proxy.corp:65536\n",
+			`cfg.yaml:2: upstream.proxy: invalid URL "http://proxy.corp:65536": bad host:port`},
+		{"proxy password redacted", "upstream:\n  proxy: ftp://alice:s3cret@proxy.corp:3128\n",
+			`cfg.yaml:2: upstream.proxy: invalid URL "ftp://alice:xxxxx@proxy.corp:3128": scheme`},
+		{"unparsable proxy password redacted", "upstream:\n  proxy: \"http://alice:s3%zz@proxy.corp:3128\"\n",
+			`cfg.yaml:2: upstream.proxy: invalid URL "http://alice:xxxxx@proxy.corp:3128" (want`},
+		{"bad no_proxy glob", "upstream:\n  no_proxy: [\"http://intranet/\"]\n",
+			`cfg.yaml:2: upstream.no_proxy[0]: invalid host glob "http://intranet/"`},
+
 		// Clients.
 		{"client without cidr or user", "clients:\n  - mode: monitor\n",
 			"cfg.yaml:2: clients[0]: a client entry needs cidr or user (or both)"},
@@ -334,6 +357,9 @@ func TestParseErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "s3%zz") {
+				t.Errorf("error repeats the parent proxy's password: %v", err)
 			}
 			if !reflect.DeepEqual(c, Config{}) {
 				t.Errorf("on error, Config = %+v, want the zero value", c)

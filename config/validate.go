@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/mail"
 	"net/netip"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -76,6 +77,7 @@ func (v *validator) validate(c *Config) {
 	v.egress(&c.Egress)
 	v.mitm(&c.MITM)
 	v.pacing(&c.Pacing)
+	v.upstream(&c.Upstream)
 	if msg := checkHeaderText(c.Auth.Realm); c.Auth.Realm == "" || msg != "" || strings.ContainsAny(c.Auth.Realm, `"\`) {
 		v.add("auth.realm", "invalid realm %q (want non-empty text without quotes or backslashes)", c.Auth.Realm)
 	}
@@ -178,6 +180,64 @@ func (v *validator) pacing(p *Pacing) {
 		}
 	}
 	v.enum("pacing.on_store_error", string(p.OnStoreError), OnStoreErrorRefuse, OnStoreErrorLocal)
+}
+
+func (v *validator) upstream(u *Upstream) {
+	if u.Proxy != "" {
+		if msg := checkProxyURL(u.Proxy); msg != "" {
+			v.add("upstream.proxy", "%s", msg)
+		}
+	}
+	v.globs("upstream.no_proxy", u.NoProxy)
+}
+
+// checkProxyURL returns what is wrong with a parent proxy URL, or "". The
+// messages never repeat a password.
+func checkProxyURL(s string) string {
+	const want = "want http://host:port or https://host:port, optionally with user:password@"
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Sprintf("invalid URL %q (%s)", redactURL(s), want)
+	}
+	shown := u.Redacted()
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("invalid URL %q: scheme must be http or https (%s)", shown, want)
+	case u.Opaque != "" || u.Host == "":
+		return fmt.Sprintf("invalid URL %q: no host (%s)", shown, want)
+	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return fmt.Sprintf("invalid URL %q: a proxy URL has no path, query or fragment (%s)", shown, want)
+	}
+	if u.Port() == "" {
+		return fmt.Sprintf("invalid URL %q: the port is required (%s)", shown, want)
+	}
+	if msg := checkHostPort(u.Host, 1); msg != "" || u.Hostname() == "" {
+		return fmt.Sprintf("invalid URL %q: bad host:port %q (%s)", shown, u.Host, want)
+	}
+	return ""
+}
+
+// redactURL returns rawURL with the password of its user information, if
+// any, replaced by "xxxxx", for logs and messages. It works on URLs that do
+// not parse, too.
+func redactURL(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	rest := rawURL
+	prefix := ""
+	if i := strings.Index(rest, "://"); i >= 0 {
+		prefix, rest = rest[:i+3], rest[i+3:]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return rawURL
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return rawURL
+	}
+	return prefix + user + ":xxxxx" + rest[at:]
 }
 
 func (v *validator) client(key string, c *Client, htpasswd bool) {
