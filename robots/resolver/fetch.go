@@ -25,11 +25,11 @@ var (
 )
 
 // newClient builds the dedicated client robots.txt is fetched with: never
-// through a proxy from the environment, through the configured dialer (the
-// egress guard), TLS verified, every phase bounded.
+// through a proxy from the environment (only cfg.Proxy), through the
+// configured dialer (the egress guard), TLS verified, every phase bounded.
 func newClient(cfg *Config) *http.Client {
 	tr := &http.Transport{
-		Proxy:                  nil,
+		Proxy:                  cfg.Proxy,
 		DialContext:            cfg.DialContext,
 		TLSClientConfig:        &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:    cfg.FetchTimeout,
@@ -100,7 +100,9 @@ func (r *Resolver) fetch(ctx context.Context, o origin.Origin) fetched {
 			return fetched{status: Unreachable, httpStatus: code, url: f.url, err: fmt.Errorf("fetch %s: reading body: %w", f.url, err)}
 		}
 		f.status, f.file, f.body = OK, robots.Parse(body), body
-	case code == http.StatusTooManyRequests || code >= 500 || code < 200:
+	// A 407 comes from a proxy on the way (the parent refused our
+	// credentials), never from the origin: the file's status is unknown.
+	case code == http.StatusTooManyRequests || code == http.StatusProxyAuthRequired || code >= 500 || code < 200:
 		f.status = Unreachable
 		f.retryAfter = retryAfter(resp.Header.Get("Retry-After"), r.cfg.Now())
 		f.err = fmt.Errorf("fetch %s: HTTP %d", f.url, code)

@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,12 @@ type Config struct {
 	// DialContext connects to origins. Default: an egress.Guard with
 	// BlockPrivate, so redirects to internal addresses are not followed.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy, when set, chooses the proxy each fetch goes through, redirects
+	// included (as http.Transport.Proxy: nil URL for a direct connection;
+	// an error fails the fetch, which is then unreachable). With a proxy,
+	// DialContext dials the proxy, so Proxy must check the destination
+	// itself. Nil: always direct, never a proxy from the environment.
+	Proxy func(*http.Request) (*url.URL, error)
 	// RootCAs verifies origins' TLS certificates; nil means the system roots.
 	RootCAs *x509.CertPool
 	// Store, when set, shares fetched files between instances (a fleet).

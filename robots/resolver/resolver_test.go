@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,6 +129,7 @@ func TestStatusClasses(t *testing.T) {
 		{"429 is unreachable: disallow all", serveStatus(429), Unreachable, false},
 		{"500 is unreachable", serveStatus(500), Unreachable, false},
 		{"503 is unreachable", serveStatus(503), Unreachable, false},
+		{"407 is unreachable: a proxy's answer, not the file's", serveStatus(407), Unreachable, false},
 		{"304 without redirect is unavailable", serveStatus(304), Unavailable, true},
 	}
 	for _, tt := range tests {
@@ -421,6 +424,57 @@ func TestProxyFromEnvironmentIsIgnored(t *testing.T) {
 	if res.Status != OK || trap.hits.Load() != 0 {
 		t.Errorf("status %v, proxy hit %d times", res.Status, trap.hits.Load())
 	}
+}
+
+// TestProxyOption: with Config.Proxy, every fetch (each redirect too) goes
+// to the proxy it names, in absolute form; an error from it fails the
+// fetch (unreachable) without sending anything.
+func TestProxyOption(t *testing.T) {
+	var mu sync.Mutex
+	var atProxy []string
+	parent := startOrigin(t, "127.0.0.3", false, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		atProxy = append(atProxy, r.RequestURI)
+		mu.Unlock()
+		if strings.HasPrefix(r.RequestURI, "http://first.test/") {
+			http.Redirect(w, r, "http://second.test/robots.txt", http.StatusMovedPermanently)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nDisallow: /via-parent\n")
+	})
+	parentURL, _ := url.Parse(parent.URL)
+	var asked []string
+	proxy := func(req *http.Request) (*url.URL, error) {
+		asked = append(asked, req.URL.Host) // one fetch at a time here
+		if req.URL.Host == "refused.test" {
+			return nil, errors.New("refused by the test")
+		}
+		return parentURL, nil
+	}
+	r := newResolver(t, Config{Proxy: proxy})
+	res := resolve(t, r, mustOrigin(t, "http://first.test"))
+	if res.Status != OK || res.Allowed("Bot", "/via-parent") {
+		t.Errorf("through the proxy: status %v err %v", res.Status, res.Err())
+	}
+	if want := []string{"http://first.test/robots.txt", "http://second.test/robots.txt"}; !slices.Equal(atProxy, want) {
+		t.Errorf("the proxy received %q, want %q", atProxy, want)
+	}
+	if want := []string{"first.test", "second.test"}; !slices.Equal(asked, want) {
+		t.Errorf("Proxy was asked for %q, want %q", asked, want)
+	}
+	res = resolve(t, r, mustOrigin(t, "http://refused.test"))
+	if res.Status != Unreachable || len(atProxy) != 2 {
+		t.Errorf("Proxy refusing: status %v, the proxy received %q", res.Status, atProxy)
+	}
+}
+
+func mustOrigin(t *testing.T, rawURL string) origin.Origin {
+	t.Helper()
+	o, err := origin.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 func TestUserAgentIsSent(t *testing.T) {

@@ -14,11 +14,12 @@ type Status uint8
 const (
 	// OK: a robots.txt was fetched (2xx) and File holds its rules.
 	OK Status = iota + 1
-	// Unavailable: 4xx other than 429, or redirects that could not be
-	// followed (more than five, a loop): everything is allowed.
+	// Unavailable: 4xx other than 429 and 407, or redirects that could not
+	// be followed (more than five, a loop): everything is allowed.
 	Unavailable
-	// Unreachable: 429, 5xx, a timeout, a network, DNS, TLS or egress
-	// failure, with no earlier copy to fall back on: everything is disallowed.
+	// Unreachable: 429, 5xx, 407 (a proxy's refusal, not the origin's
+	// answer), a timeout, a network, DNS, TLS or egress failure, with no
+	// earlier copy to fall back on: everything is disallowed.
 	Unreachable
 )
 
