@@ -113,7 +113,7 @@ func explainError(err error) (decision, message string, status int) {
 	var denied *egress.DeniedError
 	var port *portError
 	if errors.As(err, &denied) || errors.As(err, &port) {
-		return "egress-denied", err.Error(), http.StatusOK
+		return decisionEgressDenied, err.Error(), http.StatusOK
 	}
 	return "", err.Error(), http.StatusBadRequest
 }

@@ -172,7 +172,7 @@ func guardFraming(h http.Handler) http.Handler {
 				status = http.StatusRequestHeaderFieldsTooLarge
 			}
 			w.Header().Set("Connection", "close")
-			writeResponse(w, plainResponse(r, status, "bad-request", "http_request_error", msg))
+			writeResponse(w, plainResponse(r, status, decisionBadRequest, "http_request_error", msg))
 			return
 		}
 		if g := guardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {

@@ -105,7 +105,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	slot.permit.Release()
 	rec := &slot.rec
 	if !slot.decided {
-		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), "bad-request")
+		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), decisionBadRequest)
 		rec = &AuditRecord{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: r.URL.String(),
 			UserAgent: r.UserAgent(), Decision: decision, Enforced: true}
 	}

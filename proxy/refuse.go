@@ -103,7 +103,7 @@ func (s *Server) rateLimitMessage(d *policy.Decision, retryAfter int) string {
 
 // authRequired is the 407 for a request without valid proxy credentials.
 func (s *Server) authRequired(req *http.Request, st *settings) *http.Response {
-	resp := plainResponse(req, http.StatusProxyAuthRequired, "auth-required", "http_request_denied",
+	resp := plainResponse(req, http.StatusProxyAuthRequired, decisionAuthRequired, "http_request_denied",
 		"This proxy requires authentication (Proxy-Authorization: Basic).")
 	resp.Header.Set("Proxy-Authenticate", fmt.Sprintf("Basic realm=%q", st.engine.Realm()))
 	return resp
@@ -124,10 +124,10 @@ func (s *Server) egressRefusal(req *http.Request, err error) *http.Response {
 	case errors.As(err, &denied):
 		return egressDenied(req, denied)
 	case errors.As(err, &port):
-		return render(req, &explanation{Decision: "egress-denied", Status: http.StatusForbidden, Message: port.Error() + "."}, "destination_ip_prohibited")
+		return render(req, &explanation{Decision: decisionEgressDenied, Status: http.StatusForbidden, Message: port.Error() + "."}, "destination_ip_prohibited")
 	}
 	s.log.Info("destination lookup failed", "host", req.Host, "err", err)
-	return plainResponse(req, http.StatusBadGateway, "upstream-error", "dns_error", "The destination's name could not be resolved.")
+	return plainResponse(req, http.StatusBadGateway, decisionUpstreamError, "dns_error", "The destination's name could not be resolved.")
 }
 
 func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response {
@@ -140,7 +140,7 @@ func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response 
 	case egress.SelfAddress:
 		msg = "The destination is this proxy itself."
 	}
-	return render(req, &explanation{Decision: "egress-denied", Status: http.StatusForbidden, Message: msg}, "destination_ip_prohibited")
+	return render(req, &explanation{Decision: decisionEgressDenied, Status: http.StatusForbidden, Message: msg}, "destination_ip_prohibited")
 }
 
 // plainResponse renders a refusal that is only a message.

@@ -35,7 +35,7 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
 				w.Header().Set("Connection", "close") // the rest of the body may never come
-				s.respond(w, plainResponse(req, http.StatusRequestTimeout, "client-timeout", "http_request_error",
+				s.respond(w, plainResponse(req, http.StatusRequestTimeout, decisionClientTimeout, "http_request_error",
 					"The request body stalled for longer than timeouts.client_body."))
 				return
 			}

@@ -98,7 +98,7 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error", "The request URL has no valid http or https origin.")
+		return plainResponse(req, http.StatusBadRequest, decisionBadRequest, "http_request_error", "The request URL has no valid http or https origin.")
 	}
 	client := tunnelClient(tunnel)
 	if tunnel == nil {
@@ -137,7 +137,7 @@ const statusClientClosed = 499
 // clientClosed is the answer to a request whose client left while it was
 // judged or held: decision client-closed, not a refusal.
 func clientClosed(req *http.Request, message string) *http.Response {
-	return plainResponse(req, statusClientClosed, "client-closed", "http_request_denied", message)
+	return plainResponse(req, statusClientClosed, decisionClientClosed, "http_request_denied", message)
 }
 
 // pace holds an allowed request until its slot; the permit is released
@@ -237,7 +237,7 @@ func prepareUpstream(req *http.Request, target string) {
 }
 
 func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
-	s.respond(w, plainResponse(req, http.StatusBadRequest, "bad-request", "http_request_error",
+	s.respond(w, plainResponse(req, http.StatusBadRequest, decisionBadRequest, "http_request_error",
 		"This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 }
 

@@ -143,7 +143,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.registerGauges()
-	s.metrics.PrepareRequests("allow", "disallow", "unreachable", "egress-denied", "rate-limited", "upstream-error", "client-closed")
+	s.metrics.PrepareRequests("allow", "disallow", "unreachable", decisionEgressDenied, "rate-limited", decisionUpstreamError, decisionClientClosed)
 	s.upstream = newUpstream(s.dial, roots, s.log, s.metrics)
 	s.gp = s.newGoproxy()
 	s.relay = s.newRelay()

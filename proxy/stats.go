@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"cmp"
+	"github.com/robotsgate/robotsgate/policy"
 	"slices"
 	"strings"
 	"sync"
@@ -121,7 +122,7 @@ func (s *stats) add(rec *AuditRecord) {
 // itself (left while held, failed the TLS handshake).
 func isRefusal(decision string) bool {
 	switch decision {
-	case "allow", "client-closed", "client-tls-failed":
+	case policy.Allow.String(), decisionClientClosed, decisionClientTLSFailed:
 		return false
 	}
 	return true

@@ -135,5 +135,5 @@ func (s *Server) clientTLSFailed(err error, clientAddr, host string, slot *audit
 	if s.tlsFails.record(reason, ip, host, explain, time.Now()) && reason != tlsClosed {
 		s.log.Warn("client TLS handshake failed", "client", clientAddr, "host", host, "reason", reason, "explain", explain, "err", err)
 	}
-	slot.refine("client-tls-failed", explain)
+	slot.refine(decisionClientTLSFailed, explain)
 }

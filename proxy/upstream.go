@@ -65,7 +65,7 @@ func (u *upstream) failure(req *http.Request, err error) *http.Response {
 	case proxyStatus == "http_upgrade_failed":
 		body = "The origin switched protocols where the request did not ask for it."
 	}
-	return plainResponse(req, status, "upstream-error", proxyStatus, body)
+	return plainResponse(req, status, decisionUpstreamError, proxyStatus, body)
 }
 
 // classifyUpstreamError maps a transport error to a status code and an RFC
