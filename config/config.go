@@ -40,12 +40,18 @@ type Config struct {
 	Pacing   Pacing   `yaml:"pacing"`
 	Upstream Upstream `yaml:"upstream"`
 	Auth     Auth     `yaml:"auth"`
-	Clients  []Client `yaml:"clients"`
-	Sites    []Site   `yaml:"sites"`
-	Trap     Trap     `yaml:"trap"`
-	Identify Identify `yaml:"identify"`
-	Timeouts Timeouts `yaml:"timeouts"`
-	Log      Log      `yaml:"log"`
+	// ClientsDefault is what a client no clients entry matches may do:
+	// "allow" (use the proxy in enforce mode) or "deny" (407 when proxy
+	// users are configured, else 403 client-denied). A proxy listening on
+	// a non-loopback address with "allow" and no clients entries is open
+	// to anyone who can reach it (it says so at start). Default "allow".
+	ClientsDefault ClientsDefault `yaml:"clients_default"`
+	Clients        []Client       `yaml:"clients"`
+	Sites          []Site         `yaml:"sites"`
+	Trap           Trap           `yaml:"trap"`
+	Identify       Identify       `yaml:"identify"`
+	Timeouts       Timeouts       `yaml:"timeouts"`
+	Log            Log            `yaml:"log"`
 }
 
 // Robots configures how robots.txt files are fetched and cached (SPEC §2).
@@ -314,6 +320,15 @@ type Log struct {
 	// Default "".
 	Audit string `yaml:"audit"`
 }
+
+// ClientsDefault is the policy for clients no clients entry matches.
+type ClientsDefault string
+
+// The clients_default values.
+const (
+	ClientsAllow ClientsDefault = "allow"
+	ClientsDeny  ClientsDefault = "deny"
+)
 
 // Mode is a client's mode.
 type Mode string

@@ -144,6 +144,9 @@ func TestParseValid(t *testing.T) {
 		{name: "mitm off needs no CA", yaml: "mitm: {enabled: false, ca_cert: \"\", ca_key: \"\"}\n", want: func(c *Config) {
 			c.MITM = MITM{}
 		}},
+		{name: "clients_default deny", yaml: "clients_default: deny\n", want: func(c *Config) {
+			c.ClientsDefault = ClientsDeny
+		}},
 		{name: "identify", yaml: "identify:\n  from: Crawler Admin <crawler@example.org>\n  user_agent_suffix: (+https://example.org/bot)\n", want: func(c *Config) {
 			c.Identify = Identify{From: "Crawler Admin <crawler@example.org>", UserAgentSuffix: "(+https://example.org/bot)"}
 		}},
@@ -309,6 +312,8 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:2: upstream.no_proxy[0]: invalid host glob "http://intranet/"`},
 
 		// Clients.
+		{"clients_default typo", "clients_default: refuse\n",
+			`cfg.yaml:1: clients_default: invalid value "refuse"`},
 		{"client without cidr or user", "clients:\n  - mode: monitor\n",
 			"cfg.yaml:2: clients[0]: a client entry needs cidr or user (or both)"},
 		{"bad bcrypt", "clients:\n  - user: alice\n    password_bcrypt: secret\n",

@@ -41,6 +41,7 @@ func Default() Config {
 		Auth: Auth{
 			Realm: "robotsgate",
 		},
+		ClientsDefault: ClientsAllow,
 		Trap: Trap{
 			Enabled:             false,
 			MaxURLLength:        2048,

@@ -81,6 +81,7 @@ func (v *validator) validate(c *Config) {
 	if msg := checkHeaderText(c.Auth.Realm); c.Auth.Realm == "" || msg != "" || strings.ContainsAny(c.Auth.Realm, `"\`) {
 		v.add("auth.realm", "invalid realm %q (want non-empty text without quotes or backslashes)", c.Auth.Realm)
 	}
+	v.enum("clients_default", string(c.ClientsDefault), ClientsAllow, ClientsDeny)
 	for i := range c.Clients {
 		v.client(fmt.Sprintf("clients[%d]", i), &c.Clients[i], c.Auth.Htpasswd != "")
 	}

@@ -51,12 +51,19 @@ type Client struct {
 // for any entry that applies to it.
 var ErrAuthRequired = errors.New("proxy authentication required")
 
+// ErrClientDenied is returned by Identify for a client that no entry
+// matches when unmatched clients are denied and no proxy users are
+// configured (credentials would not help it).
+var ErrClientDenied = errors.New("client not allowed to use this proxy (clients_default: deny)")
+
 // Clients identifies clients by source address and proxy user. It is safe
 // for concurrent use.
 type Clients struct {
 	rules    []clientRule
 	needAuth bool // some entry names a user
-	realm    string
+	// denyUnmatched refuses clients no entry matches (clients_default: deny).
+	denyUnmatched bool
+	realm         string
 	// verified caches successful password checks: bcrypt costs tens of
 	// milliseconds by design, far too much for every request.
 	verified *lru.Cache[[sha256.Size]byte, struct{}]
@@ -186,8 +193,11 @@ func (c *Clients) Identify(addr netip.Addr, proxyAuthorization string) (Client, 
 		cl.User = user
 		return cl, nil
 	}
-	if c.needAuth {
+	switch {
+	case c.needAuth:
 		return Client{}, ErrAuthRequired
+	case c.denyUnmatched:
+		return Client{}, ErrClientDenied
 	}
 	return Client{}, nil
 }

@@ -118,8 +118,12 @@ type Config struct {
 	StrictPaths bool
 	Clients     []config.Client
 	Auth        config.Auth
-	Sites       []config.Site
-	Trap        config.Trap
+	// DenyUnmatched refuses clients no Clients entry matches
+	// (clients_default: deny): ErrClientDenied, or ErrAuthRequired when
+	// proxy users are configured.
+	DenyUnmatched bool
+	Sites         []config.Site
+	Trap          config.Trap
 	// Pacer holds requests until their slot; nil means no pacing.
 	Pacer *pacing.Pacer
 	// Limits are the operator's floor and cap on intervals.
@@ -147,6 +151,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
+	clients.denyUnmatched = cfg.DenyUnmatched
 	return &Engine{cfg: cfg, clients: clients, sites: newSites(cfg.Sites), trap: newTrapGuard(cfg.Trap)}, nil
 }
 

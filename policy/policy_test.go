@@ -175,3 +175,28 @@ func TestSites(t *testing.T) {
 		t.Error("unrelated host matched")
 	}
 }
+
+// clients_default: deny refuses the clients no entry matches: 403
+// (ErrClientDenied) without proxy users, 407 (ErrAuthRequired) with them;
+// matched clients are served as before.
+func TestClientsDefaultDeny(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		entries []config.Client
+		addr    string
+		want    error
+	}{
+		{"matched by CIDR", []config.Client{{CIDR: "10.0.0.0/8"}}, "10.1.2.3", nil},
+		{"unmatched, no users", []config.Client{{CIDR: "10.0.0.0/8"}}, "192.0.2.1", ErrClientDenied},
+		{"unmatched, users configured", []config.Client{{User: "alice", PasswordBcrypt: hash(t, "a")}}, "192.0.2.1", ErrAuthRequired},
+		{"no entries at all", nil, "127.0.0.1", ErrClientDenied},
+	} {
+		e, err := New(Config{Clients: tt.entries, Auth: config.Auth{Realm: "r"}, DenyUnmatched: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Identify(netip.MustParseAddr(tt.addr), ""); !errors.Is(err, tt.want) && (err != nil || tt.want != nil) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
