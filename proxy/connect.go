@@ -26,7 +26,7 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 	st := s.settings()
 	client, err := st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization"))
 	if err != nil {
-		return s.rejectConnect(ctx, s.authRequired(req, st))
+		return s.rejectConnect(ctx, s.identifyRefusal(req, st, err))
 	}
 	mitm := st.mitmHost(o.Host)
 	if err := s.checkDestination(req.Context(), o, !mitm); err != nil {

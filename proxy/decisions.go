@@ -10,6 +10,7 @@ const (
 	decisionMisdirected     = "misdirected"       // a request in a tunnel for another origin (421)
 	decisionEgressDenied    = "egress-denied"     // the egress guard refused the destination
 	decisionAuthRequired    = "auth-required"     // proxy credentials missing or wrong (407)
+	decisionClientDenied    = "client-denied"     // no clients entry matches and clients_default is deny (403)
 	decisionUpstreamError   = "upstream-error"    // the origin could not be reached or failed (502, 504)
 	decisionClientTimeout   = "client-timeout"    // the client stopped sending its request body (408)
 	decisionClientClosed    = "client-closed"     // the client left while its request was judged or held (499)
@@ -42,6 +43,7 @@ func Decisions() []DecisionInfo {
 		{policy.PacingDown.String(), 503, true},
 		{decisionEgressDenied, 403, true},
 		{decisionAuthRequired, 407, true},
+		{decisionClientDenied, 403, true},
 		{decisionMisdirected, 421, true},
 		{decisionBadRequest, 400, true}, // 405, 417, 431 for some
 		{decisionClientTimeout, 408, true},

@@ -101,6 +101,16 @@ func (s *Server) rateLimitMessage(d *policy.Decision, retryAfter int) string {
 		d.Interval, s.settings().cfg.Pacing.MaxWait.Duration(), retryAfter)
 }
 
+// identifyRefusal answers a client that Identify refused: 403
+// client-denied (clients_default: deny, no proxy users), else 407.
+func (s *Server) identifyRefusal(req *http.Request, st *settings, err error) *http.Response {
+	if errors.Is(err, policy.ErrClientDenied) {
+		return plainResponse(req, http.StatusForbidden, decisionClientDenied, "http_request_denied",
+			"This client may not use this proxy: no clients entry matches it and clients_default is deny.")
+	}
+	return s.authRequired(req, st)
+}
+
 // authRequired is the 407 for a request without valid proxy credentials.
 func (s *Server) authRequired(req *http.Request, st *settings) *http.Response {
 	resp := plainResponse(req, http.StatusProxyAuthRequired, decisionAuthRequired, "http_request_denied",
