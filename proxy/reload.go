@@ -1,0 +1,48 @@
+package proxy
+
+import (
+	"reflect"
+
+	"github.com/robotsgate/robotsgate/config"
+)
+
+// restartOnly are the keys a reload cannot apply: the listeners, the CA,
+// the audit log's path, the pacing store and the robots.txt resolver are
+// built once, at start. Each entry reads its key's value.
+var restartOnly = []struct {
+	key string
+	get func(*config.Config) any
+}{
+	{"listen", func(c *config.Config) any { return c.Listen }},
+	{"admin_listen", func(c *config.Config) any { return c.AdminListen }},
+	{"mitm.enabled", func(c *config.Config) any { return c.MITM.Enabled }},
+	{"mitm.ca_cert", func(c *config.Config) any { return c.MITM.CACert }},
+	{"mitm.ca_key", func(c *config.Config) any { return c.MITM.CAKey }},
+	{"mitm.upstream_ca", func(c *config.Config) any { return c.MITM.UpstreamCA }},
+	{"log.audit", func(c *config.Config) any { return c.Log.Audit }},
+	{"pacing.store", func(c *config.Config) any { return c.Pacing.Store }},
+	{"pacing.redis.addr", func(c *config.Config) any { return c.Pacing.Redis.Addr }},
+	{"pacing.on_store_error", func(c *config.Config) any { return c.Pacing.OnStoreError }},
+	{"robots.fetch_user_agent", func(c *config.Config) any { return c.Robots.FetchUserAgent }},
+	{"robots.fetch_timeout", func(c *config.Config) any { return c.Robots.FetchTimeout }},
+	{"robots.cache_entries", func(c *config.Config) any { return c.Robots.CacheEntries }},
+	{"robots.min_ttl", func(c *config.Config) any { return c.Robots.MinTTL }},
+	{"robots.max_ttl", func(c *config.Config) any { return c.Robots.MaxTTL }},
+	{"robots.retry_min", func(c *config.Config) any { return c.Robots.RetryMin }},
+	{"robots.retry_max", func(c *config.Config) any { return c.Robots.RetryMax }},
+	{"timeouts.client_header", func(c *config.Config) any { return c.Timeouts.ClientHeader }},
+	{"timeouts.client_idle", func(c *config.Config) any { return c.Timeouts.ClientIdle }},
+	{"timeouts.client_body", func(c *config.Config) any { return c.Timeouts.ClientBody }},
+}
+
+// restartOnlyChanges names the keys that differ between the running
+// configuration and a reloaded one but take effect only after a restart.
+func restartOnlyChanges(running, reloaded *config.Config) []string {
+	var keys []string
+	for _, k := range restartOnly {
+		if !reflect.DeepEqual(k.get(running), k.get(reloaded)) {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
+}

@@ -1,0 +1,26 @@
+package proxy
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/robotsgate/robotsgate/config"
+)
+
+func TestRestartOnlyChangesNameTheirKeys(t *testing.T) {
+	running := config.Default()
+	reloaded := config.Default()
+	reloaded.Listen = "127.0.0.1:18080"
+	reloaded.Log.Audit = "/var/log/robotsgate/audit.log"
+	reloaded.Robots.CacheEntries = 10
+	reloaded.Pacing.MaxWait = config.Duration(time.Second) // applies on reload
+	reloaded.Clients = []config.Client{{CIDR: "10.0.0.0/8"}} // applies on reload
+	got := restartOnlyChanges(&running, &reloaded)
+	if want := []string{"listen", "log.audit", "robots.cache_entries"}; !slices.Equal(got, want) {
+		t.Errorf("restart-only changes %q, want %q", got, want)
+	}
+	if got := restartOnlyChanges(&running, &running); len(got) != 0 {
+		t.Errorf("no change: %q", got)
+	}
+}
