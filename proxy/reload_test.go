@@ -14,7 +14,7 @@ func TestRestartOnlyChangesNameTheirKeys(t *testing.T) {
 	reloaded.Listen = "127.0.0.1:18080"
 	reloaded.Log.Audit = "/var/log/robotsgate/audit.log"
 	reloaded.Robots.CacheEntries = 10
-	reloaded.Pacing.MaxWait = config.Duration(time.Second) // applies on reload
+	reloaded.Pacing.MaxWait = config.Duration(time.Second)   // applies on reload
 	reloaded.Clients = []config.Client{{CIDR: "10.0.0.0/8"}} // applies on reload
 	got := restartOnlyChanges(&running, &reloaded)
 	if want := []string{"listen", "log.audit", "robots.cache_entries"}; !slices.Equal(got, want) {
