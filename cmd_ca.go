@@ -1,29 +1,40 @@
 package main
 
 import (
+	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/robotsgate/robotsgate/certs"
 )
 
-// caCommand implements `robotsgate ca init [-dir certs] [-force]`.
-func caCommand(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "init" {
-		fmt.Fprintln(stderr, "usage: robotsgate ca init [-dir certs] [-force]")
-		return errUsage
-	}
-	fs := newFlagSet("ca init", stderr)
-	dir := fs.String("dir", "certs", "directory for ca.pem and ca-key.pem")
-	force := fs.Bool("force", false, "replace an existing CA")
-	if err := fs.Parse(args[1:]); err != nil {
-		return errUsage
-	}
-	certPath, keyPath, err := certs.CreateCA(*dir, *force, time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Created %s and %s (mode 0600).\n%s\n", certPath, keyPath, certs.TrustInstructions(certPath))
-	return nil
+// caCommand is `robotsgate ca init [-dir DIR] [-force]`.
+var caCommand = &command{
+	name:     "ca",
+	synopsis: "init [-dir DIR] [-force]",
+	summary:  "create the interception CA (ca init)",
+	details: "ca init creates the CA that signs the certificates of intercepted HTTPS sites: DIR/ca.pem\n" +
+		"and DIR/ca-key.pem (mode 0600), and prints how to make clients trust it. It refuses to\n" +
+		"replace an existing CA without -force.",
+	usageExit: exitUsage,
+	setup: func(fs *flag.FlagSet) runFunc {
+		dir := fs.String("dir", "certs", "write ca.pem and ca-key.pem into `DIR`")
+		force := fs.Bool("force", false, "replace an existing CA (clients must then trust the new one)")
+		return func(args []string, s stdio) (int, error) {
+			switch {
+			case len(args) == 0:
+				return 0, usageError("missing subcommand: init")
+			case args[0] != "init":
+				return 0, usageError(fmt.Sprintf("unknown subcommand %q (only init)", args[0]))
+			case len(args) > 1:
+				return 0, usageError(fmt.Sprintf("unexpected argument %q", args[1]))
+			}
+			certPath, keyPath, err := certs.CreateCA(*dir, *force, time.Now())
+			if err != nil {
+				return 2, err
+			}
+			fmt.Fprintf(s.out, "Created %s and %s (mode 0600).\n%s\n", certPath, keyPath, certs.TrustInstructions(certPath))
+			return 0, nil
+		}
+	},
 }

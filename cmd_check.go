@@ -2,37 +2,48 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/proxy"
-	"github.com/robotsgate/robotsgate/robots"
 )
+
+// checkCommand is `robotsgate check [flags] URL...`.
+var checkCommand = &command{
+	name:     "check",
+	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] URL...",
+	summary:  "print the proxy's decision on URLs, without sending them",
+	details: "Prints, for each URL, the decision the proxy would make on a request for it, without\n" +
+		"sending the request: the verdict and the robots.txt rule and line that decided it.\n" +
+		"robots.txt is fetched as the proxy fetches it, through the configuration's egress rules.\n\n" +
+		"Exit status: 0 every URL allowed, 1 a URL refused, 2 usage or configuration error.",
+	usageExit: exitUsage,
+	setup: func(fs *flag.FlagSet) runFunc {
+		configPath := fs.String("config", "", "configuration `FILE` (YAML); the built-in defaults without one (which refuse\nloopback and private networks)")
+		agent := fs.String("agent", "", "judge as this agent `NAME`, a product token such as FooBot (default: no User-Agent,\njudged by the * group)")
+		ua := fs.String("ua", "", "judge as this User-Agent `HEADER`, as a client would send it (overrides -agent)")
+		return func(args []string, s stdio) (int, error) {
+			userAgent := *ua
+			if userAgent == "" {
+				userAgent = *agent
+			}
+			return check(*configPath, userAgent, args, s)
+		}
+	},
+}
 
 // check prints the proxy's decision for each URL; exit status 1 if any is
 // refused (disallowed, or robots.txt unreachable).
-func check(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("check", stderr)
-	configPath := fs.String("config", "", "configuration file (YAML)")
-	agent := fs.String("agent", "", "judge as this agent (a product token such as FooBot)")
-	ua := fs.String("ua", "", "judge as this User-Agent header")
-	if err := fs.Parse(args); err != nil {
-		return 2, errUsage
+func check(configPath, userAgent string, urls []string, s stdio) (int, error) {
+	if len(urls) == 0 {
+		return 0, usageError("no URL to check")
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: robotsgate check [-config FILE] [-agent NAME | -ua HEADER] URL...")
-		return 2, errUsage
-	}
-	cfg, err := loadConfig(*configPath, "", "")
+	cfg, err := loadConfig(configPath, "", "")
 	if err != nil {
 		return 2, err
 	}
@@ -41,21 +52,17 @@ func check(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	userAgent := *ua
-	if userAgent == "" {
-		userAgent = *agent
-	}
 	refused := false
-	for _, u := range fs.Args() {
+	for _, u := range urls {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
 		d, err := srv.Decide(ctx, u, userAgent, policy.Client{})
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stdout, "ERROR     %s  %v\n", u, err)
+			fmt.Fprintf(s.out, "ERROR     %s  %v\n", u, err)
 			refused = true
 			continue
 		}
-		fmt.Fprintf(stdout, "%-9s %s  %s\n", strings.ToUpper(d.Verdict.String()), u, describe(&d))
+		fmt.Fprintf(s.out, "%-9s %s  %s\n", strings.ToUpper(d.Verdict.String()), u, describe(&d))
 		refused = refused || d.Verdict != policy.Allow
 	}
 	if refused {
@@ -75,72 +82,4 @@ func describe(d *policy.Decision) string {
 		return fmt.Sprintf("(robots.txt %s unavailable, HTTP %d: everything allowed)", d.Robots.URL(), d.Robots.HTTPStatus)
 	}
 	return fmt.Sprintf("(%s; robots.txt %s)", d.Rule.String(), d.Robots.URL())
-}
-
-// lint checks a robots.txt file or URL; exit status 1 if it has errors.
-func lint(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("lint", stderr)
-	asJSON := fs.Bool("json", false, "print the diagnostics as JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2, errUsage
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: robotsgate lint [-json] FILE|URL")
-		return 2, errUsage
-	}
-	body, err := readRobots(fs.Arg(0))
-	if err != nil {
-		return 2, err
-	}
-	diags := robots.Lint(body)
-	counts := map[robots.Severity]int{}
-	for _, d := range diags {
-		counts[d.Severity]++
-	}
-	if *asJSON {
-		out := make([]map[string]any, len(diags))
-		for i, d := range diags {
-			out[i] = map[string]any{"line": d.Line, "severity": d.Severity.String(), "code": d.Code, "message": d.Message}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(out)
-	} else {
-		for _, d := range diags {
-			fmt.Fprintln(stdout, d.String())
-		}
-		fmt.Fprintf(stdout, "%d errors, %d warnings, %d notes\n", counts[robots.Error], counts[robots.Warning], counts[robots.Info])
-	}
-	if counts[robots.Error] > 0 {
-		return 1, nil
-	}
-	return 0, nil
-}
-
-// readRobots reads a file, or fetches an http(s) URL through the egress
-// guard (at most robots.MaxFileSize+1 bytes, so lint can report the excess).
-func readRobots(arg string) ([]byte, error) {
-	if !strings.HasPrefix(arg, "http://") && !strings.HasPrefix(arg, "https://") {
-		return os.ReadFile(arg)
-	}
-	cfg := config.Default()
-	guard := &egress.Guard{BlockPrivate: cfg.Egress.BlockPrivateNetworks}
-	client := &http.Client{
-		Timeout:   cfg.Robots.FetchTimeout.Duration(),
-		Transport: &http.Transport{Proxy: nil, DialContext: guard.DialContext},
-	}
-	req, err := http.NewRequest(http.MethodGet, arg, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("User-Agent", cfg.Robots.FetchUserAgent)
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", arg, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("fetch %s: HTTP %d", arg, resp.StatusCode)
-	}
-	return io.ReadAll(io.LimitReader(resp.Body, robots.MaxFileSize+1))
 }

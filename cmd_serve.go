@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,15 +21,32 @@ import (
 // drainTimeout bounds how long SIGTERM waits for in-flight requests.
 const drainTimeout = 30 * time.Second
 
-func serve(args []string, stderr io.Writer) error {
-	fs := newFlagSet("serve", stderr)
-	configPath := fs.String("config", "", "configuration file (YAML); built-in defaults without one")
-	listen := fs.String("listen", "", "proxy address, overrides listen")
-	adminListen := fs.String("admin-listen", "", `admin address, overrides admin_listen ("off" disables)`)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	cfg, err := loadConfig(*configPath, *listen, *adminListen)
+// serveCommand is `robotsgate [serve]`, the command when none is given.
+var serveCommand = &command{
+	name:     "serve",
+	synopsis: "[-config FILE] [-listen ADDR] [-admin-listen ADDR]",
+	summary:  "run the proxy (the command when none is given)",
+	details: "Runs the proxy until SIGINT or SIGTERM (which drain in-flight requests); SIGHUP reloads\n" +
+		"the configuration and reopens the audit log. Without -config it runs on the built-in\n" +
+		"defaults. With interception on and no CA yet, it creates one (mitm.ca_cert, default\n" +
+		"certs/ca.pem) and prints how to trust it.",
+	usageExit: exitUsage,
+	setup: func(fs *flag.FlagSet) runFunc {
+		configPath := fs.String("config", "", "configuration `FILE` (YAML); the built-in defaults without one")
+		def := config.Default()
+		listen := fs.String("listen", "", "listen for proxy clients on `ADDR` (host:port) instead of the configuration's\nlisten (built-in default "+def.Listen+")")
+		adminListen := fs.String("admin-listen", "", "serve the admin endpoints (metrics, health, status page) on `ADDR` instead of the\nconfiguration's admin_listen (built-in default "+def.AdminListen+`); "off" turns them off`)
+		return func(args []string, s stdio) (int, error) {
+			if len(args) > 0 {
+				return 0, usageError(fmt.Sprintf("unexpected argument %q (serve takes only flags)", args[0]))
+			}
+			return 0, serve(*configPath, *listen, *adminListen, s.errOut)
+		}
+	},
+}
+
+func serve(configPath, listen, adminListen string, stderr io.Writer) error {
+	cfg, err := loadConfig(configPath, listen, adminListen)
 	if err != nil {
 		return err
 	}
@@ -66,11 +84,11 @@ func serve(args []string, stderr io.Writer) error {
 	defer signal.Stop(sigs)
 	logger.Info("robotsgate listening", "proxy", ln.Addr().String(), "admin", cfg.AdminListen, "mitm", cfg.MITM.Enabled)
 	fmt.Fprintf(stderr, "robotsgate %s: proxy on %s (export http_proxy=http://%[2]s https_proxy=http://%[2]s HTTP_PROXY=http://%[2]s HTTPS_PROXY=http://%[2]s)\n",
-		version, ln.Addr())
+		shortVersion(), ln.Addr())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	return waitForSignals(sigs, srv, admin, errc, *configPath, *listen, *adminListen, logger)
+	return waitForSignals(sigs, srv, admin, errc, configPath, listen, adminListen, logger)
 }
 
 // waitForSignals runs until SIGINT/SIGTERM (drain, then exit) and reloads the

@@ -1,0 +1,169 @@
+//go:build unix
+
+package main
+
+// End-to-end tests of the command line (help, flags after arguments) on the
+// real binary built by TestMain. Every URL is on a loopback origin started
+// here.
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// cliRobotsTxt asks every agent for 2 s between requests and FooBot for one
+// request every 5 s (Request-rate).
+const cliRobotsTxt = "User-agent: *\n" +
+	"Disallow: /private\n" +
+	"Crawl-delay: 2\n" +
+	"\n" +
+	"User-agent: FooBot\n" +
+	"Disallow: /foo-only\n" +
+	"Request-rate: 1/5s\n"
+
+// robotsOrigin is an HTTP server on 127.0.0.1 serving robotsTxt as
+// /robots.txt (everything else 404); it records the requests it gets.
+type robotsOrigin struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []string // "User-Agent path"
+}
+
+func startRobotsOrigin(t *testing.T, robotsTxt string) *robotsOrigin {
+	t.Helper()
+	o := &robotsOrigin{}
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.requests = append(o.requests, r.UserAgent()+" "+r.URL.Path)
+		o.mu.Unlock()
+		if r.URL.Path != "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, robotsTxt)
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+func (o *robotsOrigin) seen() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.requests...)
+}
+
+// TestCLIHelp: `help` lists the commands, `help COMMAND`, `COMMAND -h` and
+// `COMMAND -help` print the command's usage and every flag with what it does
+// and its default, on standard output with exit status 0.
+//
+//	robotsgate help
+//	robotsgate help check; robotsgate check -h; robotsgate check -help (each command)
+//	robotsgate help nosuch
+func TestCLIHelp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+
+	out, errOut, code := runBin(t, dir, "help")
+	if code != 0 || errOut != "" {
+		t.Fatalf("help: exit %d, stderr %q; want 0 and nothing on stderr", code, errOut)
+	}
+	for _, name := range []string{"serve", "check", "lint", "ca", "version", "help"} {
+		if !hasLinePrefix(out, "  "+name+" ") {
+			t.Errorf("help does not list %s:\n%s", name, out)
+		}
+	}
+	for _, flagOut := range []string{"-h", "--help"} {
+		if top, _, code := runBin(t, dir, flagOut); code != 0 || top != out {
+			t.Errorf("robotsgate %s: exit %d, want 0 and the same text as help; got:\n%s", flagOut, code, top)
+		}
+	}
+
+	for _, c := range []struct {
+		name  string
+		flags []string // each flag's line and a part of its description
+	}{
+		{"serve", []string{"-config FILE\n", "-listen ADDR\n", "-admin-listen ADDR\n", `"off" turns them off`, "built-in default 127.0.0.1:8080"}},
+		{"check", []string{"-config FILE\n", "-agent NAME\n", "-ua HEADER\n", "product token such as FooBot", "Exit status: 0 every URL allowed, 1"}},
+		{"lint", []string{"-json\n", "JSON array"}},
+		{"ca", []string{"-dir DIR\n", `(default "certs")`, "-force\n", "replace an existing CA"}},
+		{"version", []string{"takes no flags"}},
+		{"help", []string{"takes no flags"}},
+	} {
+		help, errOut, code := runBin(t, dir, "help", c.name)
+		if code != 0 || errOut != "" || !strings.HasPrefix(help, "usage: robotsgate "+c.name) {
+			t.Errorf("help %s: exit %d, stderr %q, stdout:\n%s\nwant 0 and the usage line first", c.name, code, errOut, help)
+			continue
+		}
+		for _, want := range c.flags {
+			if !strings.Contains(help, want) {
+				t.Errorf("help %s does not contain %q:\n%s", c.name, want, help)
+			}
+		}
+		for _, h := range []string{"-h", "-help"} {
+			if out, errOut, code := runBin(t, dir, c.name, h); code != 0 || out != help || errOut != "" {
+				t.Errorf("%s %s: exit %d, stderr %q, stdout:\n%s\nwant 0 and the text of help %[1]s", c.name, h, code, errOut, out)
+			}
+		}
+	}
+
+	_, errOut, code = runBin(t, dir, "help", "nosuch")
+	if code != 2 || !strings.Contains(errOut, `unknown command "nosuch"`) {
+		t.Errorf("help nosuch: exit %d, stderr %q; want 2 naming it", code, errOut)
+	}
+	// A bad flag: the error and the usage line on stderr, nothing on stdout.
+	out, errOut, code = runBin(t, dir, "ca", "init", "-nope")
+	if code != 2 || out != "" || !strings.Contains(errOut, "flag provided but not defined: -nope") ||
+		!strings.Contains(errOut, "usage: robotsgate ca init") {
+		t.Errorf("ca init -nope: exit %d, stdout %q, stderr %q; want 2, the error and the usage line", code, out, errOut)
+	}
+}
+
+// hasLinePrefix reports whether text has a line starting with prefix.
+func hasLinePrefix(text, prefix string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCLIFlagsAfterArguments: flags are taken before or after the
+// arguments, and "--" ends them.
+//
+//	robotsgate check URL -config FILE -agent FooBot URL2
+//	robotsgate lint FILE -json
+//	robotsgate lint -- -json            (a file named "-json")
+func TestCLIFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := startRobotsOrigin(t, cliRobotsTxt)
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	writeFile(t, cfgPath, e2eConfig{dir: dir}.yaml())
+
+	out, errOut, code := runBin(t, dir, "check", o.URL+"/foo-only", "-config", cfgPath, "-agent", "FooBot", o.URL+"/private/x")
+	if code != 1 || !strings.HasPrefix(out, "DISALLOW  "+o.URL+"/foo-only") || !strings.Contains(out, "ALLOW     "+o.URL+"/private/x") {
+		t.Errorf("check URL -config FILE -agent FooBot URL: exit %d, want 1, /foo-only refused and /private/x allowed for FooBot; stdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+
+	file := filepath.Join(dir, "robots.txt")
+	writeFile(t, file, "User-agent: *\nDisallow: nopath\n")
+	out, errOut, code = runBin(t, dir, "lint", file, "-json")
+	var findings []map[string]any
+	if err := json.Unmarshal([]byte(out), &findings); err != nil || code != 1 || len(findings) != 1 {
+		t.Errorf("lint FILE -json: exit %d, want 1 and a JSON array of one finding (%v); stdout:\n%s\nstderr: %s", code, err, out, errOut)
+	}
+
+	writeFile(t, filepath.Join(dir, "-json"), "User-agent: *\nDisallow: /\n")
+	out, errOut, code = runBin(t, dir, "lint", "--", "-json")
+	if code != 0 || !strings.HasPrefix(out, "0 errors") {
+		t.Errorf("lint -- -json: exit %d, stdout %q, stderr %q; want 0 and the file named -json linted", code, out, errOut)
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+// Unit tests of the command line's pure helpers; the commands themselves
+// are tested end to end on the real binary (cli_e2e_test.go).
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestParseArgs: flags are parsed wherever they are, with the flag
+// package's rules for values; "--" ends them and "-" is an argument.
+func TestParseArgs(t *testing.T) {
+	for _, c := range []struct {
+		args       []string
+		positional []string
+		agent      string
+		json       bool
+		err        string
+	}{
+		{args: []string{"u1", "u2"}, positional: []string{"u1", "u2"}},
+		{args: []string{"-agent", "FooBot", "u1"}, positional: []string{"u1"}, agent: "FooBot"},
+		{args: []string{"u1", "-json"}, positional: []string{"u1"}, json: true},
+		{args: []string{"u1", "-agent", "FooBot", "u2", "--json"}, positional: []string{"u1", "u2"}, agent: "FooBot", json: true},
+		{args: []string{"u1", "-agent=FooBot", "-json=false", "u2"}, positional: []string{"u1", "u2"}, agent: "FooBot"},
+		// A boolean flag takes no value: "u2" stays an argument.
+		{args: []string{"-json", "u2"}, positional: []string{"u2"}, json: true},
+		// "--" ends the flags; after it "-json" is an argument.
+		{args: []string{"u1", "--", "-json", "-agent"}, positional: []string{"u1", "-json", "-agent"}},
+		{args: []string{"--", "--"}, positional: []string{"--"}},
+		// "--" as the value of a flag does not end the flags.
+		{args: []string{"-agent", "--", "u1", "-json"}, positional: []string{"u1"}, agent: "--", json: true},
+		// "-" is standard input, an argument.
+		{args: []string{"-", "-json"}, positional: []string{"-"}, json: true},
+		{args: []string{"u1", "-nope"}, err: "flag provided but not defined: -nope"},
+		{args: []string{"u1", "-agent"}, err: "flag needs an argument: -agent"},
+		{args: []string{"u1", "-h"}, err: flag.ErrHelp.Error()},
+		{args: []string{"-help", "u1"}, err: flag.ErrHelp.Error()},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		agent := fs.String("agent", "", "")
+		asJSON := fs.Bool("json", false, "")
+		positional, err := parseArgs(fs, c.args)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("parseArgs(%q): error %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(positional, c.positional) || *agent != c.agent || *asJSON != c.json {
+			t.Errorf("parseArgs(%q) = %q, %v with -agent %q -json %t; want %q with -agent %q -json %t",
+				c.args, positional, err, *agent, *asJSON, c.positional, c.agent, c.json)
+		}
+	}
+}
+
+// TestCommandsHelp: every command has a usage line and a description, and
+// each of its flags a description (the help output lists them).
+func TestCommandsHelp(t *testing.T) {
+	for _, c := range commands {
+		if c.summary == "" || c.details == "" || c.usageExit == 0 {
+			t.Errorf("command %s: summary, details and usage exit status are required", c.name)
+		}
+		fs := c.flagSet(io.Discard)
+		c.setup(fs)
+		fs.VisitAll(func(f *flag.Flag) {
+			if f.Usage == "" {
+				t.Errorf("%s -%s has no description", c.name, f.Name)
+			}
+			if !strings.Contains(c.synopsis, "-"+f.Name) {
+				t.Errorf("%s -%s is missing from the usage line %q", c.name, f.Name, c.synopsis)
+			}
+		})
+	}
+}
