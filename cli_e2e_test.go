@@ -2,13 +2,14 @@
 
 package main
 
-// End-to-end tests of the command line (help, flags after arguments) on the
-// real binary built by TestMain. Every URL is on a loopback origin started
-// here.
+// End-to-end tests of the command line (help, flags after arguments, check's
+// exit statuses and pacing) on the real binary built by TestMain. Every URL
+// is on a loopback origin started here.
 
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -57,6 +58,18 @@ func (o *robotsOrigin) seen() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.requests...)
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
 
 // TestCLIHelp: `help` lists the commands, `help COMMAND`, `COMMAND -h` and
@@ -165,5 +178,75 @@ func TestCLIFlagsAfterArguments(t *testing.T) {
 	out, errOut, code = runBin(t, dir, "lint", "--", "-json")
 	if code != 0 || !strings.HasPrefix(out, "0 errors") {
 		t.Errorf("lint -- -json: exit %d, stdout %q, stderr %q; want 0 and the file named -json linted", code, out, errOut)
+	}
+}
+
+// TestCLICheckExitStatus: check exits 0 when every URL is allowed, 1 when
+// robots.txt or policy (here the egress rules) refuses one, 2 when a
+// robots.txt cannot be fetched, 3 on a usage or configuration error; and it
+// prints the pacing interval that would apply.
+//
+//	robotsgate check -config FILE URL...
+//	robotsgate check URL                    (built-in defaults: loopback refused)
+//	robotsgate check -config bad.yaml URL; check -nope URL; check; check ftp://...
+func TestCLICheckExitStatus(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := startRobotsOrigin(t, cliRobotsTxt)
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	writeFile(t, cfgPath, e2eConfig{dir: dir}.yaml())
+	floorPath := filepath.Join(dir, "floor.yaml")
+	writeFile(t, floorPath, e2eConfig{dir: dir}.yaml()+"pacing:\n  default_delay: 3s\n")
+	badPath := filepath.Join(dir, "bad.yaml")
+	writeFile(t, badPath, "robots:\n  strict_paths: maybe\n")
+	down := "http://" + closedPort(t)
+
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want []string // in stdout, or in stderr for exit status 3
+	}{
+		{"allowed, Crawl-delay", []string{"-config", cfgPath, o.URL + "/public"}, 0,
+			[]string{"ALLOW     " + o.URL + "/public", "pacing: one request every 2s (robots.txt Crawl-delay)"}},
+		{"allowed, Request-rate", []string{"-config", cfgPath, "-agent", "FooBot", o.URL + "/public"}, 0,
+			[]string{"pacing: one request every 5s (robots.txt Request-rate)"}},
+		{"allowed, pacing.default_delay", []string{"-config", floorPath, o.URL + "/public"}, 0,
+			[]string{"pacing: one request every 3s (the configured minimum delay; robots.txt Crawl-delay asks 2s)"}},
+		{"refused by robots.txt", []string{"-config", cfgPath, o.URL + "/private/x"}, 1,
+			[]string{"DISALLOW  " + o.URL + "/private/x", `"Disallow: /private" (line 2`}},
+		{"refused by the egress rules", []string{o.URL + "/public"}, 1,
+			[]string{"EGRESS-DENIED " + o.URL + "/public", "(loopback); egress.allow_networks can allow it"}},
+		{"robots.txt unreachable", []string{"-config", cfgPath, down + "/x"}, 2,
+			[]string{"UNREACHABLE " + down + "/x", "robots.txt " + down + "/robots.txt unreachable"}},
+		{"allowed and unreachable: the highest status", []string{"-config", cfgPath, o.URL + "/public", down + "/x", o.URL + "/private/y"}, 2,
+			[]string{"ALLOW     " + o.URL + "/public", "DISALLOW  " + o.URL + "/private/y"}},
+		{"unknown flag", []string{"-config", cfgPath, o.URL + "/public", "-nope"}, 3, []string{"flag provided but not defined: -nope", "usage: robotsgate check"}},
+		{"no URL", []string{"-config", cfgPath}, 3, []string{"no URL to check"}},
+		{"not an http(s) URL", []string{"-config", cfgPath, "ftp://127.0.0.1/x"}, 3, []string{`invalid URL "ftp://127.0.0.1/x"`}},
+		{"unparsable URL", []string{"-config", cfgPath, "http://[::1/x"}, 3, []string{`invalid URL "http://[::1/x"`}},
+		{"invalid configuration", []string{"-config", badPath, o.URL + "/public"}, 3, []string{"bad.yaml:2: robots.strict_paths"}},
+		{"missing configuration", []string{"-config", filepath.Join(dir, "missing.yaml"), o.URL + "/public"}, 3, []string{"missing.yaml"}},
+	} {
+		out, errOut, code := runBin(t, dir, append([]string{"check"}, c.args...)...)
+		where := out
+		if c.code == 3 {
+			where = errOut
+		}
+		if code != c.code {
+			t.Errorf("%s: check %s: exit %d, want %d; stdout:\n%s\nstderr:\n%s", c.name, strings.Join(c.args, " "), code, c.code, out, errOut)
+			continue
+		}
+		for _, want := range c.want {
+			if !strings.Contains(where, want) {
+				t.Errorf("%s: check %s: output does not contain %q; stdout:\n%s\nstderr:\n%s", c.name, strings.Join(c.args, " "), want, out, errOut)
+			}
+		}
+	}
+	// The egress refusal is decided before anything is sent.
+	for _, r := range o.seen() {
+		if !strings.HasSuffix(r, " /robots.txt") {
+			t.Errorf("the origin got a request other than robots.txt: %q", r)
+		}
 	}
 }

@@ -2,15 +2,29 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/robotsgate/robotsgate/egress"
+	origins "github.com/robotsgate/robotsgate/origin" // "origin" is a type of the tests
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/proxy"
+)
+
+// Exit statuses of check (and lint, which reads "unreachable" as "could
+// not be read").
+const (
+	exitAllowed     = 0
+	exitRefused     = 1 // refused by robots.txt or policy; lint: errors found
+	exitUnreachable = 2 // robots.txt could not be fetched; lint: an input could not be read
+	exitCheckUsage  = 3 // usage or configuration error
 )
 
 // checkCommand is `robotsgate check [flags] URL...`.
@@ -19,10 +33,15 @@ var checkCommand = &command{
 	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] URL...",
 	summary:  "print the proxy's decision on URLs, without sending them",
 	details: "Prints, for each URL, the decision the proxy would make on a request for it, without\n" +
-		"sending the request: the verdict and the robots.txt rule and line that decided it.\n" +
-		"robots.txt is fetched as the proxy fetches it, through the configuration's egress rules.\n\n" +
-		"Exit status: 0 every URL allowed, 1 a URL refused, 2 usage or configuration error.",
-	usageExit: exitUsage,
+		"sending the request: the verdict, the robots.txt rule and line that decided it, and the\n" +
+		"pacing interval (Crawl-delay or Request-rate, within the configuration's limits) that\n" +
+		"would apply. robots.txt is fetched as the proxy fetches it, through the configuration's\n" +
+		"egress rules.\n\n" +
+		"Exit status: 0 every URL allowed, 1 a URL refused by robots.txt or by policy (egress\n" +
+		"rules, AI-usage preferences, crawler-trap limits, pacing.max_delay), 2 a robots.txt could\n" +
+		"not be fetched (everything on that origin is refused), 3 usage or configuration error\n" +
+		"(bad flags, bad configuration file, invalid URL). With several URLs, the highest applies.",
+	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		configPath := fs.String("config", "", "configuration `FILE` (YAML); the built-in defaults without one (which refuse\nloopback and private networks)")
 		agent := fs.String("agent", "", "judge as this agent `NAME`, a product token such as FooBot (default: no User-Agent,\njudged by the * group)")
@@ -37,49 +56,156 @@ var checkCommand = &command{
 	},
 }
 
-// check prints the proxy's decision for each URL; exit status 1 if any is
-// refused (disallowed, or robots.txt unreachable).
+// check prints the proxy's decision for each URL and returns the exit
+// status.
 func check(configPath, userAgent string, urls []string, s stdio) (int, error) {
 	if len(urls) == 0 {
 		return 0, usageError("no URL to check")
 	}
+	for _, u := range urls {
+		if err := checkURL(u); err != nil {
+			return 0, usageError(err.Error())
+		}
+	}
 	cfg, err := loadConfig(configPath, "", "")
 	if err != nil {
-		return 2, err
+		return exitCheckUsage, err
 	}
 	cfg.MITM.Enabled = false // no interception: only decisions
 	srv, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		return 2, err
+		return exitCheckUsage, err
 	}
-	refused := false
+	code := exitAllowed
 	for _, u := range urls {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
 		d, err := srv.Decide(ctx, u, userAgent, policy.Client{})
 		cancel()
-		if err != nil {
-			fmt.Fprintf(s.out, "ERROR     %s  %v\n", u, err)
-			refused = true
-			continue
+		var verdict, why string
+		c := exitAllowed
+		switch {
+		case err != nil:
+			verdict, why, c = destinationError(err)
+		default:
+			verdict, why = strings.ToUpper(d.Verdict.String()), describe(&d)
+			switch d.Verdict {
+			case policy.Allow:
+			case policy.Unreachable:
+				c = exitUnreachable
+			default:
+				c = exitRefused
+			}
 		}
-		fmt.Fprintf(s.out, "%-9s %s  %s\n", strings.ToUpper(d.Verdict.String()), u, describe(&d))
-		refused = refused || d.Verdict != policy.Allow
+		fmt.Fprintf(s.out, "%-9s %s  %s\n", verdict, u, why)
+		code = max(code, c)
 	}
-	if refused {
-		return 1, nil
-	}
-	return 0, nil
+	return code, nil
 }
 
-// describe explains a decision in one line.
+// checkURL says what is wrong with a URL check cannot judge.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("invalid URL %q: %v", raw, errors.Unwrap(err))
+	}
+	if _, err := origins.FromURL(u); err != nil {
+		return fmt.Errorf("invalid URL %q: %v", raw, err)
+	}
+	return nil
+}
+
+// destinationError classifies an error of proxy.Server.Decide, whose URL is
+// valid (checkURL): the egress rules refuse the destination (its address,
+// host or port), or its name could not be looked up, so robots.txt cannot
+// be fetched either.
+func destinationError(err error) (verdict, why string, code int) {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) || errors.Is(err, context.DeadlineExceeded) {
+		return "UNREACHABLE", fmt.Sprintf("(robots.txt cannot be fetched: %v)", unwrap(err)), exitUnreachable
+	}
+	var denied *egress.DeniedError
+	if errors.As(err, &denied) {
+		return "EGRESS-DENIED", fmt.Sprintf("(%v; %s)", denied, egressKey(denied.Class)), exitRefused
+	}
+	// The other refusal of the destination check: egress.allow_ports.
+	return "EGRESS-DENIED", fmt.Sprintf("(%v)", unwrap(err)), exitRefused
+}
+
+// egressKey says which configuration key decides a refusal of the egress
+// guard.
+func egressKey(c egress.Class) string {
+	switch c {
+	case egress.DeniedHost:
+		return "refused by egress.deny_hosts"
+	case egress.NotAllowedHost:
+		return "not in egress.allow_hosts"
+	case egress.SelfAddress:
+		return "the proxy's own address"
+	case egress.Unparseable:
+		return "not a valid address"
+	}
+	return "egress.allow_networks can allow it"
+}
+
+// unwrap drops the "decide URL: " of Decide's errors.
+func unwrap(err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner
+	}
+	return err
+}
+
+// describe explains a decision in one line: what decided it and, for an
+// allowed request, the pacing that would apply.
 func describe(d *policy.Decision) string {
+	var why string
 	switch {
 	case d.Robots == nil:
-		return "(robots.txt itself is always allowed)"
+		why = d.Note // robots.txt itself, a bypass client, an ignored site, a trap refusal
 	case d.Verdict == policy.Unreachable:
-		return fmt.Sprintf("(robots.txt %s unreachable: %v)", d.Robots.URL(), d.Robots.Err())
+		why = fmt.Sprintf("robots.txt %s unreachable: %v", d.Robots.URL(), d.Robots.Err())
 	case d.Robots.File == nil:
-		return fmt.Sprintf("(robots.txt %s unavailable, HTTP %d: everything allowed)", d.Robots.URL(), d.Robots.HTTPStatus)
+		why = fmt.Sprintf("robots.txt %s unavailable, HTTP %d: everything allowed", d.Robots.URL(), d.Robots.HTTPStatus)
+	default:
+		why = fmt.Sprintf("%s; robots.txt %s", d.Rule.String(), d.Robots.URL())
+		if d.Note != "" {
+			why += "; " + d.Note
+		}
 	}
-	return fmt.Sprintf("(%s; robots.txt %s)", d.Rule.String(), d.Robots.URL())
+	if d.Verdict == policy.Allow {
+		if why != "" {
+			why += "; "
+		}
+		why += describePacing(d)
+	}
+	return "(" + why + ")"
+}
+
+// describePacing says how far apart requests like this one would start,
+// and why: robots.txt's Crawl-delay or Request-rate, raised to the
+// configured minimum (pacing.default_delay or the site's delay) or capped
+// by pacing.max_delay.
+func describePacing(d *policy.Decision) string {
+	if d.Interval <= 0 {
+		return "not paced"
+	}
+	var asked time.Duration
+	source := "Crawl-delay"
+	if d.Robots != nil && d.Robots.File != nil {
+		g := d.Rule.Group
+		asked = g.Interval()
+		if g.RequestInterval() > g.CrawlDelay() {
+			source = "Request-rate"
+		}
+	}
+	s := fmt.Sprintf("pacing: one request every %v", d.Interval)
+	switch {
+	case asked == d.Interval:
+		return s + " (robots.txt " + source + ")"
+	case asked == 0:
+		return s + " (the configured minimum delay; robots.txt asks none)"
+	case asked < d.Interval:
+		return s + fmt.Sprintf(" (the configured minimum delay; robots.txt %s asks %v)", source, asked)
+	}
+	return s + fmt.Sprintf(" (capped by pacing.max_delay; robots.txt %s asks %v)", source, asked)
 }

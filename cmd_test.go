@@ -9,6 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/robots"
+	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
 // TestParseArgs: flags are parsed wherever they are, with the flag
@@ -54,6 +59,34 @@ func TestParseArgs(t *testing.T) {
 		if err != nil || !slices.Equal(positional, c.positional) || *agent != c.agent || *asJSON != c.json {
 			t.Errorf("parseArgs(%q) = %q, %v with -agent %q -json %t; want %q with -agent %q -json %t",
 				c.args, positional, err, *agent, *asJSON, c.positional, c.agent, c.json)
+		}
+	}
+}
+
+// TestDescribePacing: check says which interval applies and where it comes
+// from (Crawl-delay, Request-rate, the operator's floor or cap).
+func TestDescribePacing(t *testing.T) {
+	file := robots.Parse([]byte("User-agent: *\nDisallow: /private\nCrawl-delay: 2\n\n" +
+		"User-agent: FooBot\nDisallow: /private\nCrawl-delay: 1\nRequest-rate: 1/5s\n\n" +
+		"User-agent: BarBot\nDisallow: /x\n"))
+	decision := func(agent string, interval time.Duration) *policy.Decision {
+		g := file.GroupForUserAgent(agent)
+		return &policy.Decision{Robots: &resolver.Result{File: file}, Rule: g.Decide("/"), Interval: interval}
+	}
+	for _, c := range []struct {
+		d    *policy.Decision
+		want string
+	}{
+		{decision("AnyBot", 2*time.Second), "pacing: one request every 2s (robots.txt Crawl-delay)"},
+		{decision("FooBot", 5*time.Second), "pacing: one request every 5s (robots.txt Request-rate)"},
+		{decision("AnyBot", 3*time.Second), "pacing: one request every 3s (the configured minimum delay; robots.txt Crawl-delay asks 2s)"},
+		{decision("BarBot", 3*time.Second), "pacing: one request every 3s (the configured minimum delay; robots.txt asks none)"},
+		{decision("FooBot", time.Second), "pacing: one request every 1s (capped by pacing.max_delay; robots.txt Request-rate asks 5s)"},
+		{decision("BarBot", 0), "not paced"},
+		{&policy.Decision{Interval: 4 * time.Second}, "pacing: one request every 4s (the configured minimum delay; robots.txt asks none)"},
+	} {
+		if got := describePacing(c.d); got != c.want {
+			t.Errorf("agent %q interval %v: %q, want %q", c.d.Rule.Group.Name(), c.d.Interval, got, c.want)
 		}
 	}
 }
