@@ -3,19 +3,24 @@
 package main
 
 // End-to-end tests of the command line (help, flags after arguments, check's
-// exit statuses and pacing) on the real binary built by TestMain. Every URL
-// is on a loopback origin started here.
+// exit statuses and pacing, lint's inputs and output) on the real binary
+// built by TestMain. Every URL is on a loopback origin started here.
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // cliRobotsTxt asks every agent for 2 s between requests and FooBot for one
@@ -72,6 +77,28 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
+// runBinStdin is runBin with stdin as the process's standard input.
+func runBinStdin(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, robotsgateBin, args...)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, binEnv(), strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("robotsgate %s: still running after 30s", strings.Join(args, " "))
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("robotsgate %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), code
+}
+
 // TestCLIHelp: `help` lists the commands, `help COMMAND`, `COMMAND -h` and
 // `COMMAND -help` print the command's usage and every flag with what it does
 // and its default, on standard output with exit status 0.
@@ -104,7 +131,7 @@ func TestCLIHelp(t *testing.T) {
 	}{
 		{"serve", []string{"-config FILE\n", "-listen ADDR\n", "-admin-listen ADDR\n", `"off" turns them off`, "built-in default 127.0.0.1:8080"}},
 		{"check", []string{"-config FILE\n", "-agent NAME\n", "-ua HEADER\n", "product token such as FooBot", "Exit status: 0 every URL allowed, 1"}},
-		{"lint", []string{"-json\n", "JSON array"}},
+		{"lint", []string{"-config FILE\n", "-json\n", "egress rules", "- for standard input"}},
 		{"ca", []string{"-dir DIR\n", `(default "certs")`, "-force\n", "replace an existing CA"}},
 		{"version", []string{"takes no flags"}},
 		{"help", []string{"takes no flags"}},
@@ -176,7 +203,7 @@ func TestCLIFlagsAfterArguments(t *testing.T) {
 
 	writeFile(t, filepath.Join(dir, "-json"), "User-agent: *\nDisallow: /\n")
 	out, errOut, code = runBin(t, dir, "lint", "--", "-json")
-	if code != 0 || !strings.HasPrefix(out, "0 errors") {
+	if code != 0 || !strings.HasPrefix(out, "-json: no problems") {
 		t.Errorf("lint -- -json: exit %d, stdout %q, stderr %q; want 0 and the file named -json linted", code, out, errOut)
 	}
 }
@@ -248,5 +275,86 @@ func TestCLICheckExitStatus(t *testing.T) {
 		if !strings.HasSuffix(r, " /robots.txt") {
 			t.Errorf("the origin got a request other than robots.txt: %q", r)
 		}
+	}
+}
+
+// TestCLILint: several inputs (files, standard input, URLs), counts with
+// plurals, URL fetches through the egress rules of -config, JSON without
+// HTML escaping.
+//
+//	robotsgate lint FILE1 FILE2
+//	robotsgate lint - FILE2 < robots.txt
+//	robotsgate lint -json - < page.html
+//	robotsgate lint -config FILE URL; robotsgate lint URL
+func TestCLILint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	withError := filepath.Join(dir, "error.txt") // 1 error (line 2), 2 warnings (lines 3, 4)
+	writeFile(t, withError, "User-agent: *\nDisallow: nopath\nFoo: 1\nBar: 2\n")
+	withWarning := filepath.Join(dir, "warning.txt") // 1 warning (line 3)
+	writeFile(t, withWarning, "User-agent: *\nDisallow: /x\nFoo: 1\n")
+
+	out, errOut, code := runBin(t, dir, "lint", withError, withWarning)
+	for _, want := range []string{
+		withError + ": line 2: error: path-no-slash",
+		withError + ": 1 error, 2 warnings\n",
+		withWarning + ": line 3: warning: unknown-field",
+		withWarning + ": 1 warning\n",
+		"total: 1 error, 3 warnings in 2 files\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lint of two files: stdout does not contain %q:\n%s", want, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("lint of two files, one with an error: exit %d, want 1; stderr %q", code, errOut)
+	}
+
+	out, errOut, code = runBinStdin(t, dir, "User-agent: *\nDisallow: /\n", "lint", "-", withWarning)
+	if code != 0 || !strings.Contains(out, "<stdin>: no problems\n") || !strings.Contains(out, withWarning+": 1 warning\n") {
+		t.Errorf("lint - FILE: exit %d, want 0, standard input and the file linted; stdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+
+	out, errOut, code = runBinStdin(t, dir, "<html><body>Not found & gone</body></html>\n", "lint", "-json", "-")
+	var findings []struct {
+		File, Code string
+		Line       int
+	}
+	if err := json.Unmarshal([]byte(out), &findings); err != nil || code != 1 || len(findings) != 1 ||
+		findings[0].Code != "html" || findings[0].File != "<stdin>" || findings[0].Line != 1 {
+		t.Errorf("lint -json - with an HTML page: exit %d, %v; want 1 and one html finding of <stdin> line 1; stdout:\n%s\nstderr: %s", code, err, out, errOut)
+	}
+	if !strings.Contains(out, `"<html><body>Not found & gone`) || strings.Contains(out, `\u003c`) || strings.Contains(out, `\u0026`) {
+		t.Errorf("lint -json escapes HTML (<, >, &) in the quoted line, or does not quote it:\n%s", out)
+	}
+
+	// A URL is fetched through the egress rules of -config (loopback
+	// allowed by egress.allow_networks), with its robots.fetch_user_agent.
+	o := startRobotsOrigin(t, cliRobotsTxt)
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	writeFile(t, cfgPath, e2eConfig{dir: dir}.yaml())
+	out, errOut, code = runBin(t, dir, "lint", o.URL+"/robots.txt", "-config", cfgPath)
+	if code != 0 || !strings.Contains(out, o.URL+"/robots.txt: no problems") {
+		t.Errorf("lint URL -config FILE: exit %d, want 0 and the fetched file linted; stdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+	if seen := o.seen(); len(seen) != 1 || seen[0] != e2eFetchUA+" /robots.txt" {
+		t.Errorf("the origin got %q, want one robots.txt fetch by %q", seen, e2eFetchUA)
+	}
+	// Without -config the built-in egress rules refuse loopback: nothing
+	// is sent, exit status 2 (could not be read).
+	out, errOut, code = runBin(t, dir, "lint", o.URL+"/robots.txt")
+	if code != 2 || !strings.Contains(errOut, "egress denied") || !strings.Contains(errOut, "egress.allow_networks") {
+		t.Errorf("lint URL on the built-in egress rules: exit %d, stderr %q, stdout %q; want 2 and the egress refusal", code, errOut, out)
+	}
+	if seen := o.seen(); len(seen) != 1 {
+		t.Errorf("lint on the built-in egress rules reached the loopback origin: %q", seen)
+	}
+	// A missing file: reported, the others still linted, exit status 2.
+	out, errOut, code = runBin(t, dir, "lint", filepath.Join(dir, "missing.txt"), withError)
+	if code != 2 || !strings.Contains(errOut, "missing.txt") || !strings.Contains(out, withError+": 1 error, 2 warnings") {
+		t.Errorf("lint MISSING FILE: exit %d, stdout %q, stderr %q; want 2, the missing file named and the other linted", code, out, errOut)
+	}
+	if _, errOut, code := runBin(t, dir, "lint"); code != 3 || !strings.Contains(errOut, "usage: robotsgate lint") {
+		t.Errorf("lint without arguments: exit %d, stderr %q; want 3 and the usage line", code, errOut)
 	}
 }

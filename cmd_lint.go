@@ -1,12 +1,21 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/robotsgate/robotsgate/config"
@@ -14,77 +23,179 @@ import (
 	"github.com/robotsgate/robotsgate/robots"
 )
 
-// lintCommand is `robotsgate lint [-json] FILE|URL`.
+// stdinName names standard input ("-") in lint's output.
+const stdinName = "<stdin>"
+
+// lintCommand is `robotsgate lint [flags] FILE|URL|- ...`.
 var lintCommand = &command{
 	name:     "lint",
-	synopsis: "[-json] FILE|URL",
+	synopsis: "[-config FILE] [-json] FILE|URL|- ...",
 	summary:  "check robots.txt files for errors and warnings, with line numbers",
-	details: "Checks a robots.txt file as Google's parser reads it and prints each finding (error,\n" +
-		"warning or note) with its line number, then the counts. The argument is a file or an\n" +
-		"http(s) URL.\n\n" +
-		"Exit status: 0 no errors, 1 errors found, 2 usage error or the file could not be read.",
-	usageExit: exitUsage,
+	details: "Checks robots.txt files as Google's parser reads them and prints each finding (error,\n" +
+		"warning or note) with its line number, then the counts per input. An argument is a file,\n" +
+		"an http(s) URL (fetched through the egress rules of the configuration, as the proxy\n" +
+		"fetches robots.txt) or - for standard input.\n\n" +
+		"Exit status: 0 no errors, 1 errors found, 2 an input could not be read or fetched, 3 usage\n" +
+		"or configuration error.",
+	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
-		asJSON := fs.Bool("json", false, "print the findings as a JSON array")
+		configPath := fs.String("config", "", "configuration `FILE` (YAML) whose egress rules (egress.*) and mitm.upstream_ca URL\nfetches follow; the built-in defaults without one (which refuse loopback and private\nnetworks)")
+		asJSON := fs.Bool("json", false, "print the findings as one JSON array, each with its file, line, severity, code and\nmessage")
 		return func(args []string, s stdio) (int, error) {
-			if len(args) != 1 {
-				return 0, usageError("one FILE or URL")
-			}
-			return lint(args[0], *asJSON, s.out)
+			return lint(*configPath, *asJSON, args, s)
 		}
 	},
 }
 
-// lint checks a robots.txt file or URL; exit status 1 if it has errors.
-func lint(arg string, asJSON bool, stdout io.Writer) (int, error) {
-	body, err := readRobots(arg)
-	if err != nil {
-		return 2, err
-	}
-	diags := robots.Lint(body)
-	counts := map[robots.Severity]int{}
-	for _, d := range diags {
-		counts[d.Severity]++
-	}
-	if asJSON {
-		out := make([]map[string]any, len(diags))
-		for i, d := range diags {
-			out[i] = map[string]any{"line": d.Line, "severity": d.Severity.String(), "code": d.Code, "message": d.Message}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(out)
-	} else {
-		for _, d := range diags {
-			fmt.Fprintln(stdout, d.String())
-		}
-		fmt.Fprintf(stdout, "%d errors, %d warnings, %d notes\n", counts[robots.Error], counts[robots.Warning], counts[robots.Info])
-	}
-	if counts[robots.Error] > 0 {
-		return 1, nil
-	}
-	return 0, nil
+// lintFinding is one finding in lint -json output.
+type lintFinding struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
 }
 
-// readRobots reads a file, or fetches an http(s) URL through the egress
-// guard (at most robots.MaxFileSize+1 bytes, so lint can report the excess).
-func readRobots(arg string) ([]byte, error) {
-	if !strings.HasPrefix(arg, "http://") && !strings.HasPrefix(arg, "https://") {
-		return os.ReadFile(arg)
+// lintCounts counts findings by severity.
+type lintCounts [robots.Error + 1]int
+
+func (c *lintCounts) add(o lintCounts) {
+	for i := range c {
+		c[i] += o[i]
 	}
-	cfg := config.Default()
-	guard := &egress.Guard{BlockPrivate: cfg.Egress.BlockPrivateNetworks}
-	client := &http.Client{
-		Timeout:   cfg.Robots.FetchTimeout.Duration(),
-		Transport: &http.Transport{Proxy: nil, DialContext: guard.DialContext},
+}
+
+// String says "1 error, 2 warnings, 1 note", leaving out the severities
+// with none, or "no problems".
+func (c lintCounts) String() string {
+	var parts []string
+	for _, k := range []struct {
+		sev  robots.Severity
+		noun string
+	}{{robots.Error, "error"}, {robots.Warning, "warning"}, {robots.Info, "note"}} {
+		if n := c[k.sev]; n > 0 {
+			parts = append(parts, plural(n, k.noun))
+		}
+	}
+	if len(parts) == 0 {
+		return "no problems"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plural says "1 error", "2 errors".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+func lint(configPath string, asJSON bool, args []string, s stdio) (int, error) {
+	if len(args) == 0 {
+		return 0, usageError("no robots.txt to check (a FILE, URL, or - for standard input)")
+	}
+	stdins := 0
+	for _, a := range args {
+		if a == "-" {
+			stdins++
+		}
+	}
+	if stdins > 1 {
+		return 0, usageError("standard input (-) given more than once")
+	}
+	cfg, err := loadConfig(configPath, "", "")
+	if err != nil {
+		return exitCheckUsage, err
+	}
+	var client *http.Client
+	if slices.ContainsFunc(args, isURL) {
+		if client, err = robotsClient(cfg); err != nil {
+			return exitCheckUsage, err
+		}
+	}
+	code := exitAllowed
+	findings := []lintFinding{}
+	var total lintCounts
+	linted := 0
+	for _, arg := range args {
+		name := arg
+		if arg == "-" {
+			name = stdinName
+		}
+		body, err := readRobots(arg, s.in, client, cfg.Robots.FetchUserAgent)
+		if err != nil {
+			fmt.Fprintf(s.errOut, "robotsgate lint: %v\n", err)
+			code = exitUnreachable
+			continue
+		}
+		linted++
+		var counts lintCounts
+		for _, d := range robots.Lint(body) {
+			counts[d.Severity]++
+			if asJSON {
+				findings = append(findings, lintFinding{File: name, Line: d.Line, Severity: d.Severity.String(), Code: d.Code, Message: d.Message})
+			} else {
+				fmt.Fprintf(s.out, "%s: %s\n", name, d)
+			}
+		}
+		if !asJSON {
+			fmt.Fprintf(s.out, "%s: %s\n", name, counts)
+		}
+		total.add(counts)
+	}
+	if asJSON {
+		// SetEscapeHTML(false): findings quote robots.txt lines, often HTML
+		// ("<html>"), which must read as they are, not as \u003c.
+		enc := json.NewEncoder(s.out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(findings); err != nil {
+			return 2, err
+		}
+	} else if linted > 1 {
+		fmt.Fprintf(s.out, "total: %s in %d files\n", total, linted)
+	}
+	if code == exitAllowed && total[robots.Error] > 0 {
+		code = exitRefused
+	}
+	return code, nil
+}
+
+func isURL(arg string) bool {
+	scheme, _, ok := strings.Cut(arg, "://")
+	return ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https"))
+}
+
+// readRobots reads standard input ("-"), a file, or fetches an http(s) URL
+// with client (at most robots.MaxFileSize+1 bytes, so that lint can report
+// the excess).
+func readRobots(arg string, stdin io.Reader, client *http.Client, userAgent string) ([]byte, error) {
+	switch {
+	case arg == "-":
+		body, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", stdinName, err)
+		}
+		return body, nil
+	case !isURL(arg):
+		return os.ReadFile(arg)
 	}
 	req, err := http.NewRequest(http.MethodGet, arg, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("User-Agent", cfg.Robots.FetchUserAgent)
+	req.Header.Set("User-Agent", userAgent)
 	resp, err := client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // not "Get URL": the URL is said once
+		}
+		var denied *egress.DeniedError
+		if errors.As(err, &denied) {
+			return nil, fmt.Errorf("fetch %s: %w (%s; the egress rules are those of -config FILE)", arg, err, egressKey(denied.Class))
+		}
 		return nil, fmt.Errorf("fetch %s: %w", arg, err)
 	}
 	defer resp.Body.Close()
@@ -92,4 +203,83 @@ func readRobots(arg string) ([]byte, error) {
 		return nil, fmt.Errorf("fetch %s: HTTP %d", arg, resp.StatusCode)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, robots.MaxFileSize+1))
+}
+
+// robotsClient returns the client lint fetches robots.txt URLs with: every
+// connection, redirects included, goes through an egress guard built from
+// cfg.Egress as the proxy builds its own (blocked networks and their
+// allow_networks exceptions, allow_hosts, deny_hosts, allow_ports), and TLS
+// trusts the system roots plus mitm.upstream_ca. No proxy from the
+// environment is used.
+func robotsClient(cfg config.Config) (*http.Client, error) {
+	guard, err := egressGuard(cfg.Egress)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
+	if err != nil {
+		return nil, err
+	}
+	allowPorts := cfg.Egress.AllowPorts
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if len(allowPorts) > 0 {
+			_, portText, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			if port, err := strconv.Atoi(portText); err != nil || !slices.Contains(allowPorts, port) {
+				return nil, fmt.Errorf("port %s is not allowed (egress.allow_ports)", portText)
+			}
+		}
+		return guard.DialContext(ctx, network, addr)
+	}
+	return &http.Client{
+		Timeout: cfg.Robots.FetchTimeout.Duration(),
+		Transport: &http.Transport{
+			Proxy:           nil,
+			DialContext:     dial,
+			TLSClientConfig: &tls.Config{RootCAs: roots},
+		},
+	}, nil
+}
+
+// egressGuard builds the egress guard of a configuration, as the proxy
+// does.
+func egressGuard(e config.Egress) (*egress.Guard, error) {
+	g := &egress.Guard{BlockPrivate: e.BlockPrivateNetworks, AllowHosts: lower(e.AllowHosts), DenyHosts: lower(e.DenyHosts)}
+	for _, c := range e.AllowNetworks {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("egress.allow_networks: %w", err)
+		}
+		g.AllowNetworks = append(g.AllowNetworks, p.Masked())
+	}
+	return g, nil
+}
+
+func lower(globs []string) []string {
+	out := make([]string, len(globs))
+	for i, g := range globs {
+		out[i] = strings.ToLower(g)
+	}
+	return out
+}
+
+// upstreamRoots is the system's roots plus the PEM certificates of file.
+func upstreamRoots(file string) (*x509.CertPool, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if file == "" {
+		return roots, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("mitm.upstream_ca: %w", err)
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("mitm.upstream_ca: no certificate in %s", file)
+	}
+	return roots, nil
 }

@@ -63,6 +63,29 @@ func TestParseArgs(t *testing.T) {
 	}
 }
 
+// TestLintCounts: the counts line has correct plurals and leaves out the
+// severities with no finding.
+func TestLintCounts(t *testing.T) {
+	for _, c := range []struct {
+		errors, warnings, notes int
+		want                    string
+	}{
+		{0, 0, 0, "no problems"},
+		{1, 0, 0, "1 error"},
+		{0, 1, 0, "1 warning"},
+		{0, 0, 1, "1 note"},
+		{1, 2, 0, "1 error, 2 warnings"},
+		{2, 1, 3, "2 errors, 1 warning, 3 notes"},
+		{0, 2, 1, "2 warnings, 1 note"},
+	} {
+		var n lintCounts
+		n[robots.Error], n[robots.Warning], n[robots.Info] = c.errors, c.warnings, c.notes
+		if got := n.String(); got != c.want {
+			t.Errorf("%d errors, %d warnings, %d notes: %q, want %q", c.errors, c.warnings, c.notes, got, c.want)
+		}
+	}
+}
+
 // TestDescribePacing: check says which interval applies and where it comes
 // from (Crawl-delay, Request-rate, the operator's floor or cap).
 func TestDescribePacing(t *testing.T) {

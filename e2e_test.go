@@ -536,7 +536,7 @@ func TestE2ECommands(t *testing.T) {
 
 		good := filepath.Join(dir, "good-robots.txt")
 		writeFile(t, good, testRobotsTxt)
-		if out, _, code := runBin(t, dir, "lint", good); code != 0 || !strings.Contains(out, "0 errors") {
+		if out, _, code := runBin(t, dir, "lint", good); code != 0 || !strings.Contains(out, "no problems") {
 			t.Errorf("lint of a clean file: exit %d, want 0; stdout %q", code, out)
 		}
 	})
