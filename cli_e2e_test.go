@@ -3,12 +3,13 @@
 package main
 
 // End-to-end tests of the command line (help, flags after arguments, check's
-// exit statuses and pacing, lint's inputs and output) on the real binary
-// built by TestMain. Every URL is on a loopback origin started here.
+// exit statuses and pacing, lint's inputs and output, version) on the real
+// binary built by TestMain. Every URL is on a loopback origin started here.
 
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"io"
@@ -356,5 +357,51 @@ func TestCLILint(t *testing.T) {
 	}
 	if _, errOut, code := runBin(t, dir, "lint"); code != 3 || !strings.Contains(errOut, "usage: robotsgate lint") {
 		t.Errorf("lint without arguments: exit %d, stderr %q; want 3 and the usage line", code, errOut)
+	}
+}
+
+// TestCLIVersion: a binary built from this checkout without -X prints the
+// module version and VCS revision from its build information, not a
+// constant.
+//
+//	go build -buildvcs=auto -o DIR/robotsgate . && DIR/robotsgate version
+func TestCLIVersion(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "robotsgate")
+	// -buildvcs=auto: stamp the revision when building from a checkout,
+	// whatever GOFLAGS says.
+	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "robotsgate " + info.Main.Version + "\n"
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if rev := settings["vcs.revision"]; rev != "" {
+		want += "revision " + rev + " (" + settings["vcs.time"]
+		if settings["vcs.modified"] == "true" {
+			want += ", modified"
+		}
+		want += ")\n"
+	} else {
+		t.Logf("built without VCS information (not a checkout, or no git): only the module version %q is checked", info.Main.Version)
+	}
+	want += info.GoVersion + "\n"
+	out, errOut, code := runProgram(t, t.TempDir(), binEnv(), bin, "version")
+	if code != 0 || out != want {
+		t.Errorf("version: exit %d, stderr %q, stdout:\n%s\nwant 0 and:\n%s", code, errOut, out, want)
+	}
+
+	// -X main.version replaces the module version (the binary of the other
+	// end-to-end tests is built so).
+	out, _, code = runBin(t, t.TempDir(), "version")
+	if code != 0 || !strings.HasPrefix(out, "robotsgate "+e2eVersion+"\n") {
+		t.Errorf("version of the binary built with -X main.version=%s: exit %d, stdout %q", e2eVersion, code, out)
 	}
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"flag"
 	"io"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -82,6 +83,40 @@ func TestLintCounts(t *testing.T) {
 		n[robots.Error], n[robots.Warning], n[robots.Info] = c.errors, c.warnings, c.notes
 		if got := n.String(); got != c.want {
 			t.Errorf("%d errors, %d warnings, %d notes: %q, want %q", c.errors, c.warnings, c.notes, got, c.want)
+		}
+	}
+}
+
+// TestVersionText: the version comes from the build information (module
+// version, VCS revision, time, modified, Go version) unless set with -X.
+func TestVersionText(t *testing.T) {
+	vcs := []debug.BuildSetting{
+		{Key: "-buildmode", Value: "exe"},
+		{Key: "vcs", Value: "git"},
+		{Key: "vcs.revision", Value: "83947e8b5570c4018acaf47ca83b5c66ef8e5dee"},
+		{Key: "vcs.time", Value: "2026-11-23T19:21:40Z"},
+	}
+	info := func(version string, settings ...debug.BuildSetting) *debug.BuildInfo {
+		return &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/robotsgate/robotsgate", Version: version}, Settings: settings}
+	}
+	for _, c := range []struct {
+		name     string
+		override string
+		info     *debug.BuildInfo
+		want     string
+	}{
+		{"checkout, modified", "", info("v0.0.0-20261123192140-83947e8b5570+dirty", append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"})...),
+			"robotsgate v0.0.0-20261123192140-83947e8b5570+dirty\nrevision 83947e8b5570c4018acaf47ca83b5c66ef8e5dee (2026-11-23T19:21:40Z, modified)\ngo1.26.8\n"},
+		{"tagged, clean", "", info("v1.2.0", append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "false"})...),
+			"robotsgate v1.2.0\nrevision 83947e8b5570c4018acaf47ca83b5c66ef8e5dee (2026-11-23T19:21:40Z)\ngo1.26.8\n"},
+		{"-X main.version", "1.2.0-deb1", info("(devel)", vcs...),
+			"robotsgate 1.2.0-deb1\nrevision 83947e8b5570c4018acaf47ca83b5c66ef8e5dee (2026-11-23T19:21:40Z)\ngo1.26.8\n"},
+		{"no VCS information (-buildvcs=false)", "", info("(devel)"), "robotsgate (devel)\ngo1.26.8\n"},
+		{"installed with go install", "", info("v1.2.0"), "robotsgate v1.2.0\ngo1.26.8\n"},
+		{"no build information", "", nil, "robotsgate unknown\n"},
+	} {
+		if got := versionText(c.override, c.info); got != c.want {
+			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, c.want)
 		}
 	}
 }
