@@ -274,7 +274,7 @@ func newBenchGoproxy(m *certs.Minter, originRoots *x509.CertPool) http.Handler {
 	gp.KeepAcceptEncoding = true
 	// newUpstream's own transport, so the settings cannot drift apart.
 	dial := (&net.Dialer{Timeout: dialTimeout}).DialContext
-	gp.Tr = newUpstream(dial, originRoots, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New()).tr
+	gp.Tr = newUpstream(dial, nil, originRoots, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New()).tr
 	var configs sync.Map // host -> *tls.Config
 	tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
 		if c, ok := configs.Load(host); ok {

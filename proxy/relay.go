@@ -71,6 +71,11 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		!strings.EqualFold(upgradeType(resp.Request.Header), upgradeType(resp.Header)) {
 		return errUnrequestedUpgrade
 	}
+	if resp.StatusCode == http.StatusProxyAuthRequired && s.settings().parent.carries(resp.Request.URL.Hostname()) {
+		// The parent refused robotsgate's credentials: relayed, the 407
+		// would ask the client for credentials it does not have.
+		return &parentError{status: resp.StatusCode}
+	}
 	slot := auditSlotOf(resp.Request.Context())
 	if slot == nil {
 		return nil

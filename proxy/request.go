@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
@@ -26,9 +25,8 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 	gp.Logger = slogWriter{s.log}
 	gp.Tr = s.upstream.tr
 	gp.ConnectDial = nil // NewProxyHttpServer sets one from HTTPS_PROXY
-	gp.ConnectDialWithReq = func(req *http.Request, network, addr string) (net.Conn, error) {
-		return s.dial(req.Context(), network, addr)
-	}
+	gp.ConnectDialWithReq = s.dialTunnel
+	gp.ConnectionErrHandler = s.tunnelDialFailed
 	gp.OnRequest().HandleConnectFunc(s.onConnect)
 	return gp
 }

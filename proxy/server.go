@@ -69,8 +69,9 @@ type Options struct {
 	// Logger receives operational logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Resolver, when set, replaces the egress guard's DNS resolver, and Dial
-	// the dialer it connects with (tests: a name that resolves to a
-	// forbidden address, a dialer that records instead of connecting).
+	// the dialer it connects with, and connects to the parent proxy with
+	// (tests: a name that resolves to a forbidden address, a dialer that
+	// records instead of connecting).
 	Resolver egress.Resolver
 	Dial     egress.DialFunc
 }
@@ -83,6 +84,7 @@ type Server struct {
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
+	roots    *x509.CertPool           // upstream TLS: origins, and an https:// parent proxy
 	gp       *goproxy.ProxyHttpServer // answers CONNECTs
 	upstream *upstream
 	relay    *httputil.ReverseProxy // forwards allowed requests
@@ -112,6 +114,7 @@ type settings struct {
 	cfg    config.Config
 	engine *policy.Engine
 	guard  *egress.Guard
+	parent *parentProxy // upstream.proxy; nil: direct
 }
 
 // New builds a Server from a validated configuration.
@@ -122,6 +125,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.roots = roots
 	if cfg.MITM.Enabled {
 		if opts.CA == nil {
 			return nil, errors.New("proxy: mitm.enabled needs a CA")
@@ -144,7 +148,11 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	s.registerGauges()
 	s.metrics.PrepareRequests("allow", "disallow", "unreachable", decisionEgressDenied, "rate-limited", decisionUpstreamError, decisionClientClosed)
-	s.upstream = newUpstream(s.dial, roots, s.log, s.metrics)
+	s.upstream = newUpstream(s.dial, s.proxyFor, roots, s.log, s.metrics)
+	s.upstream.parent = func() *parentProxy { return s.settings().parent }
+	if p := s.settings().parent; p != nil {
+		s.log.Info("upstream connections go through a parent proxy", "parent", p.redacted, "no_proxy", p.noProxy)
+	}
 	s.gp = s.newGoproxy()
 	s.relay = s.newRelay()
 	s.timeouts = cfg.Timeouts
@@ -197,6 +205,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		RetryMin:     cfg.Robots.RetryMin.Duration(),
 		RetryMax:     cfg.Robots.RetryMax.Duration(),
 		DialContext:  s.dial,
+		Proxy:        s.proxyFor,
 		RootCAs:      roots,
 		OnFetch: func(st resolver.Status, d time.Duration) {
 			s.metrics.RobotsFetches.WithLabelValues(st.String()).Inc()
@@ -251,13 +260,18 @@ func (s *Server) ReopenAudit() error { return s.audit.reopen() }
 
 // Reload applies a new configuration to the parts that can change while
 // running: clients, sites, the trap guard, robots.strict_paths, egress,
-// mitm.skip_hosts and identification. Listen addresses, the CA, the audit
+// mitm.skip_hosts, identification and the parent proxy (upstream; new
+// connections use the new one). Listen addresses, the CA, the audit
 // log path and the robots.txt cache settings need a restart.
 func (s *Server) Reload(cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	guard, err := newGuard(cfg.Egress, s.dnsOpt, s.dialOpt, s.selfAddrs())
+	if err != nil {
+		return err
+	}
+	parent, err := newParentProxy(cfg.Upstream, s.roots)
 	if err != nil {
 		return err
 	}
@@ -283,7 +297,7 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	s.current.Store(&settings{cfg: cfg, engine: engine, guard: guard})
+	s.current.Store(&settings{cfg: cfg, engine: engine, guard: guard, parent: parent})
 	return nil
 }
 
@@ -304,11 +318,17 @@ func newGuard(e config.Egress, r egress.Resolver, dial egress.DialFunc, self []n
 	return g, nil
 }
 
-// dial connects to an origin through the current egress guard; upstream
+// dial connects to an origin through the current egress guard, or to the
+// parent proxy (the destination was checked by proxyFor); upstream
 // connections get a read deadline refreshed by traffic, so a silent origin
 // cannot hold a request or tunnel forever.
 func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := s.settings().guard.DialContext(ctx, network, addr)
+	st := s.settings()
+	dial := st.guard.DialContext
+	if st.parent != nil && addr == st.parent.addr {
+		dial = s.dialParent
+	}
+	c, err := dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}

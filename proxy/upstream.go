@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -22,17 +23,24 @@ type upstream struct {
 	tr      *http.Transport
 	log     *slog.Logger
 	metrics *metrics.Metrics
+	parent  func() *parentProxy // the current parent proxy (upstream.proxy), for logs
 }
 
-func newUpstream(dial func(context.Context, string, string) (net.Conn, error), roots *x509.CertPool, log *slog.Logger, m *metrics.Metrics) *upstream {
+// proxy chooses the parent proxy of each request (upstream.proxy), nil
+// for a direct connection.
+func newUpstream(dial func(context.Context, string, string) (net.Conn, error), proxy func(*http.Request) (*url.URL, error),
+	roots *x509.CertPool, log *slog.Logger, m *metrics.Metrics) *upstream {
 	return &upstream{log: log, metrics: m, tr: &http.Transport{
-		Proxy:                 nil, // never HTTP(S)_PROXY from the environment: a proxy loop
-		DialContext:           dial,
-		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   tlsHandshakeTimeout,
-		ResponseHeaderTimeout: responseHeaderTimeout,
-		IdleConnTimeout:       upstreamIdleTimeout,
-		ExpectContinueTimeout: time.Second,
+		// Never HTTP(S)_PROXY from the environment (a proxy loop): only the
+		// configured parent.
+		Proxy:                  proxy,
+		OnProxyConnectResponse: parentConnectResponse,
+		DialContext:            dial,
+		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    tlsHandshakeTimeout,
+		ResponseHeaderTimeout:  responseHeaderTimeout,
+		IdleConnTimeout:        upstreamIdleTimeout,
+		ExpectContinueTimeout:  time.Second,
 		// goproxy's default of 2 idle connections per host makes a busy
 		// origin redial constantly (SPEC §8).
 		MaxIdleConns:        4096,
@@ -52,6 +60,9 @@ func (u *upstream) failure(req *http.Request, err error) *http.Response {
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
 		return egressDenied(req, denied)
+	}
+	if pe, ok := isParentFailure(err); ok {
+		return u.parentFailure(req, pe, err)
 	}
 	status, proxyStatus := classifyUpstreamError(err)
 	if req.Context().Err() == nil { // not the client leaving
