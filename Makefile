@@ -12,7 +12,10 @@ test: deps fmt-check vet
 # deps installs what the tests start, only what is missing (quick when all
 # is there):
 #   - Debian packages: redis-server (the pacing store's tests run a real
-#     one), curl and wget (the end-to-end tests drive the real binary with
+#     one), squid (the parent proxy tests start their own on a free loopback
+#     port; the package may also start a system squid on 3128, which the
+#     tests do not use; /usr/sbin is not on a non-root PATH, so it is looked
+#     for there), curl and wget (the end-to-end tests drive the real binary with
 #     them), chromium (the status page, and a client of clients_test.go) with
 #     certutil (libnss3-tools: Chromium's trust store), and for the Python
 #     clients of clients_test.go Debian's python3-requests, -httpx, -h2,
@@ -25,7 +28,8 @@ test: deps fmt-check vet
 #     there too), with the machine's npm. Reinstalled when the lock file
 #     changes.
 DEPS_BINARIES = redis-server curl wget chromium certutil
-DEPS_PACKAGES = redis-server curl wget chromium libnss3-tools \
+DEPS_SQUID = /usr/sbin/squid
+DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools \
 	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy
 DEPS_PYTHON = /usr/bin/python3
 DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy
@@ -35,6 +39,7 @@ export ROBOTSGATE_NODE_DIR
 
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	[ -x $(DEPS_SQUID) ] || command -v squid >/dev/null 2>&1 || missing="$$missing squid"; \
 	if [ -x $(DEPS_PYTHON) ]; then \
 		missing="$$missing $$($(DEPS_PYTHON) -c 'import importlib.util, sys; print(" ".join("python3-" + m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' $(DEPS_PYTHON_MODULES))"; \
 	else missing="$$missing $(DEPS_PYTHON)"; fi; \
