@@ -268,3 +268,61 @@ func TestRobotsRedirectToForbiddenAddressIsNotFollowed(t *testing.T) {
 		t.Errorf("the redirect to a forbidden address was followed: %v", internal.seen())
 	}
 }
+
+// clients_default: deny refuses clients that no entry matches with 403
+// client-denied, for plain requests and CONNECTs; matched clients pass.
+func TestClientsDefaultDenyRefusesUnmatchedClients(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	host := strings.TrimPrefix(o.URL, "http://")
+	for _, tt := range []struct {
+		name    string
+		clients []config.Client
+		status  int
+	}{
+		{"no entry matches", []config.Client{{CIDR: "10.0.0.0/8", Mode: config.ModeEnforce}}, 403},
+		{"an entry matches", []config.Client{{CIDR: "127.0.0.1/32", Mode: config.ModeEnforce}}, 200},
+	} {
+		cfg := testConfig(t, nil)
+		cfg.ClientsDefault, cfg.Clients = config.ClientsDeny, tt.clients
+		p := startProxy(t, cfg)
+		resp, _ := get(t, p.client(), o.URL+"/page")
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s: GET %d, want %d", tt.name, resp.StatusCode, tt.status)
+		}
+		if tt.status == 403 {
+			checkRefusal(t, resp, 403, "client-denied", "clients_default is deny")
+			resp, _ = dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", host, host))
+			checkRefusal(t, resp, 403, "client-denied", "")
+		}
+	}
+}
+
+// A proxy that listens beyond loopback with no clients entries and
+// clients_default allow is open to anyone: it says so at start.
+func TestOpenProxyWarning(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		addr    string
+		deny    bool
+		clients []config.Client
+		warn    bool
+	}{
+		{"loopback", "127.0.0.1:8080", false, nil, false},
+		{"all interfaces, allow, no clients", "0.0.0.0:8080", false, nil, true},
+		{"a public address, allow, no clients", "192.0.2.1:8080", false, nil, true},
+		{"all interfaces, deny", "0.0.0.0:8080", true, nil, false},
+		{"all interfaces, clients entries", "0.0.0.0:8080", false, []config.Client{{CIDR: "10.0.0.0/8", Mode: config.ModeEnforce}}, false},
+	} {
+		cfg := testConfig(t, nil)
+		cfg.Clients = tt.clients
+		if tt.deny {
+			cfg.ClientsDefault = config.ClientsDeny
+		}
+		p := startProxy(t, cfg)
+		before := strings.Count(p.logText(), "open proxy")
+		p.srv.warnIfOpen(net.TCPAddrFromAddrPort(netip.MustParseAddrPort(tt.addr)))
+		if warned := strings.Count(p.logText(), "level=WARN msg=\"open proxy") > before; warned != tt.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", tt.name, warned, tt.warn, p.logText())
+		}
+	}
+}

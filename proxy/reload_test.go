@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,5 +23,20 @@ func TestRestartOnlyChangesNameTheirKeys(t *testing.T) {
 	}
 	if got := restartOnlyChanges(&running, &running); len(got) != 0 {
 		t.Errorf("no change: %q", got)
+	}
+}
+
+// Reloading a change to a restart-only key says so, naming the key
+// (regression: "config reloaded" as if it applied).
+func TestReloadWarnsAboutRestartOnlyKeys(t *testing.T) {
+	cfg := testConfig(t, nil)
+	p := startProxy(t, cfg)
+	cfg.Robots.CacheEntries = 7
+	cfg.Pacing.MaxWait = config.Duration(time.Second)
+	if err := p.srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.logText(), `level=WARN msg="configuration reloaded, but these keys keep their running values until a restart" keys=[robots.cache_entries]`) {
+		t.Errorf("no warning naming robots.cache_entries:\n%s", p.logText())
 	}
 }

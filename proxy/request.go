@@ -101,7 +101,7 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	client := tunnelClient(tunnel)
 	if tunnel == nil {
 		if client, err = st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization")); err != nil {
-			return s.authRequired(req, st)
+			return s.identifyRefusal(req, st, err)
 		}
 		if err := s.checkDestination(req.Context(), o, false); err != nil {
 			return s.egressRefusal(req, err)

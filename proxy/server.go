@@ -276,12 +276,13 @@ func (s *Server) Reload(cfg config.Config) error {
 		return err
 	}
 	engine, err := policy.New(policy.Config{
-		Resolver:    s.resolver,
-		StrictPaths: cfg.Robots.StrictPaths,
-		Clients:     cfg.Clients,
-		Auth:        cfg.Auth,
-		Sites:       cfg.Sites,
-		Trap:        cfg.Trap,
+		Resolver:      s.resolver,
+		StrictPaths:   cfg.Robots.StrictPaths,
+		Clients:       cfg.Clients,
+		Auth:          cfg.Auth,
+		DenyUnmatched: cfg.ClientsDefault == config.ClientsDeny,
+		Sites:         cfg.Sites,
+		Trap:          cfg.Trap,
 		Pacer: pacing.New(pacing.Options{
 			Store:          s.paceStore,
 			MaxWait:        cfg.Pacing.MaxWait.Duration(),
@@ -296,6 +297,11 @@ func (s *Server) Reload(cfg config.Config) error {
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
+	}
+	if old := s.settings(); old != nil {
+		if keys := restartOnlyChanges(&old.cfg, &cfg); len(keys) > 0 {
+			s.log.Warn("configuration reloaded, but these keys keep their running values until a restart", "keys", keys)
+		}
 	}
 	s.current.Store(&settings{cfg: cfg, engine: engine, guard: guard, parent: parent})
 	return nil
@@ -394,6 +400,7 @@ func (s *Server) setSelf(addr net.Addr) {
 // to ln's address are refused (a request to the proxy itself would loop).
 func (s *Server) Serve(ln net.Listener) error {
 	s.setSelf(ln.Addr())
+	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
 	err := s.proxySrv.Serve(guardedListener{ln})
@@ -401,6 +408,18 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// warnIfOpen warns when the proxy listens beyond loopback for anyone: no
+// clients entries and clients_default allow make an open proxy.
+func (s *Server) warnIfOpen(addr net.Addr) {
+	cfg := s.settings().cfg
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || ap.Addr().IsLoopback() || len(cfg.Clients) > 0 || cfg.ClientsDefault == config.ClientsDeny {
+		return
+	}
+	s.log.Warn("open proxy: listening beyond loopback with no clients entries, anyone who can reach "+addr.String()+
+		" may use it; set clients_default: deny and add clients entries (cidr or user)", "listen", addr.String())
 }
 
 // Shutdown stops accepting connections and waits, until ctx is done, for
