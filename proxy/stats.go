@@ -2,54 +2,135 @@ package proxy
 
 import (
 	"cmp"
-	"github.com/robotsgate/robotsgate/policy"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/robotsgate/robotsgate/policy"
 )
 
-// stats keeps what the status page shows: per-origin counts and the latest
-// refusals. Counting a request takes no lock (a lock-free map of atomic
-// counters): it happens on every request, from every connection at once.
+// stats keeps what the status page shows: per-origin counts, with the
+// last sparkMinutes minutes minute by minute, counts by decision, the
+// latest refusals and upstream failures, and the last reload's result.
+// Counting a request takes no lock (a lock-free map of atomic counters):
+// it happens on every request, from every connection at once.
 type stats struct {
-	started time.Time
-	origins sync.Map // origin string -> *originCounters
-	size    atomic.Int64
+	started   time.Time
+	origins   sync.Map // origin string -> *originCounters
+	size      atomic.Int64
+	decisions []atomic.Int64 // by decisionTable index; the last counts unknown values
+	// skew is added to the clock of the per-minute counts (tests: traffic
+	// in earlier minutes).
+	skew   atomic.Int64
+	reload atomic.Pointer[reloadResult]
 
-	mu     sync.Mutex     // the refusal ring (refusals are rare)
-	recent []*AuditRecord // ring of the latest refusals
-	next   int
+	mu       sync.Mutex // the rings (refusals and failures are rare)
+	recent   recordRing // the latest refusals
+	failures recordRing // the latest upstream failures
 }
 
 // originCounters are one origin's live counters.
 type originCounters struct {
 	requests, refused atomic.Int64
+	failed            atomic.Int64 // upstream failures
 	last              atomic.Int64 // unix nanoseconds
 	interval, wait    atomic.Int64 // pacing: interval and last wait (ns)
 	held              atomic.Int64 // requests held now
+	// perMinute counts requests and refusals minute by minute: a fixed
+	// 2 × sparkMinutes words, so memory stays bounded with the origins.
+	perMinute [2]minuteRing
 }
+
+const (
+	ringRequests = iota
+	ringRefusals
+)
 
 // originStats is a snapshot of one origin's counters for the status page.
 type originStats struct {
 	Origin   string
 	Requests int64
-	Refused  int64
+	Refused  int64 // refused by robots.txt or the proxy's policy
+	Failed   int64 // allowed, but the origin could not be reached or failed
 	Last     time.Time
 	// Pacing: the interval enforced, requests held now, the last wait.
 	Interval time.Duration
 	Held     int64
 	LastWait time.Duration
+	// Spark is the last sparkMinutes minutes (set for the busiest origins).
+	Spark *sparkline
+	c     *originCounters
 }
 
 const (
 	statsOrigins  = 10000 // origins tracked for the status page, about
-	statsRefusals = 50    // latest refusals kept
+	statsRefusals = 50    // latest refusals (and upstream failures) kept
 )
 
 func newStats() *stats {
-	return &stats{started: time.Now(), recent: make([]*AuditRecord, 0, statsRefusals)}
+	return &stats{started: time.Now(), decisions: make([]atomic.Int64, len(decisionTable.infos)+1)}
+}
+
+// The kinds of decisions, as the status page sorts them.
+const (
+	kindAllowed  = "allowed"          // forwarded
+	kindRefused  = "refused"          // refused by robots.txt or the proxy's policy
+	kindUpstream = "upstream failure" // allowed, but the origin or its name failed
+	kindClient   = "client"           // what the client did to itself: left, failed the TLS handshake
+)
+
+// decisionTable indexes Decisions() for counting: a read-only map, built
+// once.
+var decisionTable = func() (t struct {
+	infos []DecisionInfo
+	index map[string]int
+	kinds []string
+}) {
+	t.index = map[string]int{}
+	for _, d := range Decisions() {
+		if _, dup := t.index[d.Name]; dup {
+			continue // trap-denied is listed for two verdicts
+		}
+		t.index[d.Name] = len(t.infos)
+		t.infos = append(t.infos, d)
+		t.kinds = append(t.kinds, decisionKind(d))
+	}
+	return t
+}()
+
+// decisionKind sorts a decision: upstream-error is a failure of the
+// origin (or of its name's lookup), not a refusal by robots.txt.
+func decisionKind(d DecisionInfo) string {
+	switch {
+	case d.Name == decisionUpstreamError:
+		return kindUpstream
+	case d.Refusal:
+		return kindRefused
+	case d.Name == policy.Allow.String():
+		return kindAllowed
+	}
+	return kindClient
+}
+
+// kindOf returns the kind of a decision value and its counter's index;
+// an unknown value is a refusal, counted apart.
+func kindOf(decision string) (kind string, index int) {
+	if i, ok := decisionTable.index[decision]; ok {
+		return decisionTable.kinds[i], i
+	}
+	return kindRefused, len(decisionTable.infos)
+}
+
+// failedUpstream reports whether an allowed request failed upstream: the
+// origin never answered (no upstream status) and the proxy answered 502 or
+// 504 in its place. Its decision stays allow, as in the audit log and the
+// requests metric.
+func failedUpstream(rec *AuditRecord) bool {
+	return rec.UpstreamStatus == 0 && (rec.Status == http.StatusBadGateway || rec.Status == http.StatusGatewayTimeout)
 }
 
 // counters returns origin's counters, creating them if needed; past
@@ -99,33 +180,83 @@ func (s *stats) holding(origin string, interval time.Duration, delta int64, wait
 }
 
 func (s *stats) add(rec *AuditRecord) {
-	c := s.counters(originOf(rec.URL))
+	kind, i := kindOf(rec.Decision)
+	s.decisions[i].Add(1)
+	if kind == kindAllowed && failedUpstream(rec) {
+		kind = kindUpstream
+	}
+	c := s.counters(originKey(rec))
 	c.requests.Add(1)
 	c.last.Store(rec.Time.UnixNano())
-	if !isRefusal(rec.Decision) || !rec.Enforced {
+	// The minute the request ended in, without reading the clock again.
+	minute := (rec.Time.UnixNano() + int64(rec.DurationMS*float64(time.Millisecond)) + s.skew.Load()) / int64(time.Minute)
+	c.perMinute[ringRequests].add(minute)
+	var ring *recordRing
+	switch {
+	case kind == kindRefused && rec.Enforced:
+		c.refused.Add(1)
+		c.perMinute[ringRefusals].add(minute)
+		ring = &s.recent
+	case kind == kindUpstream:
+		c.failed.Add(1)
+		ring = &s.failures
+	default:
 		return
 	}
-	c.refused.Add(1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	kept := *rec // rec lives in a per-connection slot that the next request reuses
-	if len(s.recent) < statsRefusals {
-		s.recent = append(s.recent, &kept)
-	} else {
-		s.recent[s.next] = &kept
-	}
-	s.next = (s.next + 1) % statsRefusals
+	s.mu.Lock()
+	ring.push(&kept)
+	s.mu.Unlock()
 }
 
-// isRefusal reports whether a decision refused the request (the status
-// page's refusals): not an allowed request, nor what a client did to
-// itself (left while held, failed the TLS handshake).
-func isRefusal(decision string) bool {
-	switch decision {
-	case policy.Allow.String(), decisionClientClosed, decisionClientTLSFailed:
-		return false
+// recordRing keeps the latest statsRefusals records.
+type recordRing struct {
+	recs []*AuditRecord
+	next int
+}
+
+func (r *recordRing) push(rec *AuditRecord) {
+	if len(r.recs) < statsRefusals {
+		r.recs = append(r.recs, rec)
+	} else {
+		r.recs[r.next] = rec
 	}
-	return true
+	r.next = (r.next + 1) % statsRefusals
+}
+
+// newestFirst copies the records, the newest first.
+func (r *recordRing) newestFirst() []AuditRecord {
+	out := make([]AuditRecord, 0, len(r.recs))
+	for i := range len(r.recs) {
+		out = append(out, *r.recs[(r.next-1-i+statsRefusals)%statsRefusals])
+	}
+	return out
+}
+
+// originKey names the origin a record counts for: the scheme://authority
+// of its URL, or "host:port (CONNECT)" for a CONNECT.
+func originKey(rec *AuditRecord) string {
+	if rec.Method == "CONNECT" {
+		return connectTarget(rec.URL)
+	}
+	return originOf(rec.URL)
+}
+
+// connectTarget spells a CONNECT's URL as "host:port (CONNECT)": the audit
+// record has "https://host" (the origin judged; 443 not written) or
+// "//host:port" (refused before it was judged: the request's own URL).
+func connectTarget(u string) string {
+	hostport, https := strings.CutPrefix(u, "https://")
+	if !https {
+		hostport = strings.TrimPrefix(u, "//")
+	}
+	if i := strings.IndexAny(hostport, "/?"); i >= 0 {
+		hostport = hostport[:i]
+	}
+	if _, _, err := net.SplitHostPort(hostport); err != nil && https {
+		hostport += ":443"
+	}
+	return hostport + " (CONNECT)"
 }
 
 // originOf returns the scheme://authority prefix of an absolute URL.
@@ -140,31 +271,64 @@ func originOf(u string) string {
 	return u
 }
 
-// snapshot returns the n busiest origins, the n with most refusals, the n
-// paced with the longest intervals, and the latest refusals, newest first.
-func (s *stats) snapshot(n int) (busiest, refusing, paced []originStats, recent []AuditRecord) {
+// statsView is what the status page shows of the statistics.
+type statsView struct {
+	Busiest, Refusing, Failing, Paced []originStats
+	Recent, RecentFailures            []AuditRecord
+	Decisions                         []decisionCount
+	Reload                            *reloadResult
+}
+
+// decisionCount is one decision value's count since start.
+type decisionCount struct {
+	Name, Kind string
+	Status     int
+	Count      int64
+}
+
+// view returns the n busiest origins (with their sparklines), the n with
+// most refusals, with most upstream failures, the n paced with the
+// longest intervals, the latest refusals and upstream failures, newest
+// first, the counts of every decision value and the last reload.
+func (s *stats) view(n int, now time.Time) statsView {
+	var v statsView
 	var all []originStats
-	s.origins.Range(func(k, v any) bool {
-		c := v.(*originCounters)
+	s.origins.Range(func(k, val any) bool {
+		c := val.(*originCounters)
 		all = append(all, originStats{
-			Origin: k.(string), Requests: c.requests.Load(), Refused: c.refused.Load(),
+			Origin: k.(string), Requests: c.requests.Load(), Refused: c.refused.Load(), Failed: c.failed.Load(),
 			Last: time.Unix(0, c.last.Load()), Interval: time.Duration(c.interval.Load()),
-			Held: c.held.Load(), LastWait: time.Duration(c.wait.Load()),
+			Held: c.held.Load(), LastWait: time.Duration(c.wait.Load()), c: c,
 		})
 		return true
 	})
 	s.mu.Lock()
-	for i := range len(s.recent) {
-		// walk back from the newest
-		if idx := (s.next - 1 - i + 2*statsRefusals) % statsRefusals; idx < len(s.recent) {
-			recent = append(recent, *s.recent[idx])
-		}
-	}
+	v.Recent, v.RecentFailures = s.recent.newestFirst(), s.failures.newestFirst()
 	s.mu.Unlock()
-	busiest = topBy(all, n, func(o originStats) int64 { return o.Requests })
-	refusing = topBy(all, n, func(o originStats) int64 { return o.Refused })
-	paced = topBy(all, n, func(o originStats) int64 { return int64(o.Interval) })
-	return busiest, refusing, paced, recent
+	v.Busiest = topBy(all, n, func(o originStats) int64 { return o.Requests })
+	v.Refusing = topBy(all, n, func(o originStats) int64 { return o.Refused })
+	v.Failing = topBy(all, n, func(o originStats) int64 { return o.Failed })
+	v.Paced = topBy(all, n, func(o originStats) int64 { return int64(o.Interval) })
+	minute := (now.UnixNano() + s.skew.Load()) / int64(time.Minute)
+	for i := range v.Busiest {
+		c := v.Busiest[i].c
+		v.Busiest[i].Spark = newSparkline(c.perMinute[ringRequests].series(minute), c.perMinute[ringRefusals].series(minute))
+	}
+	for i, d := range decisionTable.infos {
+		v.Decisions = append(v.Decisions, decisionCount{d.Name, decisionTable.kinds[i], d.Status, s.decisions[i].Load()})
+	}
+	if n := s.decisions[len(decisionTable.infos)].Load(); n > 0 {
+		v.Decisions = append(v.Decisions, decisionCount{Name: "(other)", Kind: kindRefused, Count: n})
+	}
+	v.Reload = s.reload.Load()
+	return v
+}
+
+// snapshot returns the n busiest origins, the n with most refusals, the n
+// paced with the longest intervals, and the latest refusals, newest first.
+func (s *stats) snapshot(n int) (busiest, refusing, paced []originStats, recent []AuditRecord) {
+	v := s.view(n, time.Now())
+	return v.Busiest, v.Refusing, v.Paced, v.Recent
 }
 
 func topBy(all []originStats, n int, key func(originStats) int64) []originStats {
@@ -174,4 +338,19 @@ func topBy(all []originStats, n int, key func(originStats) int64) []originStats 
 	})
 	out = slices.DeleteFunc(out, func(o originStats) bool { return key(o) == 0 })
 	return out[:min(n, len(out))]
+}
+
+// reloadResult is the outcome of the last configuration reload.
+type reloadResult struct {
+	At  time.Time
+	Err string // "" when it applied
+}
+
+// reloaded records the outcome of a configuration reload.
+func (s *stats) reloaded(err error, at time.Time) {
+	r := &reloadResult{At: at}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	s.reload.Store(r)
 }

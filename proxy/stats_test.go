@@ -1,0 +1,168 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestMinuteRing(t *testing.T) {
+	var r minuteRing
+	const m = 29_000_000 // a Unix minute in 2025
+	for range 3 {
+		r.add(m)
+	}
+	r.add(m + 4)
+	r.add(m + 4)
+	got := r.series(m + 4)
+	want := [sparkMinutes]int64{10: 3, 14: 2}
+	if got != want {
+		t.Errorf("series %v, want %v", got, want)
+	}
+	if got := r.series(m + 20); got != ([sparkMinutes]int64{}) {
+		t.Errorf("20 minutes on: %v, want nothing", got)
+	}
+	r.add(m + sparkMinutes) // the slot of minute m, a round later
+	if got := r.series(m + sparkMinutes); got != ([sparkMinutes]int64{3: 2, 14: 1}) {
+		t.Errorf("a round later: %v", got)
+	}
+
+	// No lock: many goroutines count at once (go test -race), and a
+	// minute that turns while they do loses nothing.
+	var wg sync.WaitGroup
+	var r2 minuteRing
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				r2.add(m + int64((g+i)%2))
+			}
+		})
+	}
+	wg.Wait()
+	if s := r2.series(m + 1); s[13]+s[14] != 8000 || s[13] != 4000 {
+		t.Errorf("concurrent counts %v, want 4000 and 4000", s[13:])
+	}
+}
+
+func TestConnectTarget(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://example.com":    "example.com:443 (CONNECT)", // judged: the origin, 443 not written
+		"https://example.com/":   "example.com:443 (CONNECT)", // intercepted
+		"https://127.0.0.1:8443": "127.0.0.1:8443 (CONNECT)",
+		"https://[2001:db8::1]":  "[2001:db8::1]:443 (CONNECT)",
+		"//127.0.0.9:443":        "127.0.0.9:443 (CONNECT)", // refused before it was judged
+		"//[2001:db8::1]:8443":   "[2001:db8::1]:8443 (CONNECT)",
+		"//not a host":           "not a host (CONNECT)",
+	} {
+		if got := connectTarget(u); got != want {
+			t.Errorf("connectTarget(%q) = %q, want %q", u, got, want)
+		}
+	}
+}
+
+// Counting sorts records: refusals by robots.txt or policy, upstream
+// failures (an upstream-error, or an allowed request the proxy answered
+// 502/504 without an answer from the origin), and neither (allowed; what
+// the client did to itself); every decision value is counted.
+func TestStatsSortsRecords(t *testing.T) {
+	s := newStats()
+	now := time.Now()
+	for _, r := range []AuditRecord{
+		{URL: "http://a.test/x", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200},
+		{URL: "http://a.test/private", Decision: "disallow", Enforced: true, Status: 403},
+		{URL: "http://a.test/monitored", Decision: "disallow", Enforced: false, Status: 200, UpstreamStatus: 200},
+		{URL: "http://a.test/y", Decision: "allow", Enforced: true, Status: 502},                                // the origin went down
+		{URL: "http://a.test/bad-gateway", Decision: "allow", Enforced: true, Status: 502, UpstreamStatus: 502}, // the origin's own 502
+		{URL: "http://nowhere.test/", Decision: "upstream-error", Enforced: true, Status: 502},
+		{URL: "//nowhere.test:443", Method: "CONNECT", Decision: "upstream-error", Enforced: true, Status: 502},
+		{URL: "http://a.test/held", Decision: "client-closed", Enforced: true, Status: 499},
+		{URL: "https://b.test/", Method: "CONNECT", Decision: "client-tls-failed", Enforced: true},
+		{URL: "http://a.test/z", Decision: "from-the-future", Enforced: true, Status: 400},
+	} {
+		r.Time = now
+		s.add(&r)
+	}
+	v := s.view(10, now)
+	byOrigin := map[string]originStats{}
+	for _, o := range v.Busiest {
+		byOrigin[o.Origin] = o
+	}
+	for origin, want := range map[string][3]int64{ // requests, refused, failed
+		"http://a.test":              {7, 2, 1},
+		"http://nowhere.test":        {1, 0, 1},
+		"nowhere.test:443 (CONNECT)": {1, 0, 1},
+		"b.test:443 (CONNECT)":       {1, 0, 0},
+	} {
+		o := byOrigin[origin]
+		if got := [3]int64{o.Requests, o.Refused, o.Failed}; got != want {
+			t.Errorf("%s: requests, refused, failed %v, want %v", origin, got, want)
+		}
+	}
+	var recent, failures []string
+	for _, r := range v.Recent {
+		recent = append(recent, r.URL)
+	}
+	for _, r := range v.RecentFailures {
+		failures = append(failures, r.URL)
+	}
+	if want := []string{"http://a.test/z", "http://a.test/private"}; !slices.Equal(recent, want) {
+		t.Errorf("recent refusals %q, want %q", recent, want)
+	}
+	if want := []string{"//nowhere.test:443", "http://nowhere.test/", "http://a.test/y"}; !slices.Equal(failures, want) {
+		t.Errorf("recent failures %q, want %q", failures, want)
+	}
+	counts := map[string]int64{}
+	for _, d := range v.Decisions {
+		counts[d.Name] = d.Count
+	}
+	for name, want := range map[string]int64{"allow": 3, "disallow": 2, "upstream-error": 2, "client-closed": 1,
+		"client-tls-failed": 1, "(other)": 1, "unreachable": 0} {
+		if counts[name] != want {
+			t.Errorf("%s counted %d times, want %d", name, counts[name], want)
+		}
+	}
+
+	if v.Reload != nil {
+		t.Errorf("a reload before any: %+v", v.Reload)
+	}
+	s.reloaded(errors.New("bad"), now)
+	if r := s.view(1, now).Reload; r == nil || r.Err != "bad" || !r.At.Equal(now) {
+		t.Errorf("reload %+v", r)
+	}
+}
+
+// The refusal rings keep the latest statsRefusals, newest first.
+func TestStatsKeepsTheLatestRefusals(t *testing.T) {
+	s := newStats()
+	for i := range statsRefusals + 7 {
+		s.add(&AuditRecord{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: time.Now()})
+	}
+	_, _, _, recent := s.snapshot(10)
+	if len(recent) != statsRefusals || recent[0].URL != fmt.Sprintf("http://a.test/%d", statsRefusals+6) ||
+		recent[statsRefusals-1].URL != "http://a.test/7" {
+		t.Errorf("%d kept, newest %q, oldest %q", len(recent), recent[0].URL, recent[len(recent)-1].URL)
+	}
+}
+
+// Counting from many connections at once takes no lock on the path of an
+// allowed request, and loses nothing (go test -race).
+func TestStatsCountsConcurrently(t *testing.T) {
+	s := newStats()
+	var wg sync.WaitGroup
+	now := time.Now()
+	for range 8 {
+		wg.Go(func() {
+			for range 500 {
+				s.add(&AuditRecord{URL: "http://a.test/", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200, Time: now})
+			}
+		})
+	}
+	wg.Wait()
+	v := s.view(1, now)
+	if o := v.Busiest[0]; o.Requests != 4000 || o.Spark.Requests[sparkMinutes-1] != 4000 {
+		t.Errorf("requests %d, this minute %d; want 4000", o.Requests, o.Spark.Requests[sparkMinutes-1])
+	}
+}
