@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,19 +146,18 @@ func fillExplanation(e *Explanation, d *policy.Decision, now time.Time) {
 
 // statusView is what the status page template renders.
 type statusView struct {
-	Started, Now      time.Time
-	Listen, Admin     string
-	MITM              bool
-	StrictPaths       bool
-	Clients, Sites    int
-	BlockPrivate      bool
-	Cached            int
-	Hits, Misses      uint64
-	Busiest, Refusing []originStats
-	Paced             []originStats
-	Recent            []AuditRecord
-	TLSFailures       []tlsFailureCount // clients that failed the intercepted handshake
-	TLSLast           string
+	Started, Now  time.Time
+	Listen, Admin string
+	MITM          bool
+	StrictPaths   bool
+	Clients       int
+	Sites         int
+	BlockPrivate  bool
+	Cached        int
+	Hits, Misses  uint64
+	statsView
+	TLSFailures []tlsFailureCount // clients that failed the intercepted handshake
+	TLSLast     string
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -168,7 +169,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		Sites: len(st.cfg.Sites), BlockPrivate: st.cfg.Egress.BlockPrivateNetworks,
 		Cached: rs.Entries, Hits: rs.Hits, Misses: rs.Misses,
 	}
-	v.Busiest, v.Refusing, v.Paced, v.Recent = s.stats.snapshot(20)
+	v.statsView = s.stats.view(20, v.Now)
 	v.TLSFailures, v.TLSLast = s.tlsFails.snapshot()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -177,24 +178,98 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// formatDuration rounds a duration for people: "250 ms" under a second,
+// then seconds with three significant digits ("1.00 s", "12.5 s"), whole
+// seconds from 100 s.
+func formatDuration(d time.Duration) string {
+	if r := d.Round(time.Millisecond); r < time.Second {
+		return fmt.Sprintf("%d ms", max(r, 0)/time.Millisecond)
+	}
+	switch sec := d.Seconds(); {
+	case sec < 9.995:
+		return fmt.Sprintf("%.2f s", sec)
+	case sec < 99.95:
+		return fmt.Sprintf("%.1f s", sec)
+	default:
+		return fmt.Sprintf("%.0f s", sec)
+	}
+}
+
+// formatAge rounds how long ago something was to its two largest units:
+// "12 s", "3 min 5 s", "2 h 10 min", "3 d 4 h".
+func formatAge(d time.Duration) string {
+	d = max(d.Round(time.Second), 0)
+	const day = 24 * time.Hour
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", d/time.Minute, d%time.Minute/time.Second)
+	case d < day:
+		return fmt.Sprintf("%d h %d min", d/time.Hour, d%time.Hour/time.Minute)
+	}
+	return fmt.Sprintf("%d d %d h", d/day, d%day/time.Hour)
+}
+
+// recordTarget is what the status page shows of a record's request: its
+// URL, or "host:port (CONNECT)" for a CONNECT.
+func recordTarget(rec AuditRecord) string {
+	if rec.Method == http.MethodConnect {
+		return connectTarget(rec.URL)
+	}
+	return rec.URL
+}
+
+// statusText is a decision's status code, "none" when nothing is sent.
+func statusText(code int) string {
+	if code == 0 {
+		return "none"
+	}
+	return strconv.Itoa(code)
+}
+
 var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":   func(t, now time.Time) string { return now.Sub(t).Round(time.Second).String() },
-	"upper": strings.ToUpper,
+	"ago":      func(t, now time.Time) string { return formatAge(now.Sub(t)) },
+	"at":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
+	"dur":      formatDuration,
+	"ms":       func(ms float64) string { return formatDuration(time.Duration(ms * float64(time.Millisecond))) },
+	"target":   recordTarget,
+	"upper":    strings.ToUpper,
+	"minutes":  func() int { return sparkMinutes },
+	"statusOf": statusText,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>robotsgate status</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+nav{display:flex;flex-wrap:wrap;gap:.5em 1.5em;align-items:center;margin-bottom:1em}
+nav form{display:flex;flex-wrap:wrap;gap:.4em;align-items:center;margin:0}
 table{border-collapse:collapse;margin-bottom:1.5em}
 td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
 th{background:#f3f3f3}
 .num{text-align:right}
+tr.zero td{color:#999}
+svg.spark{display:block}
+svg.spark polyline{fill:none;stroke-width:1.5}
+.req{stroke:#1d4ed8;color:#1d4ed8}
+.ref{stroke:#c81e1e;color:#c81e1e}
+.peak{font-size:.8em;color:#555}
+.bad{color:#c81e1e;font-weight:bold}
+.ok{color:#15803d;font-weight:bold}
+.note{color:#555}
 </style></head>
 <body>
 <h1>robotsgate</h1>
-<p id="uptime">Up since {{.Started.UTC.Format "2006-01-02 15:04:05 MST"}} ({{ago .Started .Now}}).</p>
+<nav>
+<a href="metrics">Metrics (/metrics)</a>
+<form method="get" action="explain"><label>Explain a decision: URL <input name="url" size="40" required placeholder="https://example.com/page"></label>
+<label>agent <input name="agent" size="16" placeholder="ExampleBot/1.0"></label>
+<button type="submit">Explain (/explain)</button></form>
+</nav>
+<p id="uptime">Up since {{at .Started}} ({{ago .Started .Now}}).</p>
+<p id="reload">Last reload: {{with .Reload}}{{if .Err}}<span class="bad">rejected</span> at {{at .At}} ({{ago .At $.Now}} ago): {{.Err}} (the previous configuration stays in force){{else}}<span class="ok">ok</span> at {{at .At}} ({{ago .At $.Now}} ago){{end}}{{else}}none since start.{{end}}</p>
 
 <h2>Configuration</h2>
-<table id="config">
+<table id="config" class="compact">
 <tr><th>Proxy address</th><td>{{.Listen}}</td></tr>
 <tr><th>Admin address</th><td>{{.Admin}}</td></tr>
 <tr><th>HTTPS interception</th><td>{{if .MITM}}on{{else}}off{{end}}</td></tr>
@@ -205,29 +280,48 @@ th{background:#f3f3f3}
 </table>
 
 <h2>Busiest origins</h2>
-<table id="busiest"><tr><th>Origin</th><th>Requests</th><th>Refused</th></tr>
-{{range .Busiest}}<tr><td>{{.Origin}}</td><td class="num">{{.Requests}}</td><td class="num">{{.Refused}}</td></tr>
-{{else}}<tr><td colspan="3">No traffic yet.</td></tr>{{end}}</table>
+<p class="note">Last {{minutes}} minutes, one point a minute: <span class="req">requests</span> and <span class="ref">refusals</span>, on one scale.</p>
+<table id="busiest"><tr><th>Origin</th><th class="n">Requests</th><th class="n">Refused</th><th class="n">Upstream failures</th><th class="spark">Last {{minutes}} minutes</th></tr>
+{{range .Busiest}}<tr><td>{{.Origin}}</td><td class="num">{{.Requests}}</td><td class="num">{{.Refused}}</td><td class="num">{{.Failed}}</td><td>{{with .Spark}}<svg class="spark" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img"><title>{{.Title}}</title><polyline class="req" points="{{.RequestPoints}}"></polyline><polyline class="ref" points="{{.RefusalPoints}}"></polyline></svg><span class="peak">peak {{.Peak}}/min</span>{{end}}</td></tr>
+{{else}}<tr><td colspan="5">No traffic yet.</td></tr>{{end}}</table>
 
 <h2>Most refused origins</h2>
-<table id="refusing"><tr><th>Origin</th><th>Refused</th><th>Requests</th></tr>
+<p class="note">Refused by robots.txt or the proxy's policy (upstream failures are counted apart, below).</p>
+<table id="refusing"><tr><th>Origin</th><th class="n">Refused</th><th class="n">Requests</th></tr>
 {{range .Refusing}}<tr><td>{{.Origin}}</td><td class="num">{{.Refused}}</td><td class="num">{{.Requests}}</td></tr>
 {{else}}<tr><td colspan="3">No refusals.</td></tr>{{end}}</table>
 
+<h2>Upstream failures</h2>
+<p class="note">Allowed requests the origin did not complete: its name did not resolve, the connection failed or timed out, its answer was broken. Not refusals.</p>
+<table id="failing"><tr><th>Origin</th><th class="n">Failures</th><th class="n">Requests</th></tr>
+{{range .Failing}}<tr><td>{{.Origin}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Requests}}</td></tr>
+{{else}}<tr><td colspan="3">No upstream failures.</td></tr>{{end}}</table>
+
 <h2>Paced origins</h2>
-<table id="paced"><tr><th>Origin</th><th>Interval</th><th>Held now</th><th>Last wait</th></tr>
-{{range .Paced}}<tr><td>{{.Origin}}</td><td>{{.Interval}}</td><td class="num">{{.Held}}</td><td>{{.LastWait}}</td></tr>
+<table id="paced"><tr><th>Origin</th><th class="n">Interval</th><th class="n">Held now</th><th class="n">Last wait</th></tr>
+{{range .Paced}}<tr><td>{{.Origin}}</td><td>{{dur .Interval}}</td><td class="num">{{.Held}}</td><td>{{dur .LastWait}}</td></tr>
 {{else}}<tr><td colspan="4">No paced origins.</td></tr>{{end}}</table>
 
+<h2>Decisions since start</h2>
+<p class="note">Every decision value, zeros included. An allowed request whose origin then failed counts as allow here, as in the audit log and <code>robotsgate_requests_total</code>, and as an upstream failure above.</p>
+<table id="decisions" class="compact"><tr><th>Decision</th><th>Kind</th><th>Status</th><th>Requests</th></tr>
+{{range .Decisions}}<tr{{if not .Count}} class="zero"{{end}}><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{statusOf .Status}}</td><td class="num">{{.Count}}</td></tr>
+{{end}}</table>
+
 <h2>Client TLS failures</h2>
-<table id="tls-failures"><tr><th>Reason</th><th>Handshakes</th></tr>
+<table id="tls-failures" class="compact"><tr><th>Reason</th><th>Handshakes</th></tr>
 {{range .TLSFailures}}<tr><td>{{.Reason}}</td><td class="num">{{.Count}}</td></tr>
 {{else}}<tr><td colspan="2">None: every intercepting client trusted robotsgate's CA.</td></tr>{{end}}</table>
 {{if .TLSLast}}<p id="tls-last">Last: {{.TLSLast}}</p>{{end}}
 
 <h2>Recent refusals</h2>
-<table id="recent"><tr><th>Time</th><th>Client</th><th>Method</th><th>URL</th><th>Decision</th><th>Rule</th></tr>
-{{range .Recent}}<tr><td>{{.Time.Format "15:04:05"}}</td><td>{{.Client}}</td><td>{{.Method}}</td><td>{{.URL}}</td><td>{{.Decision}}</td><td>{{if .Rule}}{{.Rule}} (line {{.Line}}){{end}}</td></tr>
+<table id="recent"><tr><th class="time">Time (UTC)</th><th class="client">Client</th><th class="method">Method</th><th>URL</th><th class="decision">Decision</th><th class="rule">Rule</th></tr>
+{{range .Recent}}<tr><td>{{.Time.Format "15:04:05"}}</td><td>{{.Client}}</td><td>{{.Method}}</td><td>{{target .}}</td><td>{{.Decision}}</td><td>{{if .Rule}}{{.Rule}} (line {{.Line}}){{end}}</td></tr>
 {{else}}<tr><td colspan="6">No refusals.</td></tr>{{end}}</table>
+
+<h2>Recent upstream failures</h2>
+<table id="recent-failures"><tr><th class="time">Time (UTC)</th><th class="client">Client</th><th class="method">Method</th><th>URL</th><th class="n">Status</th><th class="n">Took</th></tr>
+{{range .RecentFailures}}<tr><td>{{.Time.Format "15:04:05"}}</td><td>{{.Client}}</td><td>{{.Method}}</td><td>{{target .}}</td><td class="num">{{.Status}}</td><td class="num">{{ms .DurationMS}}</td></tr>
+{{else}}<tr><td colspan="6">No upstream failures.</td></tr>{{end}}</table>
 </body></html>
 `))

@@ -1,0 +1,477 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"math"
+	"net"
+	"net/netip"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The status page: server-rendered HTML without JavaScript, checked as
+// Debian's headless Chromium renders it.
+
+// runChromium runs headless Chromium with the flags of
+// TestStatusPageInHeadlessChromium and args, and returns its output.
+func runChromium(t *testing.T, args ...string) []byte {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (make test installs Debian's chromium)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, chromium, append(flags, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %q: %v\n%s", args, err, stderr.String())
+	}
+	return out
+}
+
+// renderedPage returns the DOM of the page at u as Chromium built it.
+func renderedPage(t *testing.T, u string) string {
+	t.Helper()
+	return string(runChromium(t, "--dump-dom", u))
+}
+
+var (
+	rowRE  = regexp.MustCompile(`(?s)<tr[^>]*>(.*?)</tr>`)
+	cellRE = regexp.MustCompile(`(?s)<t[dh][^>]*>(.*?)</t[dh]>`)
+	tagRE  = regexp.MustCompile(`<[^>]*>`)
+)
+
+// tableCells returns the inner HTML of the cells of the table with id,
+// row by row, the header row first.
+func tableCells(t *testing.T, page, id string) [][]string {
+	t.Helper()
+	m := regexp.MustCompile(`(?s)<table id="` + regexp.QuoteMeta(id) + `"[^>]*>(.*?)</table>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page has no table %q:\n%s", id, page)
+	}
+	var rows [][]string
+	for _, r := range rowRE.FindAllStringSubmatch(m[1], -1) {
+		var cells []string
+		for _, c := range cellRE.FindAllStringSubmatch(r[1], -1) {
+			cells = append(cells, c[1])
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// tableText is tableCells as text.
+func tableText(t *testing.T, page, id string) [][]string {
+	t.Helper()
+	rows := tableCells(t, page, id)
+	for _, r := range rows {
+		for i, c := range r {
+			r[i] = strings.TrimSpace(html.UnescapeString(tagRE.ReplaceAllString(c, "")))
+		}
+	}
+	return rows
+}
+
+// column returns the values of the column headed header, below the header.
+func column(t *testing.T, rows [][]string, header string) []string {
+	t.Helper()
+	i := slices.Index(rows[0], header)
+	if i < 0 {
+		t.Fatalf("no column %q in %q", header, rows[0])
+	}
+	var out []string
+	for _, r := range rows[1:] {
+		if i < len(r) {
+			out = append(out, r[i])
+		}
+	}
+	return out
+}
+
+// rowOf returns the row whose first cell is first.
+func rowOf(t *testing.T, rows [][]string, first string) []string {
+	t.Helper()
+	for _, r := range rows[1:] {
+		if len(r) > 0 && r[0] == first {
+			return r
+		}
+	}
+	t.Fatalf("no row %q in %q", first, rows)
+	return nil
+}
+
+// waitFor polls cond, bounded: records are counted when a request ends,
+// which for a refused CONNECT (written on the hijacked connection) or a
+// failed client handshake may be after the client has its answer.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                          "0 ms",
+		400 * time.Microsecond:     "0 ms",
+		1870 * time.Microsecond:    "2 ms",
+		249870 * time.Microsecond:  "250 ms",
+		250 * time.Millisecond:     "250 ms",
+		999600 * time.Microsecond:  "1.00 s",
+		1001800 * time.Microsecond: "1.00 s",
+		2500 * time.Millisecond:    "2.50 s",
+		12345 * time.Millisecond:   "12.3 s",
+		150 * time.Second:          "150 s",
+		2 * time.Hour:              "7200 s",
+	} {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		1400 * time.Millisecond:       "1 s",
+		3*time.Minute + 5*time.Second: "3 min 5 s",
+		2*time.Hour + 10*time.Minute:  "2 h 10 min",
+		75*time.Hour + 59*time.Second: "3 d 3 h",
+		-time.Second:                  "0 s",
+	} {
+		if got := formatAge(d); got != want {
+			t.Errorf("formatAge(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// Durations on the page are rounded (regression: "249.871ms", "1.0018s").
+func TestStatusPageRoundsDurations(t *testing.T) {
+	quarter := startOrigin(t, "127.0.0.2", false, "User-agent: *\nCrawl-delay: 0.25\n", 0)
+	second := startOrigin(t, "127.0.0.3", false, "User-agent: *\nCrawl-delay: 1.0018\n", 0)
+	p := startProxy(t, testConfig(t, nil))
+	admin := startAdmin(t, p)
+	c := p.client()
+	get(t, c, quarter.URL+"/one")
+	get(t, c, quarter.URL+"/two") // held for the Crawl-delay
+	get(t, c, second.URL+"/one")
+
+	page := renderedPage(t, admin+"/")
+	paced := tableText(t, page, "paced")
+	if r := rowOf(t, paced, quarter.URL); r[1] != "250 ms" || !regexp.MustCompile(`^[12]\d\d ms$`).MatchString(r[3]) {
+		t.Errorf("the 0.25 s origin: interval %q, last wait %q; want 250 ms and a wait in whole ms", r[1], r[3])
+	}
+	if r := rowOf(t, paced, second.URL); r[1] != "1.00 s" || r[3] != "0 ms" {
+		t.Errorf("the 1.0018 s origin: interval %q, last wait %q; want 1.00 s and 0 ms", r[1], r[3])
+	}
+	if m := regexp.MustCompile(`\d(\.\d+)?(ns|µs|ms|s)\b`).FindString(tagRE.ReplaceAllString(page, " ")); m != "" {
+		t.Errorf("the page shows an unrounded Go duration %q", m)
+	}
+}
+
+// Refused CONNECTs show as host:port (CONNECT) (regression: "//host:443",
+// "https://host:port"), in the recent refusals and the origin tables.
+func TestStatusPageNamesRefusedConnects(t *testing.T) {
+	closed := startOrigin(t, "127.0.0.1", true, "User-agent: *\nDisallow: /\n", 0)
+	cfg := testConfig(t, closed.Certificate())
+	cfg.MITM.SkipHosts = []string{"127.0.0.1"} // a blind tunnel: judged by host
+	blind := strings.TrimPrefix(closed.URL, "https://")
+	_, port, _ := net.SplitHostPort(blind)
+	n, _ := strconv.Atoi(port)
+	cfg.Egress.TunnelPorts = []int{n}
+	p := startProxy(t, cfg)
+	admin := startAdmin(t, p)
+	for target, decision := range map[string]string{blind: "disallow", "127.0.0.9:443": "egress-denied"} {
+		resp, _ := dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target))
+		checkRefusal(t, resp, 403, decision, "")
+	}
+	waitFor(t, "two refusals", func() bool { _, _, _, r := p.srv.stats.snapshot(10); return len(r) == 2 })
+
+	page := renderedPage(t, admin+"/")
+	want := []string{"127.0.0.1:" + port + " (CONNECT)", "127.0.0.9:443 (CONNECT)"}
+	recent := tableText(t, page, "recent")
+	if got := column(t, recent, "URL"); !sameSet(got, want) {
+		t.Errorf("recent refusals show %q, want %q", got, want)
+	}
+	if got := column(t, recent, "Method"); !slices.Equal(got, []string{"CONNECT", "CONNECT"}) {
+		t.Errorf("methods %q", got)
+	}
+	for _, id := range []string{"refusing", "busiest"} {
+		if got := column(t, tableText(t, page, id), "Origin"); !sameSet(got, want) {
+			t.Errorf("table %s shows origins %q, want %q", id, got, want)
+		}
+	}
+	for _, bad := range []string{"//127.0.0.9", ">https://" + blind} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page shows %q", bad)
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// failingResolver answers every name as nonexistent (no DNS is sent).
+type failingResolver struct{}
+
+func (failingResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// DNS failures and other upstream failures are not listed as refusals
+// (regression: an unresolvable name was a "most refused origin" and a
+// "recent refusal", as if robots.txt had refused it).
+func TestStatusPageKeepsUpstreamFailuresApartFromRefusals(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	down := startOrigin(t, "127.0.0.3", false, testRobots, 0)
+	p := startProxyWith(t, testConfig(t, nil), Options{Resolver: failingResolver{}})
+	admin := startAdmin(t, p)
+	c := p.client()
+	get(t, c, o.URL+"/private/x")
+	resp, _ := get(t, c, "http://nowhere.invalid/page")
+	checkRefusal(t, resp, 502, "upstream-error", "dns_error")
+	resp, _ = dialProxy(t, p).roundTrip(t, "CONNECT nowhere.invalid:443 HTTP/1.1\r\nHost: nowhere.invalid:443\r\n\r\n")
+	checkRefusal(t, resp, 502, "upstream-error", "dns_error")
+	get(t, c, down.URL+"/up") // robots.txt is fetched while the origin is up
+	down.Close()
+	c.CloseIdleConnections()
+	resp, _ = get(t, c, down.URL+"/down")
+	checkRefusal(t, resp, 502, "upstream-error", "connection_refused")
+	waitFor(t, "five requests counted", func() bool {
+		var n int64
+		for _, o := range p.srv.stats.view(10, time.Now()).Busiest {
+			n += o.Requests
+		}
+		return n == 5
+	})
+
+	page := renderedPage(t, admin+"/")
+	if got := column(t, tableText(t, page, "refusing"), "Origin"); !slices.Equal(got, []string{o.URL}) {
+		t.Errorf("most refused origins %q, want only %s (robots.txt)", got, o.URL)
+	}
+	if got := column(t, tableText(t, page, "recent"), "URL"); !slices.Equal(got, []string{o.URL + "/private/x"}) {
+		t.Errorf("recent refusals %q, want only the disallowed one", got)
+	}
+	failing := tableText(t, page, "failing")
+	for _, origin := range []string{"http://nowhere.invalid", "nowhere.invalid:443 (CONNECT)", down.URL} {
+		if r := rowOf(t, failing, origin); r[1] != "1" {
+			t.Errorf("upstream failures of %s: %q, want 1", origin, r)
+		}
+	}
+	recent := tableText(t, page, "recent-failures")
+	if got, want := column(t, recent, "URL"), []string{down.URL + "/down", "nowhere.invalid:443 (CONNECT)", "http://nowhere.invalid/page"}; !slices.Equal(got, want) {
+		t.Errorf("recent upstream failures %q, want %q (newest first)", got, want)
+	}
+	if got := column(t, recent, "Status"); !slices.Equal(got, []string{"502", "502", "502"}) {
+		t.Errorf("statuses %q", got)
+	}
+	if r := rowOf(t, tableText(t, page, "busiest"), "http://nowhere.invalid"); r[2] != "0" || r[3] != "1" {
+		t.Errorf("busiest origins: nowhere.invalid refused %q, failed %q; want 0 and 1", r[2], r[3])
+	}
+}
+
+// Every decision value is counted since start and shown, zeros included,
+// in the order of Decisions(), with its kind.
+func TestStatusPageCountsDecisionsByKind(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	p := startProxyWith(t, testConfig(t, nil), Options{Resolver: failingResolver{}})
+	admin := startAdmin(t, p)
+	c := p.client()
+	get(t, c, o.URL+"/public")
+	get(t, c, o.URL+"/private/ok")
+	get(t, c, o.URL+"/private/x")
+	get(t, c, "http://nowhere.invalid/")
+	get(t, c, "http://127.0.0.9/")
+
+	_, page := adminGet(t, admin, "/")
+	rows := tableText(t, page, "decisions")
+	if !slices.Equal(rows[0], []string{"Decision", "Kind", "Status", "Requests"}) {
+		t.Fatalf("header %q", rows[0])
+	}
+	var names []string
+	for _, d := range Decisions() {
+		names = append(names, d.Name)
+	}
+	names = slices.Compact(names)
+	if got := column(t, rows, "Decision"); !slices.Equal(got, names) {
+		t.Errorf("decisions shown %q, want every value of Decisions() %q", got, names)
+	}
+	want := map[string][3]string{ // kind, status, count
+		"allow":          {"allowed", "none", "2"},
+		"disallow":       {"refused", "403", "1"},
+		"upstream-error": {"upstream failure", "502", "1"},
+		"egress-denied":  {"refused", "403", "1"},
+		"unreachable":    {"refused", "503", "0"},
+		"client-closed":  {"client", "499", "0"},
+	}
+	for name, w := range want {
+		if r := rowOf(t, rows, name); [3]string(r[1:]) != w {
+			t.Errorf("%s: %q, want %q", name, r[1:], w)
+		}
+	}
+	if !strings.Contains(page, `<tr class="zero"><td>unreachable</td>`) {
+		t.Error("a decision never made is not greyed out")
+	}
+}
+
+// The last reload's outcome, from NoteReload (the SIGHUP path calls it).
+func TestStatusPageShowsTheLastReload(t *testing.T) {
+	p := startProxy(t, testConfig(t, nil))
+	admin := startAdmin(t, p)
+	reloadLine := func() string {
+		_, page := adminGet(t, admin, "/")
+		m := regexp.MustCompile(`<p id="reload">(.*?)</p>`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no reload line:\n%s", page)
+		}
+		return html.UnescapeString(tagRE.ReplaceAllString(m[1], ""))
+	}
+	if got := reloadLine(); got != "Last reload: none since start." {
+		t.Errorf("before any reload: %q", got)
+	}
+	p.srv.NoteReload(nil)
+	okAt := regexp.MustCompile(`^Last reload: ok at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d s ago\)$`)
+	if got := reloadLine(); !okAt.MatchString(got) {
+		t.Errorf("after a reload: %q", got)
+	}
+	p.srv.NoteReload(errors.New(`config.yaml:3: pacing.max_wait: "<soon>" is not a duration`))
+	rejected := regexp.MustCompile(`^Last reload: rejected at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d s ago\): ` +
+		regexp.QuoteMeta(`config.yaml:3: pacing.max_wait: "<soon>" is not a duration`) + ` \(the previous configuration stays in force\)$`)
+	if got := reloadLine(); !rejected.MatchString(got) {
+		t.Errorf("after a rejected reload: %q", got)
+	}
+	p.srv.NoteReload(nil)
+	if got := reloadLine(); !okAt.MatchString(got) {
+		t.Errorf("after a good reload again: %q", got)
+	}
+}
+
+// The page links to /metrics and has a form for /explain: plain HTML, no
+// script. Following the link and submitting the form as a browser would
+// (GET, the inputs' names) works.
+func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	p := startProxy(t, testConfig(t, nil))
+	admin := startAdmin(t, p)
+	_, page := adminGet(t, admin, "/")
+	for _, js := range []*regexp.Regexp{regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)\son[a-z]+=`), regexp.MustCompile(`(?i)javascript:`)} {
+		if m := js.FindString(page); m != "" {
+			t.Errorf("the page has JavaScript: %q", m)
+		}
+	}
+	base, _ := url.Parse(admin + "/")
+	m := regexp.MustCompile(`<a href="([^"]*)">[^<]*Metrics`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no link to the metrics:\n%s", page)
+	}
+	metricsURL := base.ResolveReference(&url.URL{Path: m[1]})
+	if code, body := adminGet(t, metricsURL.Scheme+"://"+metricsURL.Host, metricsURL.Path); code != 200 || !strings.Contains(body, "robotsgate_requests_total") {
+		t.Errorf("the metrics link (%s): %d", metricsURL, code)
+	}
+	form := regexp.MustCompile(`(?s)<form method="get" action="([^"]*)">(.*?)</form>`).FindStringSubmatch(page)
+	if form == nil {
+		t.Fatalf("no GET form:\n%s", page)
+	}
+	var inputs []string
+	for _, in := range regexp.MustCompile(`<input name="([^"]*)"`).FindAllStringSubmatch(form[2], -1) {
+		inputs = append(inputs, in[1])
+	}
+	if !slices.Equal(inputs, []string{"url", "agent"}) {
+		t.Fatalf("the form's inputs %q, want url and agent", inputs)
+	}
+	explainURL := base.ResolveReference(&url.URL{Path: form[1]})
+	q := url.Values{inputs[0]: {o.URL + "/foo-only"}, inputs[1]: {"FooBot/2.1"}}
+	code, body := adminGet(t, explainURL.Scheme+"://"+explainURL.Host, explainURL.Path+"?"+q.Encode())
+	var e Explanation
+	if err := json.Unmarshal([]byte(body), &e); code != 200 || err != nil || e.Decision != "disallow" || e.Rule != "Disallow: /foo-only" {
+		t.Errorf("the explain form (%s): %d %s", explainURL, code, body)
+	}
+}
+
+// alignedSkew returns a clock skew that puts the status page's minute
+// clock 30 s into a minute minus back whole minutes: a test sending
+// traffic for a few seconds stays within that minute.
+func alignedSkew(back int) int64 {
+	now := time.Now().UnixNano()
+	return int64(30*time.Second) - now%int64(time.Minute) - int64(back)*int64(time.Minute)
+}
+
+// Each busiest origin has an inline SVG sparkline of its requests and
+// refusals per minute over the last 15 minutes.
+func TestStatusPageSparklines(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	p := startProxy(t, testConfig(t, nil))
+	admin := startAdmin(t, p)
+	c := p.client()
+	for _, burst := range []struct {
+		back             int
+		allowed, refused int
+	}{{10, 2, 1}, {2, 1, 0}, {0, 0, 2}} {
+		p.srv.stats.skew.Store(alignedSkew(burst.back))
+		for range burst.allowed {
+			get(t, c, o.URL+"/public")
+		}
+		for range burst.refused {
+			get(t, c, o.URL+"/private/x")
+		}
+	}
+
+	page := renderedPage(t, admin+"/")
+	cells := rowOf(t, tableCells(t, page, "busiest"), o.URL)
+	spark := cells[len(cells)-1]
+	svg := regexp.MustCompile(`(?s)<svg class="spark" width="150" height="30" viewBox="0 0 150 30" role="img"><title>(.*?)</title>` +
+		`<polyline class="req" points="([^"]*)"></polyline><polyline class="ref" points="([^"]*)"></polyline></svg>`).FindStringSubmatch(spark)
+	if svg == nil {
+		t.Fatalf("no sparkline in %q", spark)
+	}
+	if want := "requests per minute, last 15 minutes, oldest first: 0 0 0 0 3 0 0 0 0 0 0 0 1 0 2; refused: 0 0 0 0 1 0 0 0 0 0 0 0 0 0 2"; svg[1] != want {
+		t.Errorf("sparkline title %q,\nwant %q", svg[1], want)
+	}
+	// One point a minute, from x=1 to 149; y from 29 (none) to 1 (the
+	// peak, 3 requests in a minute).
+	for _, line := range []struct {
+		points string
+		want   [sparkMinutes]float64
+	}{
+		{svg[2], [sparkMinutes]float64{4: 1, 12: 29 - 28.0/3, 14: 29 - 2*28.0/3}},
+		{svg[3], [sparkMinutes]float64{4: 29 - 28.0/3, 14: 29 - 2*28.0/3}},
+	} {
+		pts := strings.Fields(line.points)
+		if len(pts) != sparkMinutes {
+			t.Fatalf("%d points, want %d: %q", len(pts), sparkMinutes, line.points)
+		}
+		for i, pt := range pts {
+			var x, y float64
+			fmt.Sscanf(pt, "%g,%g", &x, &y)
+			wantY := line.want[i]
+			if wantY == 0 {
+				wantY = 29
+			}
+			if wantX := 1 + float64(i)*148/14; math.Abs(x-wantX) > 0.06 || math.Abs(y-wantY) > 0.06 {
+				t.Errorf("point %d is %q, want %.1f,%.1f", i, pt, wantX, wantY)
+			}
+		}
+	}
+	if !strings.Contains(spark, "peak 3/min") {
+		t.Errorf("the sparkline does not say its peak: %q", spark)
+	}
+}
