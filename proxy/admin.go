@@ -243,9 +243,17 @@ var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 nav{display:flex;flex-wrap:wrap;gap:.5em 1.5em;align-items:center;margin-bottom:1em}
 nav form{display:flex;flex-wrap:wrap;gap:.4em;align-items:center;margin:0}
-table{border-collapse:collapse;margin-bottom:1.5em}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+table{border-collapse:collapse;margin-bottom:1.5em;width:100%;table-layout:fixed}
+table.compact{width:auto;max-width:100%;table-layout:auto}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f3f3f3}
+th.n{width:6.5em}
+th.time{width:5.5em}
+th.client{width:10em}
+th.method{width:5.5em}
+th.decision{width:9em}
+th.rule{width:14em}
+th.spark{width:11.5em}
 .num{text-align:right}
 tr.zero td{color:#999}
 svg.spark{display:block}
