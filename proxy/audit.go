@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
 // AuditRecord is one line of the audit log: one JSON object per decision,
@@ -34,6 +35,7 @@ type AuditRecord struct {
 	Note           string    `json:"note"`            // why robots.txt was not consulted, or what refused
 	RobotsStatus   string    `json:"robots_status"`   // ok, unavailable, unreachable, "" if not consulted
 	RobotsURL      string    `json:"robots_url"`      // where robots.txt was read
+	RobotsError    string    `json:"robots_error"`    // why robots.txt could not be fetched (dns_error, http_5xx...), "" if it was
 	WaitMS         float64   `json:"wait_ms"`         // time held for a pacing slot
 	UpstreamStatus int       `json:"upstream_status"` // the origin's status code, 0 if not forwarded
 	Status         int       `json:"status"`          // the status code sent to the client
@@ -54,6 +56,9 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 	}
 	if d.Robots != nil {
 		r.RobotsStatus, r.RobotsURL = d.Robots.Status.String(), d.Robots.URL()
+		if d.Robots.Status == resolver.Unreachable || d.Robots.Stale {
+			r.RobotsError = d.Robots.Cause()
+		}
 	}
 	return r
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
 // Every response robotsgate makes itself is built here, so all of them carry
@@ -35,10 +36,13 @@ type explanation struct {
 	RobotsURL  string `json:"robots_url,omitempty"`
 	RobotsInfo string `json:"robots_status,omitempty"`
 	RetryAfter int    `json:"retry_after,omitempty"`
+	// RobotsError is why robots.txt could not be fetched (Unreachable).
+	RobotsError string `json:"robots_error,omitempty"`
 }
 
 // refusal renders a policy decision that refuses the request.
 func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
+	proxyError := "http_request_denied"
 	e := explanation{
 		Decision:  d.Verdict.String(),
 		URL:       d.Request.Origin.URL(d.Request.Target),
@@ -65,6 +69,12 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusServiceUnavailable
 		e.Message = "robots.txt could not be fetched (" + unreachableReason(d) + "): every request to this origin is refused until it can be."
 		e.RetryAfter = seconds(d.RetryAfter)
+		if d.Robots != nil {
+			e.RobotsError, proxyError = d.Robots.Cause(), robotsProxyError(d.Robots.Cause())
+			if hint := causeHint(e.RobotsError); hint != "" {
+				e.Message += " Operator: " + hint + "."
+			}
+		}
 	case policy.UsageDenied:
 		e.Status = http.StatusForbidden
 		e.Message = "the site's AI-usage preferences refuse this client's purpose: " + d.Note + "."
@@ -84,7 +94,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
-	return render(req, &e, "http_request_denied")
+	return render(req, &e, proxyError)
 }
 
 // rateLimitMessage explains a 429 with the one figure the client can act
@@ -120,10 +130,18 @@ func (s *Server) authRequired(req *http.Request, st *settings) *http.Response {
 }
 
 func unreachableReason(d *policy.Decision) string {
-	if d.Robots != nil && d.Robots.HTTPStatus != 0 {
-		return "HTTP " + strconv.Itoa(d.Robots.HTTPStatus)
+	if d.Robots == nil {
+		return "no response"
 	}
-	return "no response"
+	text := causeText[d.Robots.Cause()]
+	if text == "" {
+		text = "no response"
+	}
+	var se *resolver.StatusError
+	if errors.As(d.Robots.Err(), &se) {
+		text += ", HTTP " + strconv.Itoa(se.Code)
+	}
+	return text
 }
 
 // egressRefusal renders a destination refused before anything was sent.
@@ -227,6 +245,7 @@ func (e *explanation) text() []byte {
 	}
 	field("Judged as", e.Canonical)
 	field("robots.txt", e.RobotsURL)
+	field("Cause", e.RobotsError)
 	if e.RetryAfter > 0 {
 		field("Retry after", strconv.Itoa(e.RetryAfter)+"s")
 	}

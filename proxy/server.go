@@ -207,10 +207,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		DialContext:  s.dial,
 		Proxy:        s.proxyFor,
 		RootCAs:      roots,
-		OnFetch: func(st resolver.Status, d time.Duration) {
-			s.metrics.RobotsFetches.WithLabelValues(st.String()).Inc()
-			s.metrics.RobotsFetchSeconds.Observe(d.Seconds())
-		},
+		OnFetch:      s.robotsFetched,
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"syscall"
 	"time"
 
 	"github.com/robotsgate/robotsgate/egress"
@@ -82,20 +81,12 @@ func (u *upstream) failure(req *http.Request, err error) *http.Response {
 // classifyUpstreamError maps a transport error to a status code and an RFC
 // 9209 proxy error type.
 func classifyUpstreamError(err error) (int, string) {
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var netErr net.Error
-	switch {
-	case errors.Is(err, errUnrequestedUpgrade):
+	if errors.Is(err, errUnrequestedUpgrade) {
 		return http.StatusBadGateway, "http_upgrade_failed"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return http.StatusGatewayTimeout, "connection_timeout"
-	case errors.As(err, &dnsErr):
-		return http.StatusBadGateway, "dns_error"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return http.StatusBadGateway, "connection_refused"
-	case errors.As(err, &certErr):
-		return http.StatusBadGateway, "tls_certificate_error"
 	}
-	return http.StatusBadGateway, "destination_unavailable"
+	cause := egress.Cause(err)
+	if cause == egress.CauseTimeout {
+		return http.StatusGatewayTimeout, cause
+	}
+	return http.StatusBadGateway, cause
 }

@@ -59,6 +59,15 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// StatusError is a robots.txt answer that makes the origin unreachable:
+// 429, 5xx, 1xx, or a 407 from a parent proxy.
+type StatusError struct {
+	URL  string
+	Code int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("fetch %s: HTTP %d", e.URL, e.Code) }
+
 // fetched is the outcome of one fetch before caching decisions.
 type fetched struct {
 	status     Status
@@ -105,7 +114,7 @@ func (r *Resolver) fetch(ctx context.Context, o origin.Origin) fetched {
 	case code == http.StatusTooManyRequests || code == http.StatusProxyAuthRequired || code >= 500 || code < 200:
 		f.status = Unreachable
 		f.retryAfter = retryAfter(resp.Header.Get("Retry-After"), r.cfg.Now())
-		f.err = fmt.Errorf("fetch %s: HTTP %d", f.url, code)
+		f.err = &StatusError{URL: f.url, Code: code}
 	default: // 3xx that could not be followed, 4xx
 		f.status = Unavailable
 	}

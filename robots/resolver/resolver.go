@@ -61,9 +61,11 @@ type Config struct {
 	Store Store
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// OnFetch, when set, is called after every robots.txt fetch with its
-	// outcome and duration (metrics).
-	OnFetch func(Status, time.Duration)
+	// OnFetch, when set, is called after every robots.txt fetch with the
+	// Result it gave (for a failure, possibly an earlier copy marked
+	// Stale; Cause and Failures say what failed and how often in a row)
+	// and its duration: metrics and the failure log.
+	OnFetch func(*Result, time.Duration)
 }
 
 func (c *Config) setDefaults() {
@@ -258,9 +260,15 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 	start := r.cfg.Now()
 	f := r.fetch(r.ctx, o)
 	now := r.cfg.Now()
+	res := r.verdict(o, prev, f, now)
 	if r.cfg.OnFetch != nil {
-		r.cfg.OnFetch(f.status, now.Sub(start))
+		r.cfg.OnFetch(res, now.Sub(start))
 	}
+	return res
+}
+
+// verdict turns one fetch into the Result to cache.
+func (r *Resolver) verdict(o origin.Origin, prev *Result, f fetched, now time.Time) *Result {
 	res := newResult(o, f.status, f.httpStatus)
 	res.File, res.fetchedAt = f.file, now.UnixNano()
 	res.setDetail(f.err, f.url)

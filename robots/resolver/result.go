@@ -1,8 +1,12 @@
 package resolver
 
 import (
+	"errors"
+	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/robotsgate/robotsgate/egress"
 
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots"
@@ -99,6 +103,44 @@ func (r *Result) Err() error {
 	}
 	return r.detail.err
 }
+
+// Causes of robots.txt failures besides egress.Cause's network ones.
+const (
+	CauseTooManyRedirects = "too_many_redirects" // more than five, or a loop (Unavailable)
+	CauseHTTP429          = "http_429"
+	CauseHTTP5xx          = "http_5xx"
+	CauseHTTP407          = "http_407" // a parent proxy refused robotsgate's credentials
+	CauseHTTP1xx          = "http_1xx"
+)
+
+// Cause names why the latest fetch did not give a file: a network cause
+// (egress.Cause: dns_error, connection_refused, connection_timeout,
+// tls_certificate_error, ...), an HTTP status (http_429, http_5xx,
+// http_407) or too_many_redirects; "" when it did, or when the answer
+// was a plain 4xx (no robots.txt: everything allowed).
+func (r *Result) Cause() string {
+	err := r.Err()
+	var se *StatusError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, errTooManyRedirects), errors.Is(err, errRedirectLoop):
+		return CauseTooManyRedirects
+	case errors.As(err, &se) && se.Code == http.StatusTooManyRequests:
+		return CauseHTTP429
+	case errors.As(err, &se) && se.Code == http.StatusProxyAuthRequired:
+		return CauseHTTP407
+	case errors.As(err, &se) && se.Code >= 500:
+		return CauseHTTP5xx
+	case errors.As(err, &se):
+		return CauseHTTP1xx
+	}
+	return egress.Cause(err)
+}
+
+// Failures returns how many fetches in a row have failed (0 after a
+// success): 1 starts a failure streak.
+func (r *Result) Failures() int { return int(r.failures) }
 
 // setDetail records err and where the robots.txt was read (for a redirect).
 func (r *Result) setDetail(err error, url string) {

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/robots/resolver"
+)
+
+// A robots.txt that cannot be fetched refuses every request to its
+// origin, so its cause must be plain wherever the operator looks: a class
+// (resolver.Result.Cause) in the 503's body and Proxy-Status, in the audit
+// record (robots_error), and a WARN line when a failure streak starts,
+// with the raw error (which clients never see) and what to do about it.
+
+// robotsFetched is the resolver's OnFetch: metrics, and the failure log.
+func (s *Server) robotsFetched(res *resolver.Result, took time.Duration) {
+	outcome := res.Status
+	if res.Stale {
+		outcome = resolver.Unreachable // an earlier copy stands in for a failed fetch
+	}
+	s.metrics.RobotsFetches.WithLabelValues(outcome.String()).Inc()
+	s.metrics.RobotsFetchSeconds.Observe(took.Seconds())
+	if outcome != resolver.Unreachable || res.Failures() != 1 {
+		return // once per failure streak
+	}
+	attrs := []any{"origin", res.Origin().String(), "cause", res.Cause(), "err", res.Err()}
+	if hint := causeHint(res.Cause()); hint != "" {
+		attrs = append(attrs, "hint", hint)
+	}
+	if res.Stale {
+		attrs = append(attrs, "using", "the copy fetched at "+res.FetchedAt().UTC().Format(time.RFC3339))
+	}
+	s.log.Warn("robots.txt unreachable: requests to this origin are refused until it can be fetched", attrs...)
+}
+
+// causeHint says what an operator can do about a cause, if anything.
+func causeHint(cause string) string {
+	switch cause {
+	case egress.CauseTLSCert:
+		return "the origin's certificate is not trusted: if it is signed by a private CA, add that CA to mitm.upstream_ca"
+	case egress.CauseDenied:
+		return "the egress guard refused the address (egress.allow_networks or egress.allow_hosts would allow it)"
+	case resolver.CauseHTTP407:
+		return "the parent proxy refused robotsgate's credentials (upstream.proxy)"
+	case egress.CauseDNS:
+		return "the name does not resolve where robotsgate runs"
+	}
+	return ""
+}
+
+// causeText is how a refusal's body names a cause.
+var causeText = map[string]string{
+	egress.CauseDenied:             "the egress guard refused the address",
+	egress.CauseDNS:                "the name could not be resolved",
+	egress.CauseRefused:            "the connection was refused",
+	egress.CauseTimeout:            "no answer in time",
+	egress.CauseTLSCert:            "the origin's TLS certificate is not trusted",
+	egress.CauseTLS:                "TLS failed",
+	egress.CauseUnreachable:        "the origin could not be reached",
+	resolver.CauseHTTP429:          "the origin answered 429 Too Many Requests",
+	resolver.CauseHTTP5xx:          "the origin answered with a server error",
+	resolver.CauseHTTP407:          "the parent proxy refused robotsgate's credentials",
+	resolver.CauseHTTP1xx:          "the origin answered without a final status",
+	resolver.CauseTooManyRedirects: "too many redirects",
+}
+
+// robotsProxyError is the Proxy-Status error type of an unreachable
+// robots.txt refusal: the RFC 9209 name of a network cause, else
+// http_request_denied (the proxy refuses; the origin did answer).
+func robotsProxyError(cause string) string {
+	switch cause {
+	case egress.CauseDenied, egress.CauseDNS, egress.CauseRefused, egress.CauseTimeout,
+		egress.CauseTLSCert, egress.CauseTLS, egress.CauseUnreachable:
+		return cause
+	}
+	return "http_request_denied"
+}
