@@ -50,7 +50,14 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stderr)
+	// Everything the configuration names is checked before anything is
+	// created: a bad file must not leave a new CA behind.
+	if err := proxy.CheckFiles(cfg); err != nil {
+		return err
+	}
+	level := new(slog.LevelVar)
+	level.Set(cfg.Log.Level.SlogLevel())
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 	var ca *certs.CA
 	if cfg.MITM.Enabled {
@@ -71,7 +78,7 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	admin, err := startAdmin(cfg.AdminListen, srv.AdminHandler(), logger)
+	admin, adminAddr, err := startAdmin(cfg.AdminListen, srv.AdminHandler(), logger)
 	if err != nil {
 		ln.Close()
 		return err
@@ -82,25 +89,33 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	logger.Info("robotsgate listening", "proxy", ln.Addr().String(), "admin", cfg.AdminListen, "mitm", cfg.MITM.Enabled)
+	logger.Info("robotsgate listening", "proxy", ln.Addr().String(), "admin", adminAddr, "mitm", cfg.MITM.Enabled)
 	fmt.Fprintf(stderr, "robotsgate %s: proxy on %s (export http_proxy=http://%[2]s https_proxy=http://%[2]s HTTP_PROXY=http://%[2]s HTTPS_PROXY=http://%[2]s)\n",
 		shortVersion(), ln.Addr())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	return waitForSignals(sigs, srv, admin, errc, configPath, listen, adminListen, logger)
+	err = waitForSignals(sigs, srv, admin, errc, reloader{configPath, listen, adminListen, level}, logger)
+	logger.Info("stopped", "err", err)
+	return err
+}
+
+// reloader reloads the configuration on SIGHUP as it was loaded at start.
+type reloader struct {
+	configPath, listen, adminListen string
+	level                           *slog.LevelVar // log.level applies on reload
 }
 
 // waitForSignals runs until SIGINT/SIGTERM (drain, then exit) and reloads the
 // configuration on SIGHUP, keeping the old one if the new one is invalid.
-func waitForSignals(sigs <-chan os.Signal, srv *proxy.Server, admin *http.Server, errc chan error, configPath, listen, adminListen string, logger *slog.Logger) error {
+func waitForSignals(sigs <-chan os.Signal, srv *proxy.Server, admin *http.Server, errc chan error, rl reloader, logger *slog.Logger) error {
 	for {
 		select {
 		case err := <-errc:
 			return err
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				reload(srv, configPath, listen, adminListen, logger)
+				rl.reload(srv, logger)
 				continue
 			}
 			logger.Info("draining", "signal", sig.String(), "timeout", drainTimeout)
@@ -117,20 +132,26 @@ func waitForSignals(sigs <-chan os.Signal, srv *proxy.Server, admin *http.Server
 }
 
 // reload reopens the audit log (for logrotate) and reloads the
-// configuration.
-func reload(srv *proxy.Server, configPath, listen, adminListen string, logger *slog.Logger) {
+// configuration; the outcome goes to the log, the metrics and the status
+// page (NoteReload).
+func (rl reloader) reload(srv *proxy.Server, logger *slog.Logger) {
 	if err := srv.ReopenAudit(); err != nil {
 		logger.Error("audit log reopen failed", "err", err)
 	}
-	cfg, err := loadConfig(configPath, listen, adminListen)
+	cfg, err := loadConfig(rl.configPath, rl.listen, rl.adminListen)
+	if err == nil {
+		err = proxy.CheckFiles(cfg)
+	}
 	if err == nil {
 		err = srv.Reload(cfg)
 	}
+	srv.NoteReload(err)
 	if err != nil {
 		logger.Error("config reload rejected; keeping the running config", "err", err)
 		return
 	}
-	logger.Info("config reloaded", "config", configPath)
+	rl.level.Set(cfg.Log.Level.SlogLevel())
+	logger.Info("config reloaded", "config", rl.configPath)
 }
 
 // loadConfig reads the configuration (defaults without a file) and applies
@@ -156,19 +177,16 @@ func loadConfig(path, listen, adminListen string) (config.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: cfg.Log.Level.SlogLevel()}))
-}
-
 // startAdmin serves the admin endpoints (metrics, health, explain, status
-// page) on their own listener; nil when disabled.
-func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.Server, error) {
+// page) on their own listener and returns its address; nil and "" when
+// disabled.
+func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.Server, string, error) {
 	if addr == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listen: %w", err)
+		return nil, "", fmt.Errorf("admin listen: %w", err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
@@ -176,5 +194,5 @@ func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.S
 			logger.Error("admin listener stopped", "err", err)
 		}
 	}()
-	return srv, nil
+	return srv, ln.Addr().String(), nil
 }

@@ -1,11 +1,40 @@
 package proxy
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/policy"
+)
 
 // NoteReload records the outcome of a configuration reload (err is what
-// Reload returned, nil when the new configuration applied) for the status
-// page's "Last reload" line. The caller that reloads (the SIGHUP handler)
+// loading and Reload returned, nil when the new configuration applied):
+// for the status page's "Last reload" line and the metrics
+// robotsgate_config_last_reload_successful (0 or 1) and
+// robotsgate_config_last_reload_success_timestamp_seconds, the names
+// Prometheus itself uses. The caller that reloads (the SIGHUP handler)
 // calls it; Reload itself does not, since New calls Reload too.
 func (s *Server) NoteReload(err error) {
-	s.stats.reloaded(err, time.Now())
+	now := time.Now()
+	s.stats.reloaded(err, now)
+	if err != nil {
+		s.metrics.ReloadSuccessful.Set(0)
+		return
+	}
+	s.metrics.ReloadSuccessful.Set(1)
+	s.metrics.ReloadTimestamp.Set(float64(now.UnixNano()) / 1e9)
+}
+
+// CheckFiles reads the files a configuration names (mitm.upstream_ca,
+// auth.htpasswd) as New would, so that a bad one is reported before
+// anything is created (the CA, listeners).
+func CheckFiles(cfg config.Config) error {
+	if _, err := upstreamRoots(cfg.MITM.UpstreamCA); err != nil {
+		return err
+	}
+	if _, err := policy.NewClients(cfg.Clients, cfg.Auth); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	return nil
 }
