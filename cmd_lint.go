@@ -1,25 +1,20 @@
 package main
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/proxy"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -110,7 +105,7 @@ func lint(configPath string, asJSON bool, args []string, s stdio) (int, error) {
 	}
 	var client *http.Client
 	if slices.ContainsFunc(args, isURL) {
-		if client, err = robotsClient(cfg); err != nil {
+		if client, err = proxy.FetchClient(cfg); err != nil {
 			return exitCheckUsage, err
 		}
 	}
@@ -203,83 +198,4 @@ func readRobots(arg string, stdin io.Reader, client *http.Client, userAgent stri
 		return nil, fmt.Errorf("fetch %s: HTTP %d", arg, resp.StatusCode)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, robots.MaxFileSize+1))
-}
-
-// robotsClient returns the client lint fetches robots.txt URLs with: every
-// connection, redirects included, goes through an egress guard built from
-// cfg.Egress as the proxy builds its own (blocked networks and their
-// allow_networks exceptions, allow_hosts, deny_hosts, allow_ports), and TLS
-// trusts the system roots plus mitm.upstream_ca. No proxy from the
-// environment is used.
-func robotsClient(cfg config.Config) (*http.Client, error) {
-	guard, err := egressGuard(cfg.Egress)
-	if err != nil {
-		return nil, err
-	}
-	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
-	if err != nil {
-		return nil, err
-	}
-	allowPorts := cfg.Egress.AllowPorts
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if len(allowPorts) > 0 {
-			_, portText, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			if port, err := strconv.Atoi(portText); err != nil || !slices.Contains(allowPorts, port) {
-				return nil, fmt.Errorf("port %s is not allowed (egress.allow_ports)", portText)
-			}
-		}
-		return guard.DialContext(ctx, network, addr)
-	}
-	return &http.Client{
-		Timeout: cfg.Robots.FetchTimeout.Duration(),
-		Transport: &http.Transport{
-			Proxy:           nil,
-			DialContext:     dial,
-			TLSClientConfig: &tls.Config{RootCAs: roots},
-		},
-	}, nil
-}
-
-// egressGuard builds the egress guard of a configuration, as the proxy
-// does.
-func egressGuard(e config.Egress) (*egress.Guard, error) {
-	g := &egress.Guard{BlockPrivate: e.BlockPrivateNetworks, AllowHosts: lower(e.AllowHosts), DenyHosts: lower(e.DenyHosts)}
-	for _, c := range e.AllowNetworks {
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			return nil, fmt.Errorf("egress.allow_networks: %w", err)
-		}
-		g.AllowNetworks = append(g.AllowNetworks, p.Masked())
-	}
-	return g, nil
-}
-
-func lower(globs []string) []string {
-	out := make([]string, len(globs))
-	for i, g := range globs {
-		out[i] = strings.ToLower(g)
-	}
-	return out
-}
-
-// upstreamRoots is the system's roots plus the PEM certificates of file.
-func upstreamRoots(file string) (*x509.CertPool, error) {
-	roots, err := x509.SystemCertPool()
-	if err != nil {
-		roots = x509.NewCertPool()
-	}
-	if file == "" {
-		return roots, nil
-	}
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("mitm.upstream_ca: %w", err)
-	}
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("mitm.upstream_ca: no certificate in %s", file)
-	}
-	return roots, nil
 }

@@ -1,0 +1,48 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/robotsgate/robotsgate/config"
+)
+
+// FetchClient returns an HTTP client that reaches URLs under cfg's egress
+// rules as the proxy does (the egress guard with its network classes and
+// allow_networks exceptions, allow_hosts, deny_hosts, allow_ports, checked
+// on every connection, redirects included), trusting the system roots plus
+// mitm.upstream_ca, never a proxy from the environment. For commands that
+// fetch a robots.txt outside the proxy (`robotsgate lint URL -config`); it
+// connects directly, not through upstream.proxy.
+func FetchClient(cfg config.Config) (*http.Client, error) {
+	guard, err := newGuard(cfg.Egress, nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
+	if err != nil {
+		return nil, err
+	}
+	st := &settings{cfg: cfg}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		_, portText, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if port, err := strconv.ParseUint(portText, 10, 16); err != nil || !st.portAllowed(uint16(port), false) {
+			return nil, &portError{port: uint16(port)}
+		}
+		return guard.DialContext(ctx, network, addr)
+	}
+	return &http.Client{
+		Timeout: cfg.Robots.FetchTimeout.Duration(),
+		Transport: &http.Transport{
+			Proxy:           nil,
+			DialContext:     dial,
+			TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		},
+	}, nil
+}
