@@ -25,8 +25,9 @@ type DecisionInfo struct {
 	// Status is the status code sent to the client (0: none, the request
 	// is forwarded or the client is gone).
 	Status int
-	// Refusal reports whether the proxy refused the request (the status
-	// page's refusals).
+	// Refusal reports whether the proxy refused the request itself: not
+	// an allowed one, an upstream failure, or what a client did to itself
+	// (left while held, failed the TLS handshake).
 	Refusal bool
 }
 
@@ -47,7 +48,7 @@ func Decisions() []DecisionInfo {
 		{decisionMisdirected, 421, true},
 		{decisionBadRequest, 400, true}, // 405, 417, 431 for some
 		{decisionClientTimeout, 408, true},
-		{decisionUpstreamError, 502, true}, // 504 for a timeout
+		{decisionUpstreamError, 502, false}, // 504 for a timeout
 		{decisionUnknownProtocol, 0, true},
 		{decisionClientClosed, statusClientClosed, false},
 		{decisionClientTLSFailed, 0, false},
