@@ -1,0 +1,240 @@
+// Package archive keeps the evidence behind robotsgate's decisions: every
+// distinct robots.txt body the proxy judged, stored once under its
+// SHA-256, and a log of every robots.txt fetch (one JSON line each). With
+// the audit log's robots_sha256, every decision can be replayed against
+// the very bytes that made it (robotsgate verify) and reported on
+// (robotsgate report).
+//
+// Layout under the archive directory:
+//
+//	bodies/ab/abcdef….txt     a body, named by its SHA-256 in hex
+//	fetches/HOST-PID-START.jsonl  one process's fetch log (Fetch per line)
+//
+// Several processes may share a directory: bodies are written to a
+// temporary file and renamed into place (the same bytes under the same
+// name), and each process appends to a fetch log of its own. The archive
+// grows by distinct bodies only, plus one log line per fetch.
+//
+// Writer never blocks its caller: records go through a bounded queue to
+// one goroutine, and a record that finds the queue full, or a disk that
+// fails, is dropped and counted (Dropped), never a reason to refuse or
+// allow a request.
+package archive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fetch is one robots.txt fetch, a line of the fetch log. Field names are
+// a stable interface.
+type Fetch struct {
+	Time      time.Time `json:"time"`       // when the answer arrived (RFC 3339, UTC)
+	Origin    string    `json:"origin"`     // scheme://host[:port]
+	RobotsURL string    `json:"robots_url"` // what was asked for
+	FinalURL  string    `json:"final_url"`  // where the answer came from, after redirects
+	// HTTPStatus is the status of the final answer, 0 when there was none
+	// (a network failure); 304 for a revalidation that kept the body.
+	HTTPStatus int `json:"http_status"`
+	// Outcome is the resolver's verdict: ok, unavailable, unreachable.
+	Outcome string `json:"outcome"`
+	// Cause says why a fetch gave no file (dns_error, http_5xx, ...).
+	Cause        string `json:"cause,omitempty"`
+	CacheControl string `json:"cache_control,omitempty"`
+	Expires      string `json:"expires,omitempty"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	Date         string `json:"date,omitempty"`
+	ContentType  string `json:"content_type,omitempty"`
+	// SHA256 names the body judged (for a 304, the body kept), "" when
+	// none was; Size is its length and Truncated whether the answer was
+	// longer than the 500 KiB judged.
+	SHA256    string `json:"sha256,omitempty"`
+	Size      int    `json:"size"`
+	Truncated bool   `json:"truncated"`
+}
+
+// Sum returns the hex SHA-256 of body, as the archive names it.
+func Sum(body []byte) string {
+	h := sha256.Sum256(body)
+	return hex.EncodeToString(h[:])
+}
+
+// BodyPath returns where dir keeps the body named sum.
+func BodyPath(dir, sum string) string {
+	if len(sum) < 2 {
+		return filepath.Join(dir, "bodies", sum+".txt")
+	}
+	return filepath.Join(dir, "bodies", sum[:2], sum+".txt")
+}
+
+// ReadBody returns the body named sum, checking that it still has that
+// SHA-256 (fs.ErrNotExist when dir does not have it).
+func ReadBody(dir, sum string) ([]byte, error) {
+	b, err := os.ReadFile(BodyPath(dir, sum))
+	if err != nil {
+		return nil, err
+	}
+	if Sum(b) != sum {
+		return nil, fmt.Errorf("archive: %s: the body does not match its SHA-256", BodyPath(dir, sum))
+	}
+	return b, nil
+}
+
+// FetchLogs returns the fetch logs in dir, sorted by name.
+func FetchLogs(dir string) ([]string, error) {
+	logs, err := filepath.Glob(filepath.Join(dir, "fetches", "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	return logs, nil
+}
+
+// record is what the writer goroutine stores.
+type record struct {
+	fetch Fetch
+	body  []byte // nil when the body is already stored or there is none
+}
+
+// Writer stores bodies and fetch lines of one process. Create it with
+// Open; it is safe for concurrent use.
+type Writer struct {
+	dir     string
+	queue   chan record
+	done    chan struct{}
+	closing sync.Once
+	dropped atomic.Uint64
+	stored  sync.Map // sums this process has stored or found, to skip rewrites
+	onError func(error)
+	log     *os.File
+}
+
+// queueSize bounds the records waiting to be written.
+const queueSize = 1024
+
+// Open creates dir's layout if needed and a fetch log of this process;
+// onError (may be nil) hears of every write that failed.
+func Open(dir string, onError func(error)) (*Writer, error) {
+	for _, sub := range []string{"bodies", "fetches"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+	}
+	host, _ := os.Hostname()
+	host = strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(host)
+	name := fmt.Sprintf("%s-%d-%s.jsonl", host, os.Getpid(), time.Now().UTC().Format("20060102T150405.000000000Z"))
+	f, err := os.OpenFile(filepath.Join(dir, "fetches", name), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	if onError == nil {
+		onError = func(error) {}
+	}
+	w := &Writer{dir: dir, queue: make(chan record, queueSize), done: make(chan struct{}), onError: onError, log: f}
+	go w.run()
+	return w, nil
+}
+
+// Record queues a fetch and the body it judged (nil when none) for
+// writing; it never blocks. It returns false when the record was dropped
+// (the queue is full or the writer closed).
+func (w *Writer) Record(f Fetch, body []byte) bool {
+	if f.SHA256 != "" {
+		if _, ok := w.stored.Load(f.SHA256); ok {
+			body = nil // stored already: only the log line
+		}
+	}
+	select {
+	case <-w.done:
+		w.dropped.Add(1)
+		return false
+	default:
+	}
+	select {
+	case w.queue <- record{fetch: f, body: body}:
+		return true
+	default:
+		w.dropped.Add(1)
+		w.onError(errors.New("archive: queue full, a fetch record was dropped"))
+		return false
+	}
+}
+
+// Dropped returns how many records could not be written.
+func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
+
+// Close writes what is queued and closes the fetch log.
+func (w *Writer) Close() error {
+	w.closing.Do(func() { close(w.queue) })
+	<-w.done
+	return w.log.Close()
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	for r := range w.queue {
+		if err := w.write(r); err != nil {
+			w.dropped.Add(1)
+			w.onError(err)
+		}
+	}
+}
+
+func (w *Writer) write(r record) error {
+	if r.body != nil && r.fetch.SHA256 != "" {
+		if err := w.storeBody(r.fetch.SHA256, r.body); err != nil {
+			return err
+		}
+	}
+	line, err := json.Marshal(r.fetch)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	if _, err := w.log.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("archive: fetch log: %w", err)
+	}
+	return nil
+}
+
+// storeBody writes body under sum unless it is there: a temporary file in
+// the same directory, renamed into place, so a reader (or another
+// process) never sees a partial body.
+func (w *Writer) storeBody(sum string, body []byte) error {
+	path := BodyPath(w.dir, sum)
+	if _, err := os.Stat(path); err == nil {
+		w.stored.Store(sum, struct{}{})
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("archive: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	_, err = tmp.Write(body)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("archive: body %s: %w", sum, err)
+	}
+	w.stored.Store(sum, struct{}{})
+	return nil
+}
