@@ -78,11 +78,17 @@ type fetched struct {
 	maxAge     time.Duration // -1 when the response gave none
 	retryAfter time.Duration // from a 429/503, 0 when none
 	err        error
+	header     http.Header // the final answer's, nil when there was none
+	truncated  bool        // the body was longer than robots.MaxFileSize
+	// notModified: a 304 to a conditional request; the cached file stands.
+	notModified bool
 }
 
 // fetch performs one GET of o's robots.txt, bounded as a whole (body
 // included) by the fetch timeout, and classifies the outcome by RFC 9309.
-func (r *Resolver) fetch(ctx context.Context, o origin.Origin) fetched {
+// With prev's validators the GET is conditional (RFC 9110 §13.1), and a 304
+// keeps prev's file (RFC 9309 §2.4 lets a crawler revalidate).
+func (r *Resolver) fetch(ctx context.Context, o origin.Origin, prev *Result) fetched {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FetchTimeout)
 	defer cancel()
 	u := o.RobotsURL()
@@ -92,6 +98,17 @@ func (r *Resolver) fetch(ctx context.Context, o origin.Origin) fetched {
 	}
 	req.Header.Set("User-Agent", r.cfg.UserAgent)
 	req.Header.Set("Accept", "text/plain, */*;q=0.5")
+	conditional := false
+	if prev != nil && prev.Status == OK && !prev.Stale {
+		etag, lastModified := prev.validators()
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		if lastModified != "" {
+			req.Header.Set("If-Modified-Since", lastModified)
+		}
+		conditional = etag != "" || lastModified != ""
+	}
 	resp, err := r.client.Do(req)
 	if err != nil {
 		if errors.Is(err, errTooManyRedirects) || errors.Is(err, errRedirectLoop) {
@@ -100,15 +117,22 @@ func (r *Resolver) fetch(ctx context.Context, o origin.Origin) fetched {
 		return fetched{status: Unreachable, url: u, err: fmt.Errorf("fetch %s: %w", u, err)}
 	}
 	defer resp.Body.Close()
-	f := fetched{httpStatus: resp.StatusCode, url: resp.Request.URL.String(), maxAge: maxAge(resp.Header)}
+	f := fetched{httpStatus: resp.StatusCode, url: resp.Request.URL.String(), maxAge: maxAge(resp.Header), header: resp.Header}
 	switch code := resp.StatusCode; {
+	case code == http.StatusNotModified && conditional:
+		f.status, f.notModified = OK, true
 	case code >= 200 && code < 300:
 		// Read one byte past the limit so Parse can tell the file was cut.
 		body, err := io.ReadAll(io.LimitReader(resp.Body, robots.MaxFileSize+1))
 		if err != nil {
-			return fetched{status: Unreachable, httpStatus: code, url: f.url, err: fmt.Errorf("fetch %s: reading body: %w", f.url, err)}
+			return fetched{status: Unreachable, httpStatus: code, url: f.url, header: resp.Header, err: fmt.Errorf("fetch %s: reading body: %w", f.url, err)}
 		}
 		f.status, f.file, f.body = OK, robots.Parse(body), body
+		if len(body) > robots.MaxFileSize {
+			// Only the first MaxFileSize bytes are judged (RFC 9309 §2.5):
+			// those are what is archived and hashed.
+			f.body, f.truncated = body[:robots.MaxFileSize], true
+		}
 	// A 407 comes from a proxy on the way (the parent refused our
 	// credentials), never from the origin: the file's status is unknown.
 	case code == http.StatusTooManyRequests || code == http.StatusProxyAuthRequired || code >= 500 || code < 200:

@@ -23,6 +23,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/origin"
 )
@@ -61,6 +62,11 @@ type Config struct {
 	Store Store
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnAnswer, when set, is called after every robots.txt fetch with what
+	// it received (an archive's record), and every fetched file keeps the
+	// SHA-256 of its body (Result.SHA256) for the audit log. It runs on
+	// the fetch's goroutine: it must not block.
+	OnAnswer func(Answer)
 	// OnFetch, when set, is called after every robots.txt fetch with the
 	// Result it gave (for a failure, possibly an earlier copy marked
 	// Stale; Cause and Failures say what failed and how often in a row)
@@ -258,20 +264,57 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 		return res
 	}
 	start := r.cfg.Now()
-	f := r.fetch(r.ctx, o)
+	f := r.fetch(r.ctx, o, prev)
 	now := r.cfg.Now()
 	res := r.verdict(o, prev, f, now)
 	if r.cfg.OnFetch != nil {
 		r.cfg.OnFetch(res, now.Sub(start))
 	}
+	if r.cfg.OnAnswer != nil {
+		r.cfg.OnAnswer(Answer{Result: res, Time: now, FinalURL: f.url, HTTPStatus: f.httpStatus, Header: f.header, Body: f.body, Truncated: f.truncated})
+	}
 	return res
+}
+
+// Answer is what one robots.txt fetch received, for an archive
+// (Config.OnAnswer).
+type Answer struct {
+	// Result is the verdict it gave: Status, Cause, SHA256 (for a 304,
+	// the kept body's), Origin.
+	Result *Result
+	// Time is when the answer arrived.
+	Time time.Time
+	// FinalURL is where it came from after redirects ("" for none).
+	FinalURL string
+	// HTTPStatus is the final answer's status (304 for a revalidation),
+	// 0 when there was none.
+	HTTPStatus int
+	// Header is the final answer's header, nil when there was none.
+	Header http.Header
+	// Body is the bytes judged (2xx), at most robots.MaxFileSize; nil for
+	// a 304 or a failure. Truncated: the answer was longer.
+	Body      []byte
+	Truncated bool
+	// Shared: the answer came from the shared store (another instance
+	// fetched it at Time), not from a fetch of this process.
+	Shared bool
 }
 
 // verdict turns one fetch into the Result to cache.
 func (r *Resolver) verdict(o origin.Origin, prev *Result, f fetched, now time.Time) *Result {
+	if f.notModified {
+		return prev.revalidated(now, now.Add(r.ttl(f.maxAge)), f.header.Get("ETag"), f.header.Get("Last-Modified"))
+	}
 	res := newResult(o, f.status, f.httpStatus)
 	res.File, res.fetchedAt = f.file, now.UnixNano()
 	res.setDetail(f.err, f.url)
+	if f.status == OK {
+		sum := ""
+		if r.cfg.OnAnswer != nil {
+			sum = archive.Sum(f.body)
+		}
+		res.setBody(sum, f.header.Get("ETag"), f.header.Get("Last-Modified"))
+	}
 	if f.status != Unreachable {
 		res.expires = now.Add(r.ttl(f.maxAge)).UnixNano()
 		r.toStore(o, res, f)

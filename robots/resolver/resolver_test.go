@@ -1,7 +1,10 @@
 package resolver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"github.com/robotsgate/robotsgate/internal/testclock"
+	"io"
 
 	"bytes"
 	"compress/gzip"
@@ -758,4 +761,63 @@ func TestHashCollisionIsAMiss(t *testing.T) {
 	if b.hits.Load() != 1 {
 		t.Errorf("%d fetches of b's robots.txt, want 1", b.hits.Load())
 	}
+}
+
+// A stale copy with an ETag is refreshed conditionally: the origin's 304
+// keeps the file (same body, same SHA-256) with new freshness, and the
+// answer is reported as a 304; a changed file comes back whole. With
+// OnAnswer set every file names its body's SHA-256.
+func TestRevalidationKeepsTheFileOn304(t *testing.T) {
+	clock := newClock()
+	body := "User-agent: *\nDisallow: /private\n"
+	var inm atomic.Value
+	inm.Store("")
+	var changed atomic.Bool
+	o := startOrigin(t, "127.0.0.2", false, func(w http.ResponseWriter, r *http.Request) {
+		inm.Store(r.Header.Get("If-None-Match"))
+		w.Header().Set("Cache-Control", "max-age=60")
+		if changed.Load() {
+			w.Header().Set("ETag", `"v2"`)
+			io.WriteString(w, "User-agent: *\nDisallow: /\n")
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		io.WriteString(w, body)
+	})
+	answers := make(chan Answer, 8)
+	r, refreshed := newSignallingResolver(t, Config{Now: clock.Now, MinTTL: time.Second, OnAnswer: func(a Answer) { answers <- a }})
+	first := resolve(t, r, o.origin)
+	<-refreshed
+	a := <-answers
+	if first.SHA256() != sha256hex(body) || a.HTTPStatus != 200 || string(a.Body) != body {
+		t.Fatalf("first fetch: sha %q, answer %d %q", first.SHA256(), a.HTTPStatus, a.Body)
+	}
+	clock.Advance(61 * time.Second)
+	resolve(t, r, o.origin) // the stale copy, while it is revalidated
+	<-refreshed
+	a = <-answers
+	again := resolve(t, r, o.origin)
+	if inm.Load() != `"v1"` || a.HTTPStatus != http.StatusNotModified || a.Body != nil {
+		t.Errorf("refresh sent If-None-Match %q, answer %d", inm.Load(), a.HTTPStatus)
+	}
+	if again == first || again.File != first.File || again.SHA256() != first.SHA256() || !again.FetchedAt().Equal(clock.Now()) {
+		t.Errorf("after a 304: a new fresh Result with the same file and body expected")
+	}
+	changed.Store(true)
+	clock.Advance(61 * time.Second)
+	resolve(t, r, o.origin)
+	<-refreshed
+	<-answers
+	if now := resolve(t, r, o.origin); now.Allowed("Bot", "/public") || now.SHA256() == first.SHA256() {
+		t.Error("a changed file did not replace the revalidated one")
+	}
+}
+
+func sha256hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -74,6 +75,10 @@ type detail struct {
 	// redirectedTo is where the robots.txt was finally read when that is
 	// not Origin.RobotsURL(); empty otherwise.
 	redirectedTo string
+	// sha256 names the body the File was parsed from (kept when the
+	// resolver archives, Config.OnAnswer); etag and lastModified are its
+	// validators, for a conditional refresh.
+	sha256, etag, lastModified string
 }
 
 // newResult returns a Result for o with the given verdict.
@@ -152,6 +157,35 @@ func (r *Result) setDetail(err error, url string) {
 	}
 }
 
+// setBody records what identifies the file's body: its SHA-256 and its
+// validators (any may be "").
+func (r *Result) setBody(sha256, etag, lastModified string) {
+	if sha256 == "" && etag == "" && lastModified == "" {
+		return
+	}
+	if r.detail == nil {
+		r.detail = &detail{}
+	}
+	r.detail.sha256, r.detail.etag, r.detail.lastModified = sha256, etag, lastModified
+}
+
+// SHA256 returns the hex SHA-256 of the body the File was parsed from,
+// when the resolver archives (Config.OnAnswer), else "".
+func (r *Result) SHA256() string {
+	if r.detail == nil {
+		return ""
+	}
+	return r.detail.sha256
+}
+
+// validators returns the ETag and Last-Modified of the file's answer.
+func (r *Result) validators() (etag, lastModified string) {
+	if r.detail == nil || r.File == nil {
+		return "", ""
+	}
+	return r.detail.etag, r.detail.lastModified
+}
+
 // FetchedAt returns when the verdict was obtained.
 func (r *Result) FetchedAt() time.Time { return time.Unix(0, r.fetchedAt) }
 
@@ -169,6 +203,20 @@ func (r *Result) staleCopy(err error, failures uint16, expires time.Time) *Resul
 	c.File, c.Stale, c.failures = r.File, true, failures
 	c.fetchedAt, c.expires = r.fetchedAt, expires.UnixNano()
 	c.setDetail(err, r.URL())
+	c.setBody(r.SHA256(), "", "") // the body judged; no revalidation of a failed origin's copy
+	return c
+}
+
+// revalidated returns a copy of r confirmed by a 304: the same file and
+// body, fresh from now until expires, with the answer's validators where
+// it gave new ones.
+func (r *Result) revalidated(now, expires time.Time, etag, lastModified string) *Result {
+	c := newResult(r.Origin(), r.Status, r.HTTPStatus)
+	c.File = r.File
+	c.fetchedAt, c.expires = now.UnixNano(), expires.UnixNano()
+	c.setDetail(nil, r.URL())
+	oldTag, oldLM := r.validators()
+	c.setBody(r.SHA256(), cmp.Or(etag, oldTag), cmp.Or(lastModified, oldLM))
 	return c
 }
 

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"github.com/robotsgate/robotsgate/archive"
 	"log/slog"
 	"time"
 
@@ -53,6 +54,12 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	res.setDetail(nil, rec.URL)
 	if rec.Status == OK {
 		res.File = robots.Parse(rec.Body)
+		if r.cfg.OnAnswer != nil {
+			res.setBody(archive.Sum(rec.Body), "", "")
+		}
+	}
+	if r.cfg.OnAnswer != nil {
+		r.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FinalURL: rec.URL, HTTPStatus: rec.HTTPStatus, Body: rec.Body, Shared: true})
 	}
 	return res, true
 }
