@@ -72,6 +72,7 @@ func check(configPath, userAgent string, urls []string, s stdio) (int, error) {
 		return exitCheckUsage, err
 	}
 	cfg.MITM.Enabled = false // no interception: only decisions
+	cfg.Archive.Dir = ""     // nor evidence: check decides nothing that happens
 	srv, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return exitCheckUsage, err

@@ -62,6 +62,10 @@ type Fetch struct {
 	SHA256    string `json:"sha256,omitempty"`
 	Size      int    `json:"size"`
 	Truncated bool   `json:"truncated"`
+	// From is "shared-store" when the answer came from another instance
+	// through the shared (Redis) store rather than from a fetch; "" for a
+	// fetch.
+	From string `json:"from,omitempty"`
 }
 
 // Sum returns the hex SHA-256 of body, as the archive names it.

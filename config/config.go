@@ -51,7 +51,19 @@ type Config struct {
 	Trap           Trap           `yaml:"trap"`
 	Identify       Identify       `yaml:"identify"`
 	Timeouts       Timeouts       `yaml:"timeouts"`
+	Archive        Archive        `yaml:"archive"`
 	Log            Log            `yaml:"log"`
+}
+
+// Archive keeps the evidence of the decisions: every distinct robots.txt
+// body judged, stored once by SHA-256, and a log of every robots.txt
+// fetch, so that each audit record can be replayed (robotsgate verify).
+type Archive struct {
+	// Dir is the archive's directory, created if needed; it grows by
+	// distinct robots.txt versions and one line per fetch. Several
+	// instances may share it. "" disables archiving. Needs a restart to
+	// change. Default "robots-archive" (relative to the working directory).
+	Dir string `yaml:"dir"`
 }
 
 // Robots configures how robots.txt files are fetched and cached (SPEC §2).

@@ -53,6 +53,7 @@ func Default() Config {
 			ClientIdle:   Duration(90 * time.Second),
 			ClientBody:   Duration(60 * time.Second),
 		},
+		Archive: Archive{Dir: "robots-archive"},
 		Log: Log{
 			Level: LevelInfo,
 		},

@@ -92,6 +92,9 @@ type Decision struct {
 	PaceKey  string
 	// Waited is how long Pace held the request.
 	Waited time.Duration
+	// StrictPaths is the robots.strict_paths setting that judged the
+	// request (the evasion guard on or off), for replaying the decision.
+	StrictPaths bool
 	// Limit is what rate-limited the request (RateLimited): one of
 	// pacing.ReasonSlot, ReasonConcurrency, ReasonOverMaxDelay; Asked is
 	// the interval robots.txt asked for, for ReasonOverMaxDelay.
@@ -166,7 +169,7 @@ func (e *Engine) Realm() string { return e.clients.Realm() }
 // Decide judges one request. The only error is ctx's, when the caller gave
 // up while robots.txt was being fetched.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
-	d := Decision{Request: req}
+	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths}
 	if note, skip := e.skipRobots(&req); skip {
 		d.Note = note
 		e.schedule(&d, 0)

@@ -36,6 +36,8 @@ type AuditRecord struct {
 	RobotsStatus   string    `json:"robots_status"`   // ok, unavailable, unreachable, "" if not consulted
 	RobotsURL      string    `json:"robots_url"`      // where robots.txt was read
 	RobotsError    string    `json:"robots_error"`    // why robots.txt could not be fetched (dns_error, http_5xx...), "" if it was
+	RobotsSHA256   string    `json:"robots_sha256"`   // the archived robots.txt body that judged it, "" if none (archive.dir)
+	StrictPaths    bool      `json:"strict_paths"`    // the robots.strict_paths setting that judged it
 	WaitMS         float64   `json:"wait_ms"`         // time held for a pacing slot
 	UpstreamStatus int       `json:"upstream_status"` // the origin's status code, 0 if not forwarded
 	Status         int       `json:"status"`          // the status code sent to the client
@@ -54,8 +56,9 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 	if d.Rule.Matched {
 		r.Rule, r.Line, r.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
 	}
+	r.StrictPaths = d.StrictPaths
 	if d.Robots != nil {
-		r.RobotsStatus, r.RobotsURL = d.Robots.Status.String(), d.Robots.URL()
+		r.RobotsStatus, r.RobotsURL, r.RobotsSHA256 = d.Robots.Status.String(), d.Robots.URL(), d.Robots.SHA256()
 		if d.Robots.Status == resolver.Unreachable || d.Robots.Stale {
 			r.RobotsError = d.Robots.Cause()
 		}

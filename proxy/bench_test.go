@@ -172,6 +172,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.AdminListen = ""
+	cfg.Archive.Dir = filepath.Join(b.TempDir(), "archive") // as deployed: archiving on
 	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}
 	cfg.MITM.UpstreamCA = upstreamCA
 	// What a production configuration logs: info and above (allowed

@@ -20,6 +20,7 @@ var restartOnly = []struct {
 	{"mitm.ca_key", func(c *config.Config) any { return c.MITM.CAKey }},
 	{"mitm.upstream_ca", func(c *config.Config) any { return c.MITM.UpstreamCA }},
 	{"log.audit", func(c *config.Config) any { return c.Log.Audit }},
+	{"archive.dir", func(c *config.Config) any { return c.Archive.Dir }},
 	{"pacing.store", func(c *config.Config) any { return c.Pacing.Store }},
 	{"pacing.redis.addr", func(c *config.Config) any { return c.Pacing.Redis.Addr }},
 	{"pacing.on_store_error", func(c *config.Config) any { return c.Pacing.OnStoreError }},

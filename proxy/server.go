@@ -39,6 +39,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
@@ -98,7 +99,8 @@ type Server struct {
 	metrics             *metrics.Metrics
 	audit               *auditLog
 	stats               *stats
-	tlsFails            tlsFailures // clients that failed the intercepted handshake
+	archive             *archive.Writer // nil: archive.dir is ""
+	tlsFails            tlsFailures     // clients that failed the intercepted handshake
 	serving             atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration).
@@ -133,6 +135,9 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		if s.minter, err = certs.NewMinter(opts.CA, certs.MinterOptions{}); err != nil {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
+	}
+	if err := s.openArchive(cfg.Archive); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.newResolver(cfg, roots); err != nil {
 		return nil, err
@@ -208,6 +213,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Proxy:        s.proxyFor,
 		RootCAs:      roots,
 		OnFetch:      s.robotsFetched,
+		OnAnswer:     s.onAnswer(),
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
@@ -243,6 +249,13 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Hits) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",
 		func() float64 { return float64(s.resolver.Stats().Misses) })
+	s.metrics.CounterFunc("robotsgate_archive_dropped_total", "robots.txt archive records not written (queue full or disk error).",
+		func() float64 {
+			if s.archive == nil {
+				return 0
+			}
+			return float64(s.archive.Dropped())
+		})
 	s.metrics.CounterFunc("robotsgate_certificates_minted_total", "Leaf certificates minted for intercepted hosts.",
 		func() float64 {
 			if s.minter == nil {
@@ -441,6 +454,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.resolver.Close()
 	s.upstream.close()
 	s.audit.close()
+	if s.archive != nil {
+		s.archive.Close()
+	}
 	for _, closeRedis := range []func() error{s.closeStore, s.closeShared} {
 		if closeRedis != nil {
 			closeRedis()

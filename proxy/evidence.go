@@ -1,0 +1,59 @@
+package proxy
+
+import (
+	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/robots/resolver"
+)
+
+// openArchive starts the robots.txt archive (archive.dir), nil when off.
+// Its writes never hold a request: the resolver hands each answer over
+// (archiveAnswer) and a goroutine of the archive writes it.
+func (s *Server) openArchive(cfg config.Archive) error {
+	if cfg.Dir == "" {
+		return nil
+	}
+	w, err := archive.Open(cfg.Dir, func(err error) {
+		s.log.Warn("robots.txt archive: a record was not written", "err", err)
+	})
+	if err != nil {
+		return err
+	}
+	s.archive = w
+	return nil
+}
+
+// archiveAnswer records one robots.txt answer: the fetch line, and the
+// body when the resolver judged one.
+func (s *Server) archiveAnswer(a resolver.Answer) {
+	res := a.Result
+	f := archive.Fetch{
+		Time: a.Time.UTC(), Origin: res.Origin().String(), RobotsURL: res.Origin().RobotsURL(), FinalURL: a.FinalURL,
+		HTTPStatus: a.HTTPStatus, Outcome: res.Status.String(), Cause: res.Cause(),
+		SHA256: res.SHA256(), Size: len(a.Body), Truncated: a.Truncated,
+	}
+	if res.Stale {
+		f.Outcome, f.SHA256 = resolver.Unreachable.String(), "" // the copy kept is not this fetch's body
+	}
+	if a.Shared {
+		f.From = "shared-store"
+	}
+	if h := a.Header; h != nil {
+		f.CacheControl, f.Expires, f.ETag = h.Get("Cache-Control"), h.Get("Expires"), h.Get("ETag")
+		f.LastModified, f.Date, f.ContentType = h.Get("Last-Modified"), h.Get("Date"), h.Get("Content-Type")
+	}
+	var body []byte
+	if a.Body != nil && f.SHA256 != "" {
+		body = a.Body
+	}
+	s.archive.Record(f, body)
+}
+
+// onAnswer is the resolver's OnAnswer: nil without an archive, so that
+// files keep no SHA-256 then.
+func (s *Server) onAnswer() func(resolver.Answer) {
+	if s.archive == nil {
+		return nil
+	}
+	return s.archiveAnswer
+}
