@@ -131,6 +131,9 @@ func startProxy(t testing.TB, cfg config.Config) *testProxy {
 
 func startProxyWith(t testing.TB, cfg config.Config, opts Options) *testProxy {
 	t.Helper()
+	if cfg.Archive.Dir != "" && !filepath.IsAbs(cfg.Archive.Dir) {
+		cfg.Archive.Dir = filepath.Join(t.TempDir(), cfg.Archive.Dir) // never in the source tree
+	}
 	ca, err := certs.GenerateCA(time.Now())
 	if err != nil {
 		t.Fatal(err)
