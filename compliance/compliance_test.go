@@ -1,0 +1,67 @@
+package compliance
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/robots"
+)
+
+func TestTarget(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://example.com/a/b?q=1": "/a/b?q=1",
+		"http://example.com:8080":     "/",
+		"http://example.com?q":        "/?q",
+		"http://[::1]:81/x":           "/x",
+	} {
+		if got := Target(url); got != want {
+			t.Errorf("Target(%q) = %q, want %q", url, got, want)
+		}
+	}
+}
+
+func TestReplayFollowsStrictPaths(t *testing.T) {
+	f := robots.Parse([]byte("User-agent: *\nDisallow: /private\n"))
+	rec := &proxy.AuditRecord{Agent: "Bot/1", URL: "https://example.com/%70rivate"}
+	if d := Replay(f, rec); !d.Allowed {
+		t.Error("without strict_paths /%70rivate is allowed (Google's matcher)")
+	}
+	rec.StrictPaths = true
+	if d := Replay(f, rec); d.Allowed || d.Rule.Line != 2 {
+		t.Errorf("with strict_paths: %+v, want Disallow: /private (line 2)", d)
+	}
+}
+
+func TestReadAuditAndBodies(t *testing.T) {
+	dir := t.TempDir()
+	w, err := archive.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte("User-agent: *\nDisallow: /\n")
+	w.Record(archive.Fetch{SHA256: archive.Sum(body)}, body)
+	w.Close()
+	b := NewBodies(dir)
+	if f, err := b.File(archive.Sum(body)); err != nil || f.Allowed("Bot", "/x") {
+		t.Errorf("File: %v %v", f, err)
+	}
+	if _, err := b.File(archive.Sum([]byte("other"))); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing body: %v", err)
+	}
+	audit := filepath.Join(dir, "audit.log")
+	os.WriteFile(audit, []byte(`{"url":"http://a/x","decision":"allow"}`+"\n\n"+`{"url":"http://a/y","decision":"disallow"}`+"\nnot json\n"), 0o644)
+	var urls []string
+	err = ReadAudit([]string{audit}, func(r *proxy.AuditRecord, _ string, _ int) error {
+		urls = append(urls, r.URL)
+		return nil
+	})
+	if len(urls) != 2 || err == nil || !strings.Contains(err.Error(), "audit.log:4") {
+		t.Errorf("records %q, error %v; want two and an error naming line 4", urls, err)
+	}
+}
