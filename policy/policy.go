@@ -334,18 +334,27 @@ func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) 
 	d.Robots = res
 	switch {
 	case res.File != nil:
-		g := res.File.GroupForUserAgent(req.Agent())
-		d.Rule = g.Decide("/")
-		if g.DisallowsAll() {
+		d.Rule = JudgeHost(res.File.GroupForUserAgent(req.Agent()))
+		if !d.Rule.Allowed {
 			d.Verdict = Disallow
-		} else {
-			d.Rule.Allowed = true // paths cannot be judged: the host is allowed
 		}
 	case res.Status == resolver.Unreachable:
 		d.Verdict = Unreachable
 		d.RetryAfter = ceilSeconds(res.Expires().Sub(e.cfg.Now()))
 	}
 	return d, nil
+}
+
+// JudgeHost is DecideHost's judgement of a host by the robots.txt group g
+// that applies to the agent: the rule is the one that decides "/", and the
+// host is refused only when g refuses every path (Group.DisallowsAll);
+// otherwise it is allowed, whatever that rule says, since the paths of a
+// blind tunnel cannot be judged. robotsgate verify replays CONNECT records
+// with it.
+func JudgeHost(g robots.Group) robots.Decision {
+	d := g.Decide("/")
+	d.Allowed = !g.DisallowsAll()
+	return d
 }
 
 // ceilSeconds rounds up to whole seconds, at least one (Retry-After).
