@@ -1,7 +1,13 @@
 package compliance
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/robotsgate/robotsgate/archive"
@@ -98,5 +104,73 @@ func TestBodiesVerify(t *testing.T) {
 		if v.Outcome != c.want || v.Missing() != c.missing {
 			t.Errorf("%s: %+v (missing %v), want outcome %d (missing %v)", c.name, v, v.Missing(), c.want, c.missing)
 		}
+	}
+}
+
+// VerifyAudit gives the records of ReadAudit, in the same order with the
+// same files and lines, and stops at the same bad line with the same error,
+// whatever the number of workers.
+func TestVerifyAuditIsReadAuditInParallel(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i, n := range []int{1500, 0, 3, 1100} {
+		var b strings.Builder
+		for k := 1; k <= n; k++ {
+			if k%100 == 0 {
+				b.WriteString("  \n") // blank lines count but are no records
+				continue
+			}
+			fmt.Fprintf(&b, `{"url":"http://a/%d/%d","decision":"allow"}`+"\n", i, k)
+		}
+		if i == 3 {
+			b.WriteString("not json\n" + `{"url":"http://a/after"}` + "\n")
+		}
+		files = append(files, filepath.Join(dir, fmt.Sprintf("audit-%d.log", i)))
+		if err := os.WriteFile(files[i], []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	wantErr := ReadAudit(files, func(r *proxy.AuditRecord, file string, line int) error {
+		want = append(want, fmt.Sprintf("%s:%d %s", filepath.Base(file), line, r.URL))
+		return nil
+	})
+	if wantErr == nil || !strings.Contains(wantErr.Error(), "audit-3.log:1101") || len(want) != 1485+3+1089 {
+		t.Fatalf("ReadAudit: %d records, %v", len(want), wantErr)
+	}
+	b := NewBodies(dir)
+	for _, workers := range []int{1, 2, 7} {
+		var got []string
+		err := VerifyAudit(files, b, workers, func(r *proxy.AuditRecord, file string, line int, v Verification) error {
+			if v.Outcome != NotJudged {
+				t.Errorf("%s:%d: %+v, want NotJudged", file, line, v)
+			}
+			got = append(got, fmt.Sprintf("%s:%d %s", filepath.Base(file), line, r.URL))
+			return nil
+		})
+		if err == nil || err.Error() != wantErr.Error() {
+			t.Errorf("%d workers: error %v, want %v", workers, err, wantErr)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d workers: %d records, not those of ReadAudit (%d)", workers, len(got), len(want))
+		}
+		// An error of fn stops the reading.
+		n := 0
+		stop := errors.New("stop")
+		err = VerifyAudit(files, b, workers, func(*proxy.AuditRecord, string, int, Verification) error {
+			if n++; n == 700 {
+				return stop
+			}
+			return nil
+		})
+		if err != stop || n != 700 {
+			t.Errorf("%d workers: stopping at 700: %v after %d records", workers, err, n)
+		}
+	}
+	missing := append(files[:1:1], filepath.Join(dir, "nope.log"))
+	n := 0
+	err := VerifyAudit(missing, b, 2, func(*proxy.AuditRecord, string, int, Verification) error { n++; return nil })
+	if !errors.Is(err, fs.ErrNotExist) || n != 1485 {
+		t.Errorf("a missing second file: %v after %d records", err, n)
 	}
 }

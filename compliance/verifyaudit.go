@@ -1,0 +1,200 @@
+package compliance
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/robotsgate/robotsgate/proxy"
+)
+
+// batchLines is how many audit lines travel together between the reader,
+// the workers and the caller of VerifyAudit.
+const batchLines = 512
+
+// batch is a run of consecutive lines of one audit file, then their
+// records and verifications.
+type batch struct {
+	file  string
+	buf   []byte // the lines, one after the other
+	ends  []int  // where each line ends in buf
+	lines []int  // each line's number in its file
+	err   error  // reading failed after these lines (the file's error)
+
+	recs []proxy.AuditRecord
+	vs   []Verification
+	bad  int   // index of the first line that is not a record, len(ends) if none
+	perr error // why it is not one
+	done chan struct{}
+}
+
+func (b *batch) reset(file string) {
+	b.file, b.buf, b.ends, b.lines, b.err = file, b.buf[:0], b.ends[:0], b.lines[:0], nil
+	b.bad, b.perr = 0, nil
+	b.done = make(chan struct{})
+}
+
+// VerifyAudit verifies every record of the audit files with b
+// (Bodies.Verify) and calls fn with each record, its file and line, and
+// what its verification found, in the order of the files and their lines,
+// from one goroutine at a time. It is ReadAudit and Verify with the JSON
+// decoding and the replays spread over workers goroutines (GOMAXPROCS
+// when workers <= 0): decoding dominates. rec is valid only during the
+// call. A file that cannot be read, or a line that is not a record, is an
+// error naming the file (and line), after fn has seen the records before
+// it; so is an error fn returns (reading stops). Memory: a few batches of
+// lines per worker, and b's parsed bodies.
+func VerifyAudit(files []string, b *Bodies, workers int, fn func(rec *proxy.AuditRecord, file string, line int, v Verification) error) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	quit := make(chan struct{})
+	work := make(chan *batch, workers)
+	order := make(chan *batch, 2*workers)
+	free := make(chan *batch, 3*workers+2)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for bt := range work {
+				bt.verify(b)
+				close(bt.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(order)
+		defer close(work)
+		readBatches(files, free, quit, func(bt *batch) bool {
+			select {
+			case order <- bt:
+			case <-quit:
+				return false
+			}
+			if bt.err != nil && len(bt.ends) == 0 {
+				close(bt.done) // nothing to decode
+				return true
+			}
+			select {
+			case work <- bt:
+				return true
+			case <-quit:
+				close(bt.done)
+				return false
+			}
+		})
+	}()
+	err := consume(order, free, fn)
+	close(quit)
+	for range order { // let the reader finish
+	}
+	wg.Wait()
+	return err
+}
+
+// readBatches cuts the files into batches and hands each to send, which
+// returns false to stop.
+func readBatches(files []string, free chan *batch, quit chan struct{}, send func(*batch) bool) {
+	get := func(file string) *batch {
+		var bt *batch
+		select {
+		case bt = <-free:
+		default:
+			bt = &batch{}
+		}
+		bt.reset(file)
+		return bt
+	}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			bt := get(name)
+			bt.err = err
+			send(bt)
+			return
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), maxLine)
+		bt := get(name)
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Bytes()
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			bt.buf = append(bt.buf, line...)
+			bt.ends = append(bt.ends, len(bt.buf))
+			bt.lines = append(bt.lines, n)
+			if len(bt.ends) == batchLines {
+				if !send(bt) {
+					f.Close()
+					return
+				}
+				bt = get(name)
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			bt.err = fmt.Errorf("%s: %w", name, err)
+			send(bt)
+			return
+		}
+		if len(bt.ends) > 0 && !send(bt) {
+			return
+		}
+		select {
+		case <-quit:
+			return
+		default:
+		}
+	}
+}
+
+// verify decodes and verifies the batch's lines, up to the first that is
+// not a record.
+func (bt *batch) verify(b *Bodies) {
+	n := len(bt.ends)
+	if cap(bt.recs) < n {
+		bt.recs, bt.vs = make([]proxy.AuditRecord, n), make([]Verification, n)
+	}
+	bt.recs, bt.vs = bt.recs[:n], bt.vs[:n]
+	start := 0
+	for i, end := range bt.ends {
+		rec := &bt.recs[i]
+		*rec = proxy.AuditRecord{}
+		if err := json.Unmarshal(bt.buf[start:end], rec); err != nil {
+			bt.bad, bt.perr = i, fmt.Errorf("%s:%d: not an audit record: %w", bt.file, bt.lines[i], err)
+			return
+		}
+		bt.vs[i] = b.Verify(rec)
+		start = end
+	}
+	bt.bad = n
+}
+
+// consume calls fn for the batches' records in order.
+func consume(order, free chan *batch, fn func(*proxy.AuditRecord, string, int, Verification) error) error {
+	for bt := range order {
+		<-bt.done
+		for i := range bt.bad {
+			if err := fn(&bt.recs[i], bt.file, bt.lines[i], bt.vs[i]); err != nil {
+				return err
+			}
+		}
+		if bt.perr != nil {
+			return bt.perr
+		}
+		if bt.err != nil {
+			return bt.err
+		}
+		select {
+		case free <- bt:
+		default:
+		}
+	}
+	return nil
+}
