@@ -4,6 +4,7 @@
 //	robotsgate [serve] [-config FILE] [-listen ADDR] [-admin-listen ADDR]
 //	robotsgate check [-config FILE] [-agent NAME | -ua HEADER] URL...
 //	robotsgate lint [-config FILE] [-json] FILE|URL|- ...
+//	robotsgate verify -audit FILE... [-archive DIR] [-allow-missing]
 //	robotsgate ca init [-dir DIR] [-force]
 //	robotsgate version
 //	robotsgate help [COMMAND]
@@ -61,7 +62,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{serveCommand, checkCommand, lintCommand, caCommand, versionCommand, helpCommand}
+	commands = []*command{serveCommand, checkCommand, lintCommand, verifyCommand, caCommand, versionCommand, helpCommand}
 }
 
 func lookupCommand(name string) *command {
