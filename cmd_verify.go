@@ -118,7 +118,7 @@ func verify(files []string, dir string, allowMissing bool, s stdio) (int, error)
 		return exitVerifyUnreadable, fmt.Errorf("audit log: %w", err)
 	}
 	judged := n.verified + n.disagree + n.unverifiable
-	fmt.Fprintf(out, "%s in %s: %d rest on robots.txt, %d do not (not judged by robots.txt rules)\n",
+	fmt.Fprintf(out, "%s in %s: %d resting on robots.txt, replayed; %d not judged by robots.txt rules\n",
 		plural(n.records, "audit record"), plural(len(files), "file"), judged, n.records-judged)
 	fmt.Fprintf(out, "%d verified, %d disagree, %d unverifiable\n", n.verified, n.disagree, n.unverifiable)
 	switch {
