@@ -1,0 +1,694 @@
+package report
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/compliance"
+	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/robots"
+)
+
+// Options says what Build reads.
+type Options struct {
+	// Audit are the audit logs (log.audit), rotated ones and those of
+	// several proxies alike: they are merged by time.
+	Audit []string
+	// Archive is the robots.txt archive (archive.dir); "" reads none (the
+	// report then lacks the versions' texts and the intervals asked).
+	Archive string
+	// Since and Until bound the records by arrival time, both included;
+	// zero means unbounded.
+	Since, Until time.Time
+	// Now is when the report is made; zero means time.Now.
+	Now time.Time
+}
+
+// Build reads the audit logs once and the archive's fetch logs once and
+// returns the report.
+func Build(opts Options) (*Report, error) {
+	if len(opts.Audit) == 0 {
+		return nil, errors.New("report: no audit log")
+	}
+	a := newAggregator(opts)
+	if err := readMerged(opts.Audit, a.record); err != nil {
+		return nil, err
+	}
+	if opts.Archive != "" {
+		if err := a.readFetches(); err != nil {
+			return nil, err
+		}
+	}
+	return a.report(), nil
+}
+
+// maxDistinct bounds the clients and agents listed.
+const maxDistinct = 1000
+
+// kind is what became of a request.
+type kind int
+
+const (
+	kindAllowed kind = iota
+	kindRefused
+	kindMonitored
+	kindOther
+)
+
+type clientKey struct{ addr, user, rule string }
+
+// aggregator keeps what the report needs while the audit streams by.
+type aggregator struct {
+	opts     Options
+	bodies   *compliance.Bodies // nil without an archive
+	refusal  map[string]bool    // decision -> is a refusal
+	records  int64
+	outside  int64
+	first    time.Time
+	last     time.Time
+	totals   Counts
+	decided  map[string]int64
+	clients  capped[clientKey]
+	agents   capped[string]
+	timeline timeline
+	origins  map[string]*originAgg
+	missing  map[string]bool // bodies the archive lacks
+	badFetch int64           // unreadable fetch-log lines
+}
+
+type originAgg struct {
+	name     string
+	counts   Counts
+	decided  map[string]int64
+	rules    map[ruleKey]*RuleCount
+	versions map[string]*versionAgg // by SHA-256, or "status:" + robots status
+	keys     map[string]*paceAgg    // by group
+	hold     float64
+}
+
+type ruleKey struct{ decision, rule, sha string }
+
+type versionAgg struct {
+	sha, status         string
+	records             int64
+	firstUsed, lastUsed time.Time
+	fetch               *fetchAgg
+}
+
+// fetchAgg sums up the fetches that gave one version of an origin.
+type fetchAgg struct {
+	first, last            time.Time // every fetch up to Until
+	firstStatus            int
+	statuses               []int
+	inRange, revalidations int64
+	lastFetch              archive.Fetch // the latest (its headers)
+	outcome                string
+}
+
+type paceAgg struct {
+	group    string
+	asked    map[Asked]int64 // Requests zero in the key
+	paced    int64
+	notPaced int64
+	unknown  int64
+	late     int64
+	hold     float64
+	window   gapWindow
+	stats    gapStats
+}
+
+// capped counts up to maxDistinct keys, and the records of the others.
+type capped[K comparable] struct {
+	m      map[K]int64
+	others int64
+}
+
+func (c *capped[K]) add(k K) {
+	if c.m == nil {
+		c.m = map[K]int64{}
+	}
+	if n, ok := c.m[k]; ok || len(c.m) < maxDistinct {
+		c.m[k] = n + 1
+		return
+	}
+	c.others++
+}
+
+func newAggregator(opts Options) *aggregator {
+	a := &aggregator{
+		opts:    opts,
+		refusal: map[string]bool{},
+		decided: map[string]int64{},
+		origins: map[string]*originAgg{},
+		missing: map[string]bool{},
+	}
+	for _, d := range proxy.Decisions() {
+		a.refusal[d.Name] = d.Refusal
+	}
+	if opts.Archive != "" {
+		a.bodies = compliance.NewBodies(opts.Archive)
+	}
+	return a
+}
+
+func (a *aggregator) inRange(t time.Time) bool {
+	return (a.opts.Since.IsZero() || !t.Before(a.opts.Since)) && (a.opts.Until.IsZero() || !t.After(a.opts.Until))
+}
+
+// record takes one audit record into account.
+func (a *aggregator) record(rec *proxy.AuditRecord) error {
+	if !a.inRange(rec.Time) {
+		a.outside++
+		return nil
+	}
+	a.records++
+	if a.first.IsZero() || rec.Time.Before(a.first) {
+		a.first = rec.Time
+	}
+	if rec.Time.After(a.last) {
+		a.last = rec.Time
+	}
+	k := a.kindOf(rec)
+	forwarded := rec.UpstreamStatus != 0
+	a.totals.add(k, forwarded)
+	a.decided[rec.Decision]++
+	a.clients.add(clientKey{clientAddr(rec.Client), rec.User, rec.ClientRule})
+	a.agents.add(rec.Agent)
+	a.timeline.add(rec.Time, k == kindAllowed, k == kindRefused)
+
+	o := a.origin(originOf(rec.URL))
+	o.counts.add(k, forwarded)
+	o.decided[rec.Decision]++
+	o.hold = max(o.hold, rec.WaitMS)
+	if (k == kindRefused || k == kindMonitored) && rec.Rule != "" {
+		key := ruleKey{rec.Decision, rec.Rule, rec.RobotsSHA256}
+		r := o.rules[key]
+		if r == nil {
+			r = &RuleCount{Decision: rec.Decision, Rule: rec.Rule, Line: rec.Line, SHA256: rec.RobotsSHA256, Example: rec.URL}
+			o.rules[key] = r
+		}
+		if k == kindRefused {
+			r.Count++
+		} else {
+			r.Monitored++
+		}
+	}
+	if key := versionKey(rec.RobotsSHA256, rec.RobotsStatus); key != "" {
+		v := o.version(key, rec.RobotsSHA256, rec.RobotsStatus)
+		v.records++
+		if v.firstUsed.IsZero() || rec.Time.Before(v.firstUsed) {
+			v.firstUsed = rec.Time
+		}
+		if rec.Time.After(v.lastUsed) {
+			v.lastUsed = rec.Time
+		}
+	}
+	if rec.Decision == "allow" && forwarded {
+		a.pace(o, rec)
+	}
+	return nil
+}
+
+// kindOf classifies a record.
+func (a *aggregator) kindOf(rec *proxy.AuditRecord) kind {
+	switch {
+	case rec.Decision == "allow":
+		return kindAllowed
+	case !a.refusal[rec.Decision]:
+		return kindOther
+	case rec.Enforced:
+		return kindRefused
+	}
+	return kindMonitored
+}
+
+func (c *Counts) add(k kind, forwarded bool) {
+	c.Requests++
+	switch k {
+	case kindAllowed:
+		c.Allowed++
+	case kindRefused:
+		c.Refused++
+	case kindMonitored:
+		c.Monitored++
+	default:
+		c.Other++
+	}
+	if forwarded {
+		c.Forwarded++
+	}
+}
+
+// pace takes a forwarded request into its key's gaps.
+func (a *aggregator) pace(o *originAgg, rec *proxy.AuditRecord) {
+	p := o.keys[rec.Group]
+	if p == nil {
+		p = &paceAgg{group: rec.Group, asked: map[Asked]int64{}}
+		o.keys[rec.Group] = p
+	}
+	if rec.Mode != "enforce" || rec.Method == "CONNECT" || robots.IsRobotsTxt(compliance.Target(rec.URL)) {
+		p.notPaced++
+		return
+	}
+	p.paced++
+	p.hold = max(p.hold, rec.WaitMS)
+	asked, known := a.asked(rec)
+	if known {
+		p.asked[asked]++
+	} else {
+		p.unknown++
+	}
+	at := rec.Time.UnixNano() + int64(math.Round(rec.WaitMS*float64(time.Millisecond)))
+	if !p.window.add(send{at: at, asked: int64(asked.IntervalSeconds * float64(time.Second))}, &p.stats) {
+		p.late++
+	}
+}
+
+// asked returns the interval the record's robots.txt version asked of its
+// agent, and whether it is known: not when the archive lacks the body or
+// the record names none although robots.txt was read (the archive was
+// off).
+func (a *aggregator) asked(rec *proxy.AuditRecord) (Asked, bool) {
+	if rec.RobotsSHA256 == "" {
+		// No body: robots.txt unavailable (no rules, no delay) or not
+		// consulted; unknown when a body was read but not archived.
+		return Asked{}, rec.RobotsStatus != "ok"
+	}
+	if a.bodies == nil {
+		return Asked{}, false
+	}
+	f, err := a.bodies.File(rec.RobotsSHA256)
+	if err != nil {
+		a.missing[rec.RobotsSHA256] = true
+		return Asked{}, false
+	}
+	g := f.GroupForUserAgent(rec.Agent)
+	return Asked{
+		SHA256:                 rec.RobotsSHA256,
+		CrawlDelaySeconds:      g.CrawlDelay().Seconds(),
+		RequestIntervalSeconds: g.RequestInterval().Seconds(),
+		IntervalSeconds:        g.Interval().Seconds(),
+	}, true
+}
+
+func (a *aggregator) origin(name string) *originAgg {
+	o := a.origins[name]
+	if o == nil {
+		o = &originAgg{
+			name: name, decided: map[string]int64{}, rules: map[ruleKey]*RuleCount{},
+			versions: map[string]*versionAgg{}, keys: map[string]*paceAgg{},
+		}
+		a.origins[name] = o
+	}
+	return o
+}
+
+func (o *originAgg) version(key, sha, status string) *versionAgg {
+	v := o.versions[key]
+	if v == nil {
+		v = &versionAgg{sha: sha, status: status}
+		o.versions[key] = v
+	}
+	if v.status == "" {
+		v.status = status
+	}
+	return v
+}
+
+// versionKey names a version: its body, or the absence of one with the
+// status that stood in for it; "" when robots.txt was not consulted.
+func versionKey(sha, status string) string {
+	switch {
+	case sha != "":
+		return sha
+	case status != "":
+		return "status:" + status
+	}
+	return ""
+}
+
+// originOf returns the origin of an audit record's URL: scheme://authority,
+// or for a request refused before it was judged (a CONNECT, a malformed
+// request) what it named.
+func originOf(rawURL string) string {
+	i := strings.Index(rawURL, "://")
+	if i < 0 {
+		if s := strings.TrimPrefix(rawURL, "//"); s != "" {
+			return s
+		}
+		return "(none)"
+	}
+	if j := strings.IndexAny(rawURL[i+3:], "/?#"); j >= 0 {
+		return rawURL[:i+3+j]
+	}
+	return rawURL
+}
+
+// clientAddr drops the port of a client address.
+func clientAddr(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// readFetches reads the archive's fetch logs for the origins of the
+// report.
+func (a *aggregator) readFetches() error {
+	logs, err := archive.FetchLogs(a.opts.Archive)
+	if err != nil {
+		return err
+	}
+	for _, name := range logs {
+		if err := a.readFetchLog(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *aggregator) readFetchLog(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var ft archive.Fetch
+		if err := json.Unmarshal(sc.Bytes(), &ft); err != nil {
+			a.badFetch++ // a line cut short by a crash: the others stand
+			continue
+		}
+		a.fetch(&ft)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// fetch takes one fetch-log line into account.
+func (a *aggregator) fetch(ft *archive.Fetch) {
+	o := a.origins[ft.Origin]
+	if o == nil || !a.opts.Until.IsZero() && ft.Time.After(a.opts.Until) {
+		return
+	}
+	v := o.version(versionKey(ft.SHA256, ft.Outcome), ft.SHA256, ft.Outcome)
+	fa := v.fetch
+	if fa == nil {
+		fa = &fetchAgg{}
+		v.fetch = fa
+	}
+	if fa.first.IsZero() || ft.Time.Before(fa.first) {
+		fa.first, fa.firstStatus = ft.Time, ft.HTTPStatus
+	}
+	if !ft.Time.Before(fa.last) {
+		fa.last, fa.lastFetch = ft.Time, *ft
+	}
+	if !slices.Contains(fa.statuses, ft.HTTPStatus) && len(fa.statuses) < 16 {
+		fa.statuses = append(fa.statuses, ft.HTTPStatus)
+	}
+	if a.opts.Since.IsZero() || !ft.Time.Before(a.opts.Since) {
+		fa.inRange++
+		if ft.HTTPStatus == 304 {
+			fa.revalidations++
+		}
+	}
+}
+
+// report states the aggregates.
+func (a *aggregator) report() *Report {
+	r := &Report{
+		Generated:  cmp.Or(a.opts.Now, time.Now()).UTC(),
+		AuditFiles: a.opts.Audit,
+		ArchiveDir: a.opts.Archive,
+		Since:      timePtr(a.opts.Since),
+		Until:      timePtr(a.opts.Until),
+		First:      timePtr(a.first),
+		Last:       timePtr(a.last),
+		Records:    a.records,
+		OutOfRange: a.outside,
+		Totals:     a.totals,
+		Decisions:  a.decisionCounts(a.decided),
+		Timeline:   a.timeline.state(maxShownBins),
+		Origins:    []Origin{},
+		Notes:      []string{},
+	}
+	for k, n := range a.clients.m {
+		r.Clients = append(r.Clients, Client{Address: k.addr, User: k.user, Rule: k.rule, Requests: n})
+	}
+	slices.SortFunc(r.Clients, func(x, y Client) int {
+		return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.Address, y.Address),
+			cmp.Compare(x.User, y.User), cmp.Compare(x.Rule, y.Rule))
+	})
+	r.OtherClients = a.clients.others
+	for k, n := range a.agents.m {
+		r.Agents = append(r.Agents, Agent{Agent: k, Requests: n})
+	}
+	slices.SortFunc(r.Agents, func(x, y Agent) int {
+		return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.Agent, y.Agent))
+	})
+	r.OtherAgents = a.agents.others
+	if r.Clients == nil {
+		r.Clients = []Client{}
+	}
+	if r.Agents == nil {
+		r.Agents = []Agent{}
+	}
+
+	var total gapStats
+	bodies := map[string]*Body{}
+	var bodyFirst = map[string]time.Time{}
+	for _, o := range a.origins {
+		out, stats := a.originReport(o)
+		total.merge(&stats)
+		r.Pacing.LongestHoldMS = max(r.Pacing.LongestHoldMS, out.LongestHoldMS)
+		for _, k := range out.Pacing {
+			r.Pacing.Late += k.Late
+			r.Pacing.AskedUnknown += k.AskedUnknown
+		}
+		for _, v := range out.Versions {
+			if v.SHA256 == "" {
+				continue
+			}
+			b := bodies[v.SHA256]
+			if b == nil {
+				b = &Body{SHA256: v.SHA256}
+				bodies[v.SHA256] = b
+			}
+			b.Origins = append(b.Origins, o.name)
+			if t := firstSeen(v); !t.IsZero() && (bodyFirst[v.SHA256].IsZero() || t.Before(bodyFirst[v.SHA256])) {
+				bodyFirst[v.SHA256] = t
+			}
+		}
+		r.Origins = append(r.Origins, out)
+	}
+	r.Pacing.GapFigures = total.figures()
+	slices.SortFunc(r.Origins, func(x, y Origin) int {
+		return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.Origin, y.Origin))
+	})
+	for _, b := range bodies {
+		slices.Sort(b.Origins)
+		a.stat(b)
+		r.Bodies = append(r.Bodies, *b)
+	}
+	slices.SortFunc(r.Bodies, func(x, y Body) int {
+		return cmp.Or(bodyFirst[x.SHA256].Compare(bodyFirst[y.SHA256]), cmp.Compare(x.SHA256, y.SHA256))
+	})
+	if r.Bodies == nil {
+		r.Bodies = []Body{}
+	}
+	r.Notes = a.notes(r)
+	return r
+}
+
+// maxShownBins bounds the timeline's bins in the report.
+const maxShownBins = 120
+
+// firstSeen is when a version was first fetched or used.
+func firstSeen(v Version) time.Time {
+	var t time.Time
+	for _, p := range []*time.Time{v.FirstFetched, v.FirstUsed} {
+		if p != nil && (t.IsZero() || p.Before(t)) {
+			t = *p
+		}
+	}
+	return t
+}
+
+// stat fills in what the archive says of a body, without reading it.
+func (a *aggregator) stat(b *Body) {
+	if a.opts.Archive == "" {
+		b.Missing, b.Error = true, "no archive was read"
+		return
+	}
+	fi, err := os.Stat(archive.BodyPath(a.opts.Archive, b.SHA256))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		b.Missing, b.Error = true, "not in the archive"
+	case err != nil:
+		b.Missing, b.Error = true, err.Error()
+	default:
+		b.Size = fi.Size()
+	}
+}
+
+func (a *aggregator) decisionCounts(m map[string]int64) []DecisionCount {
+	out := []DecisionCount{}
+	known := map[string]bool{}
+	for _, d := range proxy.Decisions() {
+		known[d.Name] = true
+		if n := m[d.Name]; n > 0 {
+			out = append(out, DecisionCount{Decision: d.Name, Refusal: d.Refusal, Count: n})
+		}
+	}
+	var unknown []string
+	for name := range m {
+		if !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	slices.Sort(unknown)
+	for _, name := range unknown {
+		out = append(out, DecisionCount{Decision: name, Count: m[name]})
+	}
+	return out
+}
+
+// originReport states an origin's aggregates and returns its gaps, all
+// keys merged.
+func (a *aggregator) originReport(o *originAgg) (Origin, gapStats) {
+	out := Origin{
+		Origin: o.name, Counts: o.counts, Decisions: a.decisionCounts(o.decided),
+		RefusedByRule: []RuleCount{}, Versions: []Version{}, Pacing: []PacingKey{},
+		LongestHoldMS: o.hold,
+	}
+	for _, r := range o.rules {
+		out.RefusedByRule = append(out.RefusedByRule, *r)
+	}
+	slices.SortFunc(out.RefusedByRule, func(x, y RuleCount) int {
+		return cmp.Or(cmp.Compare(y.Count+y.Monitored, x.Count+x.Monitored), cmp.Compare(x.Line, y.Line),
+			cmp.Compare(x.Rule, y.Rule), cmp.Compare(x.SHA256, y.SHA256), cmp.Compare(x.Decision, y.Decision))
+	})
+	for _, v := range o.versions {
+		if v.records == 0 && (v.fetch == nil || v.fetch.inRange == 0) {
+			continue // neither used nor fetched in the period
+		}
+		out.Versions = append(out.Versions, a.versionReport(v))
+	}
+	slices.SortFunc(out.Versions, func(x, y Version) int {
+		return cmp.Or(firstSeen(x).Compare(firstSeen(y)), cmp.Compare(x.SHA256, y.SHA256), cmp.Compare(x.RobotsStatus, y.RobotsStatus))
+	})
+	var all gapStats
+	for _, p := range o.keys {
+		k := PacingKey{
+			Group: p.group, Asked: []Asked{}, Paced: p.paced, NotPaced: p.notPaced, AskedUnknown: p.unknown,
+			Late: p.late, GapFigures: p.stats.figures(), LongestHoldMS: p.hold,
+		}
+		for asked, n := range p.asked {
+			asked.Requests = n
+			k.Asked = append(k.Asked, asked)
+		}
+		slices.SortFunc(k.Asked, func(x, y Asked) int {
+			return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.SHA256, y.SHA256), cmp.Compare(x.IntervalSeconds, y.IntervalSeconds))
+		})
+		out.Pacing = append(out.Pacing, k)
+		all.merge(&p.stats)
+	}
+	slices.SortFunc(out.Pacing, func(x, y PacingKey) int {
+		return cmp.Or(cmp.Compare(y.Paced+y.NotPaced, x.Paced+x.NotPaced), cmp.Compare(x.Group, y.Group))
+	})
+	out.Gaps = all.figures()
+	return out, all
+}
+
+func (a *aggregator) versionReport(v *versionAgg) Version {
+	out := Version{
+		SHA256: v.sha, RobotsStatus: v.status, Records: v.records,
+		FirstUsed: timePtr(v.firstUsed), LastUsed: timePtr(v.lastUsed),
+	}
+	if f := v.fetch; f != nil {
+		out.FirstFetched, out.LastFetched = timePtr(f.first), timePtr(f.last)
+		out.HTTPStatus, out.HTTPStatuses = f.firstStatus, slices.Sorted(slices.Values(f.statuses))
+		out.Fetches, out.Revalidations = f.inRange, f.revalidations
+		out.CacheControl, out.ETag, out.Cause = f.lastFetch.CacheControl, f.lastFetch.ETag, f.lastFetch.Cause
+		if f.lastFetch.SHA256 == v.sha {
+			out.Size, out.Truncated = f.lastFetch.Size, f.lastFetch.Truncated
+		}
+	}
+	if v.sha != "" && a.opts.Archive != "" {
+		_, err := os.Stat(archive.BodyPath(a.opts.Archive, v.sha))
+		out.InArchive = err == nil
+	}
+	return out
+}
+
+// figures states gap counts.
+func (g *gapStats) figures() GapFigures {
+	f := GapFigures{Gaps: g.gaps, BelowAsked: g.below, Histogram: g.histogram()}
+	if g.hasMin && g.gaps > 0 {
+		gap, asked, ratio := seconds(g.minGap), seconds(g.minAsked), roundRatio(g.minRatio)
+		f.MinGapSeconds, f.MinGapAskedSeconds, f.MinRatio = &gap, &asked, &ratio
+	}
+	return f
+}
+
+// notes says what limits the figures.
+func (a *aggregator) notes(r *Report) []string {
+	notes := []string{}
+	if a.opts.Archive == "" {
+		notes = append(notes, "No robots.txt archive was read: the versions' texts and the intervals asked are unknown.")
+	}
+	if n := len(a.missing); n > 0 {
+		notes = append(notes, fmt.Sprintf("%d robots.txt %s named by audit records %s not in the archive: the intervals %s asked are unknown.",
+			n, plural(n, "body", "bodies"), plural(n, "is", "are"), plural(n, "it", "they")))
+	}
+	if r.Pacing.AskedUnknown > 0 {
+		notes = append(notes, fmt.Sprintf("%d paced %s rest on a robots.txt body the archive lacks: %s gaps are not counted.",
+			r.Pacing.AskedUnknown, plural(int(r.Pacing.AskedUnknown), "request", "requests"), plural(int(r.Pacing.AskedUnknown), "its", "their")))
+	}
+	if r.Pacing.Late > 0 {
+		notes = append(notes, fmt.Sprintf("%d paced %s logged after more than %d later requests of %s pacing key: %s gaps are not counted.",
+			r.Pacing.Late, plural(int(r.Pacing.Late), "request was", "requests were"), reorderWindow,
+			plural(int(r.Pacing.Late), "its", "their"), plural(int(r.Pacing.Late), "its", "their")))
+	}
+	if a.badFetch > 0 {
+		notes = append(notes, fmt.Sprintf("%d %s of the archive's fetch logs could not be read (cut short?) and %s left out.",
+			a.badFetch, plural(int(a.badFetch), "line", "lines"), plural(int(a.badFetch), "is", "are")))
+	}
+	if r.OtherClients > 0 || r.OtherAgents > 0 {
+		notes = append(notes, fmt.Sprintf("Only the first %d distinct clients and agents seen are listed; the records of the others are counted together.", maxDistinct))
+	}
+	return notes
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}

@@ -1,0 +1,315 @@
+// Package report builds robotsgate's compliance report from the evidence
+// the proxy keeps: the audit log (one record per decision) and the
+// robots.txt archive (every distinct body by SHA-256, and a log of every
+// fetch). It says, for a period, what was asked of the proxy and by whom,
+// what it allowed and refused and by which rule of which robots.txt
+// version, and whether the pacing robots.txt asked for (Crawl-delay,
+// Request-rate) was kept: the smallest gap between forwarded requests
+// against the interval asked.
+//
+// Build reads each audit file once, streaming, and keeps aggregates:
+// memory grows with the number of origins, pacing keys and distinct
+// robots.txt bodies, not with the number of records. WriteJSON writes the
+// Report as JSON; WriteHTML as one self-contained HTML page (inline CSS
+// and SVG, no script, nothing fetched) that a reviewer reads without the
+// tool, with the archived robots.txt texts embedded.
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// WriteJSON writes r as indented JSON (no HTML escaping: URLs and rules
+// read as they are).
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Report is what robotsgate report shows; its JSON field names are a
+// stable interface (new fields may be added). Times are RFC 3339 in UTC;
+// durations are in seconds unless a name says otherwise (_ms).
+type Report struct {
+	// Generated is when the report was made.
+	Generated time.Time `json:"generated"`
+	// AuditFiles are the audit logs read, in the order given; ArchiveDir
+	// is the robots.txt archive read ("" when none was).
+	AuditFiles []string `json:"audit_files"`
+	ArchiveDir string   `json:"archive_dir"`
+	// Since and Until are the bounds asked for (-since, -until), both
+	// included; absent when unbounded.
+	Since *time.Time `json:"since,omitempty"`
+	Until *time.Time `json:"until,omitempty"`
+	// First and Last are the arrival times of the first and last records
+	// in range: the period the report covers. Absent when no record is.
+	First *time.Time `json:"first,omitempty"`
+	Last  *time.Time `json:"last,omitempty"`
+	// Records counts the records in range; OutOfRange those left out by
+	// Since and Until.
+	Records    int64 `json:"records"`
+	OutOfRange int64 `json:"out_of_range"`
+	// Totals counts the records in range by what became of them.
+	Totals Counts `json:"totals"`
+	// Decisions counts them by decision, in the order of the README's
+	// list of decisions (proxy.Decisions), unknown values last.
+	Decisions []DecisionCount `json:"decisions"`
+	// Clients and Agents are who sent the requests, busiest first. Each
+	// list keeps at most 1,000 entries; OtherClients and OtherAgents count
+	// the records of those left out.
+	Clients      []Client `json:"clients"`
+	OtherClients int64    `json:"other_clients"`
+	Agents       []Agent  `json:"agents"`
+	OtherAgents  int64    `json:"other_agents"`
+	// Timeline counts the records over the period, by arrival time.
+	Timeline Timeline `json:"timeline"`
+	// Pacing sums up every origin's pacing figures: the gaps counted,
+	// those below the interval asked (must be 0), the smallest gap.
+	Pacing PacingSummary `json:"pacing"`
+	// Origins are the origins requested, busiest first.
+	Origins []Origin `json:"origins"`
+	// Bodies are the robots.txt bodies that judged a record in range or
+	// were fetched in it (the HTML report embeds their text), in the order
+	// they were first seen.
+	Bodies []Body `json:"bodies"`
+	// Notes say what limits the figures: bodies missing from the
+	// archive, records too far out of order to place, unreadable lines of
+	// the fetch logs.
+	Notes []string `json:"notes"`
+}
+
+// Counts says what became of requests.
+type Counts struct {
+	// Requests is every record.
+	Requests int64 `json:"requests"`
+	// Allowed were allowed (decision allow); Forwarded reached the origin
+	// (an upstream status was recorded: allowed ones, and refusals only
+	// logged).
+	Allowed   int64 `json:"allowed"`
+	Forwarded int64 `json:"forwarded"`
+	// Refused were refused by the proxy (a decision that is a refusal,
+	// enforced); Monitored are refusals only logged (a client in monitor
+	// mode), whose requests went on.
+	Refused   int64 `json:"refused"`
+	Monitored int64 `json:"monitored"`
+	// Other are neither: the origin failed (upstream-error), the client
+	// left while held or judged (client-closed), or failed the
+	// intercepted TLS handshake.
+	Other int64 `json:"other"`
+}
+
+// DecisionCount is how many records had a decision.
+type DecisionCount struct {
+	Decision string `json:"decision"`
+	// Refusal reports whether the decision is a refusal by the proxy
+	// (proxy.DecisionInfo.Refusal).
+	Refusal bool  `json:"refusal"`
+	Count   int64 `json:"count"`
+}
+
+// Client is one client: its address (without the port), the proxy user
+// it authenticated as and the clients entry that matched, if any.
+type Client struct {
+	Address  string `json:"address"`
+	User     string `json:"user,omitempty"`
+	Rule     string `json:"client_rule,omitempty"`
+	Requests int64  `json:"requests"`
+}
+
+// Agent is what requests were judged as (the audit record's agent: a
+// fixed agent of the clients entry, or the User-Agent header).
+type Agent struct {
+	Agent    string `json:"agent"`
+	Requests int64  `json:"requests"`
+}
+
+// Timeline counts records per bin of BinSeconds from Start (aligned on a
+// multiple of the width), at most a few hundred bins: they widen with the
+// period (0.1 s up to 364 days).
+type Timeline struct {
+	Start      time.Time `json:"start"`
+	BinSeconds float64   `json:"bin_seconds"`
+	Bins       []Bin     `json:"bins"`
+}
+
+// Bin is one bin of a timeline: allowed, refused (enforced) and other
+// records (monitored refusals, upstream failures, clients that left).
+type Bin struct {
+	Allowed int64 `json:"allowed"`
+	Refused int64 `json:"refused"`
+	Other   int64 `json:"other"`
+}
+
+// Origin is what happened on one origin (scheme://host[:port]; for a
+// request refused before it was judged, what the request named).
+type Origin struct {
+	Origin string `json:"origin"`
+	Counts
+	Decisions []DecisionCount `json:"decisions"`
+	// RefusedByRule counts the refusals decided by a robots.txt rule, by
+	// rule and version (a line number means something in one version).
+	RefusedByRule []RuleCount `json:"refused_by_rule"`
+	// Versions are the robots.txt versions in force over the period: the
+	// bodies (or the absence of one) that judged its records, and those
+	// fetched during it.
+	Versions []Version `json:"versions"`
+	// Pacing has the figures of each pacing key of the origin (one per
+	// robots.txt group); Gaps sums them up.
+	Pacing []PacingKey `json:"pacing"`
+	Gaps   GapFigures  `json:"gaps"`
+	// LongestHoldMS is the longest a request was held for its pacing slot
+	// (the largest wait_ms).
+	LongestHoldMS float64 `json:"longest_hold_ms"`
+}
+
+// RuleCount is how many requests one robots.txt rule refused.
+type RuleCount struct {
+	Decision string `json:"decision"`
+	// Rule is the rule as the audit record states it ("Disallow:
+	// /private"), Line its line in the version named by SHA256.
+	Rule   string `json:"rule"`
+	Line   int    `json:"line"`
+	SHA256 string `json:"sha256"`
+	// Count were refused; Monitored refusals were only logged.
+	Count     int64 `json:"count"`
+	Monitored int64 `json:"monitored"`
+	// Example is the URL of the first request it refused.
+	Example string `json:"example"`
+}
+
+// Version is one robots.txt version of an origin: a body by its SHA-256,
+// or, when SHA256 is "", the absence of one (RobotsStatus unavailable:
+// every path allowed; unreachable: every path refused).
+type Version struct {
+	SHA256 string `json:"sha256,omitempty"`
+	// RobotsStatus is how the proxy read it: ok, unavailable, unreachable.
+	RobotsStatus string `json:"robots_status"`
+	// Records counts the decisions it judged in the period; FirstUsed and
+	// LastUsed are the first and last of their arrival times.
+	Records   int64      `json:"records"`
+	FirstUsed *time.Time `json:"first_used,omitempty"`
+	LastUsed  *time.Time `json:"last_used,omitempty"`
+	// From the archive's fetch logs: the first and last fetch that gave
+	// it (the first may precede the period), its HTTP status then, and
+	// how many fetches in the period gave it, Revalidations of them
+	// answered 304 Not Modified. HTTPStatuses are the statuses seen.
+	FirstFetched  *time.Time `json:"first_fetched,omitempty"`
+	LastFetched   *time.Time `json:"last_fetched,omitempty"`
+	HTTPStatus    int        `json:"http_status,omitempty"`
+	HTTPStatuses  []int      `json:"http_statuses,omitempty"`
+	Fetches       int64      `json:"fetches"`
+	Revalidations int64      `json:"revalidations"`
+	// CacheControl and ETag are those of the last fetch; Cause says why
+	// a fetch gave no body (http_404, dns_error...).
+	CacheControl string `json:"cache_control,omitempty"`
+	ETag         string `json:"etag,omitempty"`
+	Cause        string `json:"cause,omitempty"`
+	// Size and Truncated are the body's (Truncated: the answer was
+	// longer than the 500 KiB judged); InArchive whether the archive has
+	// the body.
+	Size      int  `json:"size,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+	InArchive bool `json:"in_archive"`
+}
+
+// PacingKey has the pacing figures of one schedule: an origin and a
+// robots.txt group, as the proxy keys its schedules by default
+// (pacing.key: origin+group; with pacing.key: origin the proxy paces more
+// strictly than these figures require).
+//
+// Only requests the proxy paces count: those forwarded to the origin
+// (allowed, an upstream status recorded) for an enforced client, except
+// robots.txt itself. Each is taken when it left the proxy: its arrival
+// (the audit record's time) plus the time it was held (wait_ms); the
+// time spent judging it (a robots.txt fetch, usually milliseconds) is not
+// recorded and not included.
+type PacingKey struct {
+	// Group is the robots.txt group that judged the requests ("*", a
+	// product token, "" when none applied).
+	Group string `json:"group"`
+	// Asked are the intervals robots.txt asked for, one entry per
+	// version and value.
+	Asked []Asked `json:"asked"`
+	// Paced counts the requests measured; NotPaced the forwarded
+	// requests the proxy does not pace (monitor and bypass clients,
+	// robots.txt); AskedUnknown the paced requests whose robots.txt body
+	// is not in the archive (their interval is unknown: their gaps are
+	// not counted).
+	Paced        int64 `json:"paced"`
+	NotPaced     int64 `json:"not_paced"`
+	AskedUnknown int64 `json:"asked_unknown"`
+	// Late counts requests logged too far out of order (after more than
+	// 128 later requests of their key) to find their neighbours.
+	Late int64 `json:"late"`
+	GapFigures
+	// LongestHoldMS is the longest wait_ms of the key's requests.
+	LongestHoldMS float64 `json:"longest_hold_ms"`
+}
+
+// Asked is an interval robots.txt asked of a group: its Crawl-delay and
+// Request-rate (as an interval: n requests per T is T/n), and the larger,
+// the interval the proxy keeps.
+type Asked struct {
+	SHA256                 string  `json:"sha256"`
+	CrawlDelaySeconds      float64 `json:"crawl_delay_seconds"`
+	RequestIntervalSeconds float64 `json:"request_interval_seconds"`
+	IntervalSeconds        float64 `json:"interval_seconds"`
+	// Requests counts the paced requests it applied to.
+	Requests int64 `json:"requests"`
+}
+
+// GapFigures are the gaps between successive paced requests of a key,
+// each against the interval asked of the later request (gaps whose later
+// request had no interval asked are not counted).
+type GapFigures struct {
+	// Gaps counts them; BelowAsked those shorter than their interval,
+	// which must be 0.
+	Gaps       int64 `json:"gaps"`
+	BelowAsked int64 `json:"below_asked"`
+	// MinGapSeconds is the smallest gap and MinGapAskedSeconds the
+	// interval asked of it; MinRatio the smallest gap ÷ interval (1 or
+	// more when every interval was kept). Absent without gaps.
+	MinGapSeconds      *float64 `json:"min_gap_seconds,omitempty"`
+	MinGapAskedSeconds *float64 `json:"min_gap_asked_seconds,omitempty"`
+	MinRatio           *float64 `json:"min_ratio,omitempty"`
+	// Histogram counts the gaps by gap ÷ interval.
+	Histogram Histogram `json:"histogram"`
+}
+
+// Histogram counts values in fixed buckets.
+type Histogram struct {
+	Buckets []Bucket `json:"buckets"`
+}
+
+// Bucket counts the values from From (included) to To (excluded; absent
+// for the last bucket, which has no bound).
+type Bucket struct {
+	From  float64  `json:"from"`
+	To    *float64 `json:"to,omitempty"`
+	Count int64    `json:"count"`
+}
+
+// PacingSummary sums up the gaps of every origin.
+type PacingSummary struct {
+	GapFigures
+	// Late and AskedUnknown sum up the keys' (PacingKey).
+	Late         int64 `json:"late"`
+	AskedUnknown int64 `json:"asked_unknown"`
+	// LongestHoldMS is the longest wait_ms of any request.
+	LongestHoldMS float64 `json:"longest_hold_ms"`
+}
+
+// Body is an archived robots.txt body the report refers to.
+type Body struct {
+	SHA256 string `json:"sha256"`
+	// Size is its length in the archive; Missing says the archive does
+	// not have it (or it no longer matches its SHA-256: Error says).
+	Size    int64  `json:"size"`
+	Missing bool   `json:"missing,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Origins are the origins that served it.
+	Origins []string `json:"origins"`
+}
