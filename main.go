@@ -5,6 +5,7 @@
 //	robotsgate check [-config FILE] [-agent NAME | -ua HEADER] URL...
 //	robotsgate lint [-config FILE] [-json] FILE|URL|- ...
 //	robotsgate verify -audit FILE... [-archive DIR] [-allow-missing]
+//	robotsgate report -audit FILE... [-archive DIR] [-since T] [-until T] [-format html|json] [-o FILE]
 //	robotsgate ca init [-dir DIR] [-force]
 //	robotsgate version
 //	robotsgate help [COMMAND]
@@ -62,7 +63,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{serveCommand, checkCommand, lintCommand, verifyCommand, caCommand, versionCommand, helpCommand}
+	commands = []*command{serveCommand, checkCommand, lintCommand, verifyCommand, reportCommand, caCommand, versionCommand, helpCommand}
 }
 
 func lookupCommand(name string) *command {

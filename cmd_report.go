@@ -1,0 +1,138 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/robotsgate/robotsgate/report"
+)
+
+// exitReportFailed is report's exit status when a file could not be read
+// or the report written.
+const exitReportFailed = 2
+
+// reportCommand is `robotsgate report -audit FILE... [flags]`.
+var reportCommand = &command{
+	name:     "report",
+	synopsis: "-audit FILE... [-archive DIR] [-since T] [-until T] [-format html|json] [-o FILE]",
+	summary:  "write a compliance report (HTML or JSON) from the audit log and the robots.txt archive",
+	details: "Reads the audit log (log.audit) and the robots.txt archive (archive.dir) and writes a\n" +
+		"report a reviewer reads without the tool: the period, the clients and agents, the totals\n" +
+		"by decision; per origin the requests, those allowed, those refused by each robots.txt\n" +
+		"rule (with its line), the robots.txt versions in force (fetch time, status, SHA-256, the\n" +
+		"text itself), the interval Crawl-delay or Request-rate asked and the smallest gap between\n" +
+		"requests the proxy forwarded, which must never be below it, and the longest hold; charts of\n" +
+		"the requests over time and of the gaps against the interval asked.\n\n" +
+		"The HTML is one self-contained file (inline CSS and SVG, no script, nothing fetched) that\n" +
+		"prints well; -format json writes the same figures as JSON. Audit files are named with\n" +
+		"-audit or as arguments (rotated files, or the logs of several proxies: records are merged\n" +
+		"by time). Each is read once, streaming: memory grows with the number of origins and of\n" +
+		"distinct robots.txt bodies, not with the log.\n\n" +
+		"-since and -until take an RFC 3339 time (2025-07-01T12:00:00Z) or a date (2025-07-01, UTC:\n" +
+		"-until includes the whole day).\n\n" +
+		"Exit status: 0 the report was written, 2 a file could not be read (an audit log, the\n" +
+		"archive) or the report could not be written, 3 usage error.",
+	usageExit: exitCheckUsage,
+	setup: func(fs *flag.FlagSet) runFunc {
+		var audit fileList // cmd_verify.go
+		fs.Var(&audit, "audit", "an audit log `FILE` (log.audit); repeat it, or name more files as arguments")
+		archiveDir := fs.String("archive", "robots-archive", "the robots.txt archive `DIR` (archive.dir of the proxy's configuration); \"\" for none\n(the report then lacks the robots.txt texts and the intervals asked)")
+		since := fs.String("since", "", "leave out records that arrived before `T` (RFC 3339 time or date)")
+		until := fs.String("until", "", "leave out records that arrived after `T` (RFC 3339 time, or date: the whole day)")
+		format := fs.String("format", "html", "`FORMAT` of the report: html or json")
+		out := fs.String("o", "-", "write the report to `FILE` (- for standard output)")
+		return func(args []string, s stdio) (int, error) {
+			opts := report.Options{Audit: append(audit, args...), Archive: *archiveDir}
+			if len(opts.Audit) == 0 {
+				return 0, usageError("no audit log: name one with -audit FILE")
+			}
+			var err error
+			if opts.Since, err = parseReportTime(*since, false); err != nil {
+				return 0, usageError("-since: " + err.Error())
+			}
+			if opts.Until, err = parseReportTime(*until, true); err != nil {
+				return 0, usageError("-until: " + err.Error())
+			}
+			if !opts.Since.IsZero() && !opts.Until.IsZero() && opts.Until.Before(opts.Since) {
+				return 0, usageError("-until is before -since")
+			}
+			if *format != "html" && *format != "json" {
+				return 0, usageError(fmt.Sprintf("-format %q: want html or json", *format))
+			}
+			return writeReport(opts, *format, *out, s)
+		}
+	},
+}
+
+// parseReportTime reads an RFC 3339 time or a date (UTC); for the end of
+// a range a date means its last instant. "" is the zero time.
+func parseReportTime(s string, end bool) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	d, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2025-07-01T12:00:00Z) nor a date (2025-07-01)", s)
+	}
+	if end {
+		return d.AddDate(0, 0, 1).Add(-time.Nanosecond), nil
+	}
+	return d, nil
+}
+
+// writeReport builds the report and writes it; a file is written whole or
+// not at all (a temporary file renamed into place).
+func writeReport(opts report.Options, format, out string, s stdio) (int, error) {
+	if opts.Archive != "" {
+		if fi, err := os.Stat(opts.Archive); err != nil || !fi.IsDir() {
+			return exitReportFailed, fmt.Errorf("archive %s: not a directory (-archive names the proxy's archive.dir; -archive \"\" reports without it)", opts.Archive)
+		}
+	}
+	r, err := report.Build(opts)
+	if err != nil {
+		return exitReportFailed, err
+	}
+	write := func(w io.Writer) error {
+		if format == "json" {
+			return report.WriteJSON(w, r)
+		}
+		return report.WriteHTML(w, r)
+	}
+	if out == "-" {
+		if err := write(s.out); err != nil {
+			return exitReportFailed, err
+		}
+		return 0, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		return exitReportFailed, err
+	}
+	err = write(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return exitReportFailed, fmt.Errorf("writing %s: %w", out, err)
+	}
+	fmt.Fprintf(s.errOut, "robotsgate report: %s written: %d records from %d origins", out, r.Records, len(r.Origins))
+	if r.Pacing.BelowAsked > 0 {
+		fmt.Fprintf(s.errOut, "; %d gaps below the interval robots.txt asked", r.Pacing.BelowAsked)
+	}
+	fmt.Fprintln(s.errOut)
+	return 0, nil
+}
