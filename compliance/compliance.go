@@ -7,6 +7,7 @@ package compliance
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -43,7 +44,7 @@ func readFile(name string, fn func(*proxy.AuditRecord, string, int) error) error
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var rec proxy.AuditRecord
 	for n := 1; sc.Scan(); n++ {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 { // no copy of the line
 			continue
 		}
 		rec = proxy.AuditRecord{}

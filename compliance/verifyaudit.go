@@ -52,6 +52,11 @@ func VerifyAudit(files []string, b *Bodies, workers int, fn func(rec *proxy.Audi
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	if workers == 1 { // nothing to share: no hand-offs
+		return ReadAudit(files, func(rec *proxy.AuditRecord, file string, line int) error {
+			return fn(rec, file, line, b.Verify(rec))
+		})
+	}
 	quit := make(chan struct{})
 	work := make(chan *batch, workers)
 	order := make(chan *batch, 2*workers)
