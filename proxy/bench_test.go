@@ -66,6 +66,7 @@ import (
 var (
 	benchConns    = flag.Int("proxybench.conns", 50, "BenchmarkProxy: concurrent client connections (closed loop)")
 	benchUnpaired = flag.Bool("proxybench.unpaired", false, "BenchmarkProxy: no slices of the other proxy in a proxy's runs (for a CPU profile)")
+	benchArchive  = flag.Bool("proxybench.archive", true, "BenchmarkProxy: robotsgate keeps its robots.txt archive (archive.dir), as deployed")
 )
 
 const (
@@ -172,7 +173,10 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.AdminListen = ""
-	cfg.Archive.Dir = filepath.Join(b.TempDir(), "archive") // as deployed: archiving on
+	cfg.Archive.Dir = ""
+	if *benchArchive {
+		cfg.Archive.Dir = filepath.Join(b.TempDir(), "archive") // as deployed: archiving on
+	}
 	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}
 	cfg.MITM.UpstreamCA = upstreamCA
 	// What a production configuration logs: info and above (allowed
