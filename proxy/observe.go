@@ -106,7 +106,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec := &slot.rec
 	if !slot.decided {
 		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), decisionBadRequest)
-		rec = &AuditRecord{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: r.URL.String(),
+		rec = &AuditRecord{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: requestURL(r),
 			UserAgent: r.UserAgent(), Decision: decision, Enforced: true}
 	}
 	rec.UpstreamStatus = slot.upstream
@@ -173,4 +173,13 @@ func (c *hijackedConn) Write(p []byte) (int, error) {
 	n, err := c.prefixConn.Write(p)
 	c.written.Add(int64(n))
 	return n, err
+}
+
+// requestURL is how the audit names a request refused before a decision:
+// a CONNECT by its authority (host:port, RFC 9110 §9.3.6), not "//host:port".
+func requestURL(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		return r.Host
+	}
+	return r.URL.String()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -377,5 +378,19 @@ func TestRobotsTooCostlyToJudgeIsRefused(t *testing.T) {
 	}
 	if o.saw(target) {
 		t.Error("the origin received the request")
+	}
+}
+
+// A CONNECT refused before any decision (here by the egress guard) is
+// audited by its authority, host:port (regression: "//host:port").
+func TestRefusedConnectIsAuditedByAuthority(t *testing.T) {
+	cfg := testConfig(t, nil)
+	cfg.Egress.AllowNetworks = nil
+	cfg.Log.Audit = filepath.Join(t.TempDir(), "audit.log")
+	p := startProxy(t, cfg)
+	resp, _ := dialProxy(t, p).roundTrip(t, "CONNECT 127.0.0.9:443 HTTP/1.1\r\nHost: 127.0.0.9:443\r\n\r\n")
+	checkRefusal(t, resp, 403, "egress-denied", "")
+	if r := waitAudit(t, cfg.Log.Audit, 1)[0]; r["url"] != "127.0.0.9:443" || r["method"] != "CONNECT" {
+		t.Errorf("audit record %v, want url 127.0.0.9:443", r)
 	}
 }
