@@ -48,6 +48,7 @@ type Config struct {
 	ClientsDefault ClientsDefault `yaml:"clients_default"`
 	Clients        []Client       `yaml:"clients"`
 	Sites          []Site         `yaml:"sites"`
+	Usage          Usage          `yaml:"usage"`
 	Trap           Trap           `yaml:"trap"`
 	Identify       Identify       `yaml:"identify"`
 	Timeouts       Timeouts       `yaml:"timeouts"`
@@ -270,6 +271,21 @@ type Site struct {
 	// Delay is the operator's floor interval for these hosts, used instead of
 	// pacing.default_delay. Default 0s (pacing.default_delay applies).
 	Delay Duration `yaml:"delay"`
+}
+
+// Usage configures the AI-usage signals read besides robots.txt, for
+// clients with purposes (clients[].purposes): a signal refuses only the
+// purposes it concerns, and clients without purposes are never affected.
+// The response headers tdm-reservation, Content-Usage and X-Robots-Tag
+// (noai, noimageai) are always checked: a refusing header means the
+// response is withheld and the client gets 403 usage-denied.
+type Usage struct {
+	// ScanHTML also reads the <meta> tags of text/html responses
+	// (tdm-reservation, robots noai/noimageai) for clients whose purposes
+	// they concern: the proxy holds back up to the first 64 KiB of the
+	// page (until </head> or <body>) while it reads them, which delays
+	// the first byte. Default false.
+	ScanHTML bool `yaml:"scan_html"`
 }
 
 // Trap configures the crawler-trap guard (SPEC §4): limits that stop a

@@ -42,6 +42,9 @@ func Default() Config {
 			Realm: "robotsgate",
 		},
 		ClientsDefault: ClientsAllow,
+		Usage: Usage{
+			ScanHTML: false, // it delays the first byte of HTML pages
+		},
 		Trap: Trap{
 			Enabled:             false,
 			MaxURLLength:        2048,
