@@ -101,3 +101,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME) ./proxy/
+	$(GO) test -run '^$$' -fuzz '^FuzzMetaScan$$' -fuzztime $(FUZZTIME) ./htmlmeta/

@@ -1,0 +1,79 @@
+// Package htmlmeta reads the <meta name=… content=…> tags of an HTML
+// document's head, with golang.org/x/net/html's tokenizer (the HTML
+// standard's tokenization: comments, <script> and <style> contents, CDATA
+// and attribute quoting are what a browser sees, not what a regular
+// expression guesses), reading no more than a limit.
+package htmlmeta
+
+import (
+	"errors"
+	"io"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// Limit is how much of a document the proxy reads for its head: 64 KiB.
+const Limit = 64 << 10
+
+// Meta is one <meta> tag with a name and a content attribute.
+type Meta struct {
+	// Name is the name attribute, trimmed and lower-cased ("robots").
+	Name string
+	// Content is the content attribute as the document gives it (character
+	// references decoded), trimmed.
+	Content string
+}
+
+// Scan reads the head of the HTML document r and returns its meta tags
+// that have both a name and a content attribute, in document order. It
+// stops at </head>, at <body> or after limit bytes of r, whichever comes
+// first, and never reads more than limit bytes from r: what follows the
+// limit cannot change the result. A tag cut off by the limit is not
+// returned. The error is r's, other than io.EOF.
+func Scan(r io.Reader, limit int64) ([]Meta, error) {
+	z := html.NewTokenizer(io.LimitReader(r, max(limit, 0)))
+	var metas []Meta
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			if err := z.Err(); !errors.Is(err, io.EOF) {
+				return metas, err
+			}
+			return metas, nil
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			switch atom.Lookup(name) {
+			case atom.Body:
+				return metas, nil
+			case atom.Meta:
+				if m, ok := readMeta(z, hasAttr); ok {
+					metas = append(metas, m)
+				}
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); atom.Lookup(name) == atom.Head {
+				return metas, nil
+			}
+		}
+	}
+}
+
+// readMeta reads the attributes of a <meta> tag: the first name and the
+// first content (as an HTML parser keeps the first of duplicates).
+func readMeta(z *html.Tokenizer, more bool) (Meta, bool) {
+	var m Meta
+	var hasName, hasContent bool
+	for more {
+		var key, val []byte
+		key, val, more = z.TagAttr()
+		switch {
+		case !hasName && string(key) == "name":
+			m.Name, hasName = strings.ToLower(strings.TrimSpace(string(val))), true
+		case !hasContent && string(key) == "content":
+			m.Content, hasContent = strings.TrimSpace(string(val)), true
+		}
+	}
+	return m, hasName && hasContent && m.Name != ""
+}
