@@ -1,0 +1,175 @@
+package policy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/robotsgate/robotsgate/htmlmeta"
+	"github.com/robotsgate/robotsgate/robots/resolver"
+)
+
+func header(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func TestHeaderRefusal(t *testing.T) {
+	const ua = "Mozilla/5.0 (compatible; FooBot/2.1)"
+	train := []string{"train-ai"}
+	tests := []struct {
+		name     string
+		h        http.Header
+		agent    string
+		purposes []string
+		want     string // ResponseSignal.Explain(), "" for none
+	}{
+		{"no purposes, every signal", header("Tdm-Reservation", "1", "Content-Usage", "train-ai=n", "X-Robots-Tag", "noai"), ua, nil, ""},
+		{"no signal", header("Content-Type", "text/html"), ua, train, ""},
+
+		{"tdm-reservation", header("tdm-reservation", "1", "tdm-policy", "https://example.org/policy.json"), ua, train,
+			"tdm-reservation: 1 refuses the purpose train-ai (tdm-policy https://example.org/policy.json)"},
+		{"tdm-reservation 0", header("Tdm-Reservation", "0"), ua, train, ""},
+		{"tdm-reservation, tdm purpose", header("Tdm-Reservation", " 1 "), ua, []string{"tdm"}, "tdm-reservation: 1 refuses the purpose tdm"},
+		{"tdm-reservation, ai-input purpose", header("Tdm-Reservation", "1"), ua, []string{"ai-input"}, ""},
+		{"tdm-reservation, search purpose", header("Tdm-Reservation", "1"), ua, []string{"search"}, ""},
+		{"tdm-reservation, second of several purposes", header("Tdm-Reservation", "1"), ua, []string{"search", "train-genai"},
+			"tdm-reservation: 1 refuses the purpose train-genai"},
+
+		{"content-usage", header("Content-Usage", "train-ai=n"), ua, train, "Content-Usage: train-ai=n refuses the purpose train-ai"},
+		{"content-usage list", header("Content-Usage", "search=y, train-ai=n"), ua, train,
+			"Content-Usage: search=y, train-ai=n (train-ai=n) refuses the purpose train-ai"},
+		{"content-usage second line", header("Content-Usage", "search=y", "Content-Usage", "train-ai=n"), ua, train,
+			"Content-Usage: train-ai=n refuses the purpose train-ai"},
+		{"content-usage y", header("Content-Usage", "train-ai=y"), ua, train, ""},
+		{"content-usage other category", header("Content-Usage", "search=n"), ua, train, ""},
+		{"content-usage search", header("Content-Usage", "search=n"), ua, []string{"search"}, "Content-Usage: search=n refuses the purpose search"},
+		{"content-usage train-ai covers train-genai", header("Content-Usage", "train-ai=n"), ua, []string{"train-genai"},
+			"Content-Usage: train-ai=n refuses the purpose train-genai"},
+		{"content-usage vocabulary", header("Content-Usage", "ai-use=n"), ua, []string{"ai-input"}, "Content-Usage: ai-use=n refuses the purpose ai-input"},
+
+		{"noai", header("X-Robots-Tag", "noai"), ua, train, "X-Robots-Tag: noai refuses the purpose train-ai"},
+		{"NOAI in a list", header("X-Robots-Tag", "noindex, NOAI"), ua, train, "X-Robots-Tag: noindex, NOAI (noai) refuses the purpose train-ai"},
+		{"noai on a second line", header("X-Robots-Tag", "noindex", "X-Robots-Tag", "noai"), ua, train, "X-Robots-Tag: noai refuses the purpose train-ai"},
+		{"noai, ai-input purpose", header("X-Robots-Tag", "noai"), ua, []string{"ai-input", "search"}, ""},
+		{"noai, tdm purpose", header("X-Robots-Tag", "noai"), ua, []string{"tdm"}, "X-Robots-Tag: noai refuses the purpose tdm"},
+		{"noimageai on a page", header("X-Robots-Tag", "noimageai", "Content-Type", "text/html"), ua, train, ""},
+		{"noimageai on an image", header("X-Robots-Tag", "noimageai", "Content-Type", "Image/PNG"), ua, train,
+			"X-Robots-Tag: noimageai refuses the purpose train-ai"},
+		{"noai on an image", header("X-Robots-Tag", "noai", "Content-Type", "image/png"), ua, train, "X-Robots-Tag: noai refuses the purpose train-ai"},
+		{"scoped to the agent", header("X-Robots-Tag", "FooBot: noai"), ua, train, "X-Robots-Tag: FooBot: noai (noai) refuses the purpose train-ai"},
+		{"scoped, lower case", header("X-Robots-Tag", "foobot: noindex, noai"), ua, train,
+			"X-Robots-Tag: foobot: noindex, noai (noai) refuses the purpose train-ai"},
+		{"scoped to the fixed agent", header("X-Robots-Tag", "ResearchBot: noai"), "ResearchBot", train,
+			"X-Robots-Tag: ResearchBot: noai (noai) refuses the purpose train-ai"},
+		{"scoped to another agent", header("X-Robots-Tag", "OtherBot: noai"), ua, train, ""},
+		{"scoped to a longer token", header("X-Robots-Tag", "FooBotter: noai"), ua, train, ""},
+		{"another agent's scope ends at the next", header("X-Robots-Tag", "OtherBot: noai, FooBot: noindex"), ua, train, ""},
+		{"the agent's scope after another's", header("X-Robots-Tag", "OtherBot: noindex, FooBot: noai"), ua, train,
+			"X-Robots-Tag: OtherBot: noindex, FooBot: noai (noai) refuses the purpose train-ai"},
+		{"scope on its own line", header("X-Robots-Tag", "OtherBot: noindex", "X-Robots-Tag", "noai"), ua, train,
+			"X-Robots-Tag: noai refuses the purpose train-ai"},
+		{"unavailable_after is no scope", header("X-Robots-Tag", "unavailable_after: 25 Jun 2030 15:00:00 PST, noai"), ua, train,
+			"X-Robots-Tag: unavailable_after: 25 Jun 2030 15:00:00 PST, noai (noai) refuses the purpose train-ai"},
+		{"max-snippet is no scope", header("X-Robots-Tag", "max-snippet: 20, noai"), ua, train,
+			"X-Robots-Tag: max-snippet: 20, noai (noai) refuses the purpose train-ai"},
+		{"noai as a word of another directive", header("X-Robots-Tag", "noaifoo, no-ai, noindex"), ua, train, ""},
+		{"no agent", header("X-Robots-Tag", "FooBot: noai"), "", train, ""},
+
+		{"tdm-reservation first", header("X-Robots-Tag", "noai", "Content-Usage", "train-ai=n", "Tdm-Reservation", "1"), ua, train,
+			"tdm-reservation: 1 refuses the purpose train-ai"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ok := HeaderRefusal(tt.h, tt.agent, tt.purposes)
+			got := ""
+			if ok {
+				got = s.Explain()
+			}
+			if got != tt.want {
+				t.Errorf("HeaderRefusal(%v, %q, %q) = %q, want %q", tt.h, tt.agent, tt.purposes, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHeaderRefusalBoundsTheQuotedValue(t *testing.T) {
+	long := strings.Repeat("noindex, ", 1000) + "noai"
+	s, ok := HeaderRefusal(header("X-Robots-Tag", long), "", []string{"train-ai"})
+	if !ok || len(s.Value) > maxSignalValue+len("…") || s.Directive != "noai" {
+		t.Errorf("HeaderRefusal = %+v, %v; want noai with a value of at most %d bytes", s, ok, maxSignalValue)
+	}
+}
+
+func TestMetaRefusal(t *testing.T) {
+	const ua = "Mozilla/5.0 (compatible; FooBot/2.1)"
+	train := []string{"train-ai"}
+	m := func(kv ...string) []htmlmeta.Meta {
+		var out []htmlmeta.Meta
+		for i := 0; i+1 < len(kv); i += 2 {
+			out = append(out, htmlmeta.Meta{Name: kv[i], Content: kv[i+1]})
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		metas    []htmlmeta.Meta
+		purposes []string
+		want     string
+	}{
+		{"none", m("description", "noai", "viewport", "width=device-width"), train, ""},
+		{"robots noai", m("robots", "noai"), train, `<meta name="robots" content="noai"> refuses the purpose train-ai`},
+		{"robots list", m("robots", "noindex,NoAI"), train, `<meta name="robots" content="noindex,NoAI"> (noai) refuses the purpose train-ai`},
+		{"robots noimageai", m("robots", "noimageai"), train, ""},
+		{"tdm-reservation", m("tdm-policy", "https://example.org/p", "tdm-reservation", "1"), train,
+			`<meta name="tdm-reservation" content="1"> refuses the purpose train-ai (tdm-policy https://example.org/p)`},
+		{"tdm-reservation 0", m("tdm-reservation", "0"), train, ""},
+		{"the agent's tag", m("foobot", "noai"), train, `<meta name="foobot" content="noai"> refuses the purpose train-ai`},
+		{"another agent's tag", m("otherbot", "noai"), train, ""},
+		{"search purpose", m("robots", "noai", "tdm-reservation", "1"), []string{"search"}, ""},
+		{"no purposes", m("robots", "noai"), nil, ""},
+		{"tdm purpose", m("robots", "noai"), []string{"search", "tdm"}, `<meta name="robots" content="noai"> refuses the purpose tdm`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ok := MetaRefusal(tt.metas, ua, tt.purposes)
+			got := ""
+			if ok {
+				got = s.Explain()
+			}
+			if got != tt.want {
+				t.Errorf("MetaRefusal(%+v, %q) = %q, want %q", tt.metas, tt.purposes, got, tt.want)
+			}
+		})
+	}
+	for _, p := range []string{"train-ai", "train-genai", "ai-train", "tdm"} {
+		if !MetaConcerns([]string{"search", p}) {
+			t.Errorf("MetaConcerns([search %s]) = false", p)
+		}
+	}
+	if MetaConcerns([]string{"search", "ai-input", "ai-use"}) || MetaConcerns(nil) {
+		t.Error("MetaConcerns is true for purposes no meta tag concerns")
+	}
+}
+
+func TestResponsePurposes(t *testing.T) {
+	purposes := []string{"train-ai"}
+	robotsRes := &resolver.Result{}
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		want bool
+	}{
+		{"allowed after robots.txt", Decision{Robots: robotsRes, Request: Request{Client: Client{Purposes: purposes}}}, true},
+		{"robots.txt not consulted (bypass, ignored site, robots.txt itself)", Decision{Request: Request{Client: Client{Purposes: purposes}}}, false},
+		{"refused", Decision{Verdict: Disallow, Robots: robotsRes, Request: Request{Client: Client{Purposes: purposes}}}, false},
+		{"no purposes", Decision{Robots: robotsRes}, false},
+	} {
+		if got := tc.d.ResponsePurposes(); (len(got) > 0) != tc.want {
+			t.Errorf("%s: ResponsePurposes() = %q", tc.name, got)
+		}
+	}
+}
