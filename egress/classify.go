@@ -28,6 +28,7 @@ const (
 	DeniedHost     // matches egress.deny_hosts
 	NotAllowedHost // matches none of egress.allow_hosts
 	SelfAddress    // the proxy's own listening address
+	ListedHost     // on a list of egress.deny_hosts_files
 )
 
 var classNames = [...]string{
@@ -35,6 +36,7 @@ var classNames = [...]string{
 	LinkLocal: "link-local", CGNAT: "cgnat", ULA: "ula", Multicast: "multicast",
 	Reserved: "reserved", Unparseable: "unparseable",
 	DeniedHost: "denied host", NotAllowedHost: "host not in allow list", SelfAddress: "the proxy itself",
+	ListedHost: "host on a deny list",
 }
 
 // String returns the class name used in logs and refusals ("link-local").

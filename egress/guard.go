@@ -35,6 +35,10 @@ type Guard struct {
 	// are always refused; AllowHosts, when not empty, are the only hosts
 	// allowed. Both apply to the name asked for, before resolving.
 	DenyHosts, AllowHosts []string
+	// DenyLists are host lists read from files (egress.deny_hosts_files),
+	// refused like DenyHosts; nil means none. Unlike the Guard, they may
+	// change while in use (DenyLists.Refresh).
+	DenyLists *DenyLists
 	// Self are the proxy's own listening addresses: connecting to them would
 	// loop requests through the proxy.
 	Self []netip.AddrPort
@@ -53,10 +57,16 @@ type DeniedError struct {
 	Host  string     // as asked for
 	IP    netip.Addr // the offending address
 	Class Class
+	// Listed is the line of a deny list that refused Host (Class
+	// ListedHost).
+	Listed DenyMatch
 }
 
 // Error says which host was refused and why.
 func (e *DeniedError) Error() string {
+	if e.Class == ListedHost {
+		return fmt.Sprintf("egress denied: %s (%s, line %d: %s)", e.Host, e.Listed.File, e.Listed.Line, e.Listed.Entry)
+	}
 	if !e.IP.IsValid() {
 		return fmt.Sprintf("egress denied: %s (%s)", e.Host, e.Class)
 	}
@@ -69,6 +79,9 @@ func (g *Guard) CheckName(host string) error {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if matchAny(g.DenyHosts, host) {
 		return &DeniedError{Host: host, Class: DeniedHost}
+	}
+	if m, ok := g.DenyLists.Lookup(host); ok {
+		return &DeniedError{Host: host, Class: ListedHost, Listed: m}
 	}
 	if len(g.AllowHosts) > 0 && !matchAny(g.AllowHosts, host) {
 		return &DeniedError{Host: host, Class: NotAllowedHost}
