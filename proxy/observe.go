@@ -34,7 +34,10 @@ type auditSlot struct {
 	body        upstreamBody
 	upstreamErr error
 	reqBody     *idleBody // the client's request body, if any
-	w           recordingWriter
+	// purposes are the client's purposes the origin's response is judged
+	// for (Decision.ResponsePurposes); nil for most clients.
+	purposes []string
+	w        recordingWriter
 }
 
 // refine changes the decision recorded for a CONNECT once it is known what
@@ -61,6 +64,7 @@ func auditSlotOf(ctx context.Context) *auditSlot {
 func recordDecision(req *http.Request, start time.Time, d *policy.Decision) {
 	if slot := auditSlotOf(req.Context()); slot != nil {
 		slot.rec, slot.decided = newAuditRecord(start, req.RemoteAddr, req.Method, d), true
+		slot.purposes = d.ResponsePurposes()
 	}
 }
 

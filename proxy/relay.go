@@ -33,6 +33,11 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 		Transport:      s.upstream.tr,
 		ModifyResponse: s.modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+			var refused *usageRefusedError
+			if errors.As(err, &refused) { // nothing of the origin's response was written
+				s.respond(w, refused.response(req))
+				return
+			}
 			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
 				w.Header().Set("Connection", "close") // the rest of the body may never come
 				s.respond(w, plainResponse(req, http.StatusRequestTimeout, decisionClientTimeout, "http_request_error",
@@ -65,7 +70,8 @@ func rewrite(pr *httputil.ProxyRequest) {
 var errUnrequestedUpgrade = errors.New("the origin switched to a protocol the request did not ask for")
 
 // modifyResponse notes the origin's answer in the audit slot before the
-// relay passes it on.
+// relay passes it on, and withholds it when one of its AI-usage signals
+// refuses the client's purpose.
 func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols &&
 		!strings.EqualFold(upgradeType(resp.Request.Header), upgradeType(resp.Header)) {
@@ -90,6 +96,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
 		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}
 		resp.Body = &slot.body
+	}
+	if len(slot.purposes) > 0 && resp.StatusCode != http.StatusSwitchingProtocols {
+		return s.judgeResponse(resp, slot) // its AI-usage signals (usage.go)
 	}
 	return nil
 }

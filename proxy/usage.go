@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"bufio"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/robotsgate/robotsgate/htmlmeta"
+	"github.com/robotsgate/robotsgate/policy"
+)
+
+// The AI-usage signals of an origin's response (policy/response.go) are
+// judged in the relay's ModifyResponse, before anything of the response is
+// written to the client, and only for a client with purposes: the
+// request's audit slot carries them (Decision.ResponsePurposes), and every
+// other request pays one length check.
+//
+// A refusing signal makes ModifyResponse return a *usageRefusedError: the
+// relay closes the origin's body unread (its transport then closes the
+// connection, or resets the HTTP/2 stream) and its ErrorHandler sends 403
+// usage-denied instead. Not one byte of the origin's body reaches the
+// client; the audit record keeps the origin's status (upstream_status) and
+// says in its note which signal withheld the body.
+//
+// With usage.scan_html, the head of a text/html page is read for its meta
+// tags first: the relay holds back up to htmlmeta.Limit bytes of the body
+// (until </head> or <body>), then passes them on ahead of the rest. A gzip
+// or deflate body is decompressed for the scan only, the client still
+// receives the origin's bytes; any other coding (br, zstd, several) is not
+// scanned, and the audit note says so.
+
+// usageRefusedError is a response withheld because one of its AI-usage
+// signals refuses the client's purpose.
+type usageRefusedError struct {
+	signal         policy.ResponseSignal
+	url, userAgent string
+	upstreamStatus int
+}
+
+func (e *usageRefusedError) Error() string {
+	return fmt.Sprintf("the origin's response (%d) was withheld: %s", e.upstreamStatus, e.signal.Explain())
+}
+
+// response renders the refusal: 403 usage-denied naming the signal.
+func (e *usageRefusedError) response(req *http.Request) *http.Response {
+	return render(req, &explanation{
+		Decision:  policy.UsageDenied.String(),
+		Status:    http.StatusForbidden,
+		Message:   "The origin's response was withheld: " + e.signal.Explain() + ".",
+		URL:       e.url,
+		UserAgent: e.userAgent,
+	}, "http_request_denied")
+}
+
+// judgeResponse checks the AI-usage signals of resp for the purposes of
+// slot; a non-nil error withholds the response (usageRefusedError).
+func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
+	sig, refused := policy.HeaderRefusal(resp.Header, slot.rec.Agent, slot.purposes)
+	if !refused && s.settings().cfg.Usage.ScanHTML && policy.MetaConcerns(slot.purposes) && hasHTMLBody(resp) {
+		sig, refused = s.scanHead(resp, slot)
+	}
+	if !refused {
+		return nil
+	}
+	rec := &slot.rec
+	rec.Decision = policy.UsageDenied.String()
+	if rec.Mode == policy.Monitor.String() {
+		rec.Enforced = false
+		addNote(rec, fmt.Sprintf("the origin's response (%d) would be withheld: %s (monitor mode: delivered)", resp.StatusCode, sig.Explain()))
+		s.log.Info("response would be refused (monitor mode): delivered", "url", rec.URL, "signal", sig.String(),
+			"purpose", sig.Purpose, "client", rec.Client, "client_rule", rec.ClientRule)
+		return nil
+	}
+	err := &usageRefusedError{signal: sig, url: rec.URL, userAgent: rec.UserAgent, upstreamStatus: resp.StatusCode}
+	addNote(rec, err.Error())
+	s.log.Info("response refused", "url", rec.URL, "signal", sig.String(), "purpose", sig.Purpose,
+		"upstream_status", resp.StatusCode, "client", rec.Client, "client_rule", rec.ClientRule)
+	return err
+}
+
+// addNote adds to an audit record's note.
+func addNote(rec *AuditRecord, note string) {
+	if rec.Note != "" {
+		note = rec.Note + "; " + note
+	}
+	rec.Note = note
+}
+
+// hasHTMLBody reports whether resp is an HTML page with a body to scan.
+func hasHTMLBody(resp *http.Response) bool {
+	if resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 || resp.Request.Method == http.MethodHead ||
+		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return false
+	}
+	mediaType, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(mediaType), "text/html")
+}
+
+// scanHead reads the meta tags of an HTML response's head and judges
+// them, holding back what it read: resp.Body becomes those bytes, then the
+// rest of the origin's body.
+func (s *Server) scanHead(resp *http.Response, slot *auditSlot) (policy.ResponseSignal, bool) {
+	coding := strings.ToLower(strings.TrimSpace(strings.Join(resp.Header.Values("Content-Encoding"), ",")))
+	switch coding {
+	case "", "identity", "gzip", "x-gzip", "deflate":
+	default:
+		addNote(&slot.rec, "meta tags not scanned: Content-Encoding "+coding+" is not decoded for the scan")
+		return policy.ResponseSignal{}, false
+	}
+	held := &heldBody{rest: resp.Body}
+	resp.Body = held
+	var src io.Reader = &holdReader{b: held, left: htmlmeta.Limit}
+	switch coding {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			return policy.ResponseSignal{}, false // not gzip after all: the client gets what the origin sent
+		}
+		src = zr
+	case "deflate":
+		src = deflateReader(bufio.NewReader(src))
+	}
+	metas, _ := htmlmeta.Scan(src, htmlmeta.Limit) // a failed read only ends the scan
+	return policy.MetaRefusal(metas, slot.rec.Agent, slot.purposes)
+}
+
+// deflateReader decodes Content-Encoding: deflate, which is zlib (RFC 9110
+// §8.4.1.2), or raw deflate as some servers send it.
+func deflateReader(r *bufio.Reader) io.Reader {
+	if h, err := r.Peek(2); err == nil && h[0]&0x0f == 8 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 {
+		if zr, err := zlib.NewReader(r); err == nil {
+			return zr
+		}
+	}
+	return flate.NewReader(r)
+}
+
+// heldBody is an origin's body whose first bytes were read for a scan:
+// they come first, then the rest.
+type heldBody struct {
+	held []byte        // read for the scan, not yet passed on
+	err  error         // how the body ended while the scan read it (io.EOF, a failure), nil if it did not
+	rest io.ReadCloser // the origin's body
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	if len(b.held) > 0 {
+		n := copy(p, b.held)
+		b.held = b.held[n:]
+		return n, nil
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.rest.Read(p)
+}
+
+func (b *heldBody) Close() error { return b.rest.Close() }
+
+// holdReader is the origin's body as the scan reads it: at most left
+// bytes, each kept in the heldBody.
+type holdReader struct {
+	b    *heldBody
+	left int
+}
+
+func (h *holdReader) Read(p []byte) (int, error) {
+	if h.left <= 0 || h.b.err != nil {
+		return 0, io.EOF
+	}
+	if len(p) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.b.rest.Read(p)
+	h.b.held = append(h.b.held, p[:n]...)
+	h.left -= n
+	h.b.err = err
+	return n, err
+}
