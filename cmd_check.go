@@ -138,6 +138,8 @@ func egressKey(c egress.Class) string {
 	switch c {
 	case egress.DeniedHost:
 		return "refused by egress.deny_hosts"
+	case egress.ListedHost:
+		return "on a list of egress.deny_hosts_files"
 	case egress.NotAllowedHost:
 		return "not in egress.allow_hosts"
 	case egress.SelfAddress:

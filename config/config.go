@@ -120,6 +120,16 @@ type Egress struct {
 	// DenyHosts refuses hosts matching any of these globs; it wins over
 	// AllowHosts. Default none.
 	DenyHosts []string `yaml:"deny_hosts"`
+	// DenyHostsFiles are files of hosts to refuse like DenyHosts (e.g. a
+	// list of copyright-infringing sites, or a company's blocklist): one
+	// host or glob per line ("*.example.com" matches the names under
+	// example.com, not example.com itself), '#' comments, blank lines
+	// ignored; lookups stay fast for millions of entries. Relative paths
+	// are from the working directory. A refusal names the file and line.
+	// The files are read again on SIGHUP and when they change (checked
+	// every 2 seconds); a file that no longer loads keeps its previous
+	// entries. Default none.
+	DenyHostsFiles []string `yaml:"deny_hosts_files"`
 	// AllowPorts, when not empty, restricts every destination (proxied
 	// requests, CONNECT tunnels, robots.txt fetches) to these ports
 	// (1..65535). Default none (any port).

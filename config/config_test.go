@@ -141,6 +141,9 @@ func TestParseValid(t *testing.T) {
 			c.Egress.DenyHosts = []string{"evil.example"}
 			c.MITM.SkipHosts = []string{"evil.example"}
 		}},
+		{name: "deny hosts files", yaml: "egress:\n  deny_hosts_files: [/etc/robotsgate/infringing.txt, lists/own.txt]\n", want: func(c *Config) {
+			c.Egress.DenyHostsFiles = []string{"/etc/robotsgate/infringing.txt", "lists/own.txt"}
+		}},
 		{name: "mitm off needs no CA", yaml: "mitm: {enabled: false, ca_cert: \"\", ca_key: \"\"}\n", want: func(c *Config) {
 			c.MITM = MITM{}
 		}},
@@ -289,6 +292,10 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:2: sites[0].hosts[0]: invalid host glob "[a-": syntax error in pattern`},
 		{"URL for a glob", "egress:\n  deny_hosts:\n    - https://evil.example/\n",
 			`cfg.yaml:3: egress.deny_hosts[0]: invalid host glob "https://evil.example/" (want a host such as *.example.com, not a URL)`},
+		{"empty deny list path", "egress:\n  deny_hosts_files:\n    - lists/a.txt\n    - \"\"\n",
+			`cfg.yaml:4: egress.deny_hosts_files[1]: empty path (want a file of hosts, one per line)`},
+		{"deny list twice", "egress:\n  deny_hosts_files: [a.txt, b.txt, a.txt]\n",
+			`cfg.yaml:2: egress.deny_hosts_files[2]: "a.txt" is listed twice`},
 		{"site without hosts", "sites:\n  - robots: ignore\n",
 			"cfg.yaml:2: sites[0].hosts: required: at least one host glob"},
 		{"mitm without CA", "mitm:\n  ca_key: \"\"\n",

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -143,6 +144,15 @@ func (v *validator) egress(e *Egress) {
 	}
 	v.globs("egress.allow_hosts", e.AllowHosts)
 	v.globs("egress.deny_hosts", e.DenyHosts)
+	for i, f := range e.DenyHostsFiles {
+		key := fmt.Sprintf("egress.deny_hosts_files[%d]", i)
+		switch {
+		case strings.TrimSpace(f) == "":
+			v.add(key, "empty path (want a file of hosts, one per line)")
+		case slices.Contains(e.DenyHostsFiles[:i], f):
+			v.add(key, "%q is listed twice", f)
+		}
+	}
 	v.ports("egress.allow_ports", e.AllowPorts)
 	v.ports("egress.tunnel_ports", e.TunnelPorts)
 }

@@ -290,7 +290,7 @@ func TestGuardRefusesListedHostsBeforeResolving(t *testing.T) {
 			denied.Listed.Entry != "*.listed.example" {
 			t.Fatalf("err = %v, want a ListedHost refusal naming %s line 2", err, p)
 		}
-		if want := "egress denied: www.listed.example (" + p + ", line 2: *.listed.example)"; err.Error() != want {
+		if want := "egress denied: www.listed.example (deny list " + p + ":2: *.listed.example)"; err.Error() != want {
 			t.Errorf("Error() = %q, want %q", err, want)
 		}
 		if Cause(err) != CauseDenied {

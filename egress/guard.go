@@ -65,7 +65,7 @@ type DeniedError struct {
 // Error says which host was refused and why.
 func (e *DeniedError) Error() string {
 	if e.Class == ListedHost {
-		return fmt.Sprintf("egress denied: %s (%s, line %d: %s)", e.Host, e.Listed.File, e.Listed.Line, e.Listed.Entry)
+		return fmt.Sprintf("egress denied: %s (deny list %s:%d: %s)", e.Host, e.Listed.File, e.Listed.Line, e.Listed.Entry)
 	}
 	if !e.IP.IsValid() {
 		return fmt.Sprintf("egress denied: %s (%s)", e.Host, e.Class)

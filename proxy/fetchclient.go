@@ -3,22 +3,29 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/egress"
 )
 
 // FetchClient returns an HTTP client that reaches URLs under cfg's egress
 // rules as the proxy does (the egress guard with its network classes and
-// allow_networks exceptions, allow_hosts, deny_hosts, allow_ports, checked
-// on every connection, redirects included), trusting the system roots plus
-// mitm.upstream_ca, never a proxy from the environment. For commands that
-// fetch a robots.txt outside the proxy (`robotsgate lint URL -config`); it
-// connects directly, not through upstream.proxy.
+// allow_networks exceptions, allow_hosts, deny_hosts, deny_hosts_files,
+// allow_ports, checked on every connection, redirects included), trusting
+// the system roots plus mitm.upstream_ca, never a proxy from the
+// environment. For commands that fetch a robots.txt outside the proxy
+// (`robotsgate lint URL -config`); it connects directly, not through
+// upstream.proxy.
 func FetchClient(cfg config.Config) (*http.Client, error) {
-	guard, err := newGuard(cfg.Egress, nil, nil, nil)
+	lists, err := egress.LoadDenyLists(cfg.Egress.DenyHostsFiles)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: egress.deny_hosts_files: %w", err)
+	}
+	guard, err := newGuard(cfg.Egress, lists, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
@@ -27,11 +28,14 @@ func (s *Server) NoteReload(err error) {
 }
 
 // CheckFiles reads the files a configuration names (mitm.upstream_ca,
-// auth.htpasswd) as New would, so that a bad one is reported before
-// anything is created (the CA, listeners).
+// auth.htpasswd, egress.deny_hosts_files) as New would, so that a bad one
+// is reported before anything is created (the CA, listeners).
 func CheckFiles(cfg config.Config) error {
 	if _, err := upstreamRoots(cfg.MITM.UpstreamCA); err != nil {
 		return err
+	}
+	if err := egress.CheckDenyLists(cfg.Egress.DenyHostsFiles); err != nil {
+		return fmt.Errorf("proxy: egress.deny_hosts_files: %w", err)
 	}
 	if _, err := policy.NewClients(cfg.Clients, cfg.Auth); err != nil {
 		return fmt.Errorf("proxy: %w", err)

@@ -163,6 +163,9 @@ func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response 
 	switch denied.Class {
 	case egress.DeniedHost:
 		msg = "The destination host is refused by egress.deny_hosts."
+	case egress.ListedHost:
+		msg = fmt.Sprintf("The destination host is on a deny list of egress.deny_hosts_files: %s:%d (%s).",
+			denied.Listed.File, denied.Listed.Line, denied.Listed.Entry)
 	case egress.NotAllowedHost:
 		msg = "The destination host is not in egress.allow_hosts (adding it there would allow it)."
 	case egress.SelfAddress:

@@ -109,6 +109,7 @@ type Server struct {
 	ready func(context.Context) error
 	// closeStore and closeShared release the Redis clients, if any.
 	closeStore, closeShared func() error
+	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
 }
 
 // settings is the part of the server that a configuration reload replaces.
@@ -151,6 +152,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
+	s.startDenyListWatch()
 	s.registerGauges()
 	s.metrics.PrepareRequests("allow", "disallow", "unreachable", decisionEgressDenied, "rate-limited", decisionUpstreamError, decisionClientClosed)
 	s.upstream = newUpstream(s.dial, s.proxyFor, roots, s.log, s.metrics)
@@ -277,7 +279,11 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	guard, err := newGuard(cfg.Egress, s.dnsOpt, s.dialOpt, s.selfAddrs())
+	lists, err := s.denyLists(cfg.Egress.DenyHostsFiles)
+	if err != nil {
+		return err
+	}
+	guard, err := newGuard(cfg.Egress, lists, s.dnsOpt, s.dialOpt, s.selfAddrs())
 	if err != nil {
 		return err
 	}
@@ -319,10 +325,10 @@ func (s *Server) Reload(cfg config.Config) error {
 
 func (s *Server) settings() *settings { return s.current.Load() }
 
-func newGuard(e config.Egress, r egress.Resolver, dial egress.DialFunc, self []netip.AddrPort) (*egress.Guard, error) {
+func newGuard(e config.Egress, lists *egress.DenyLists, r egress.Resolver, dial egress.DialFunc, self []netip.AddrPort) (*egress.Guard, error) {
 	g := &egress.Guard{
 		BlockPrivate: e.BlockPrivateNetworks, Resolver: r, Dial: dial, DialTimeout: dialTimeout,
-		AllowHosts: lower(e.AllowHosts), DenyHosts: lower(e.DenyHosts), Self: self,
+		AllowHosts: lower(e.AllowHosts), DenyHosts: lower(e.DenyHosts), DenyLists: lists, Self: self,
 	}
 	for _, c := range e.AllowNetworks {
 		p, err := netip.ParsePrefix(c)
@@ -451,6 +457,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.proxySrv.Close()
 	}
 	wg.Wait()
+	s.denyWatch.close()
 	s.resolver.Close()
 	s.upstream.close()
 	s.audit.close()
