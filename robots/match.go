@@ -217,6 +217,20 @@ func (f *File) match(r *rule, path string, pre uint32, work *int) (matched, exha
 // start: '*' matches any run of octets, a final '$' anchors the end, any
 // other octet (a '$' elsewhere included) matches itself.
 func matchPattern(pattern, path string) bool {
+	var work int
+	return MatchPattern(pattern, path, &work)
+}
+
+// MatchPattern reports whether a robots.txt pattern matches path from its
+// start, as Group.Decide matches a rule: '*' matches any run of octets, a
+// final '$' anchors the end, any other octet (a '$' elsewhere included)
+// matches itself; pattern and path are compared as they are (no escaping
+// or decoding). Its wildcard search places each segment between stars at
+// its leftmost position, in about one pass over path (no backtracking),
+// and adds to *work the octets of path it examined, so that a caller
+// matching many patterns can bound the total (as Decide does with
+// MaxMatchWork).
+func MatchPattern(pattern, path string, work *int) bool {
 	anchored := strings.HasSuffix(pattern, "$")
 	if anchored {
 		pattern = pattern[:len(pattern)-1]
@@ -231,8 +245,7 @@ func matchPattern(pattern, path string) bool {
 	if !strings.HasPrefix(path, pattern[:star]) {
 		return false
 	}
-	var work int
-	return matchWild(pattern[star+1:], path[star:], anchored, &work)
+	return matchWild(pattern[star+1:], path[star:], anchored, work)
 }
 
 // matchWild matches the part of a pattern after its first '*' against the
