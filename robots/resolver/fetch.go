@@ -89,26 +89,44 @@ type fetched struct {
 // With prev's validators the GET is conditional (RFC 9110 §13.1), and a 304
 // keeps prev's file (RFC 9309 §2.4 lets a crawler revalidate).
 func (r *Resolver) fetch(ctx context.Context, o origin.Origin, prev *Result) fetched {
+	var etag, lastModified string
+	if prev != nil && prev.Status == OK && !prev.Stale {
+		etag, lastModified = prev.validators()
+	}
+	f := r.get(ctx, o.RobotsURL(), "text/plain, */*;q=0.5", etag, lastModified)
+	if f.status == OK && !f.notModified {
+		// Parse sees one byte past the limit, to tell the file was cut;
+		// only the first MaxFileSize bytes are judged (RFC 9309 §2.5):
+		// those are what is archived and hashed.
+		f.file = robots.Parse(f.body)
+		if f.truncated {
+			f.body = f.body[:robots.MaxFileSize]
+		}
+	}
+	return f
+}
+
+// get performs one GET of u, bounded as a whole (body included) by the
+// fetch timeout, conditional when etag or lastModified is set, and
+// classifies the answer by RFC 9309's status classes. The body of a 2xx is
+// read up to one byte past robots.MaxFileSize (truncated says it went
+// past); the caller parses it.
+func (r *Resolver) get(ctx context.Context, u, accept, etag, lastModified string) fetched {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FetchTimeout)
 	defer cancel()
-	u := o.RobotsURL()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return fetched{status: Unreachable, url: u, err: fmt.Errorf("fetch %s: %w", u, err)}
 	}
 	req.Header.Set("User-Agent", r.cfg.UserAgent)
-	req.Header.Set("Accept", "text/plain, */*;q=0.5")
-	conditional := false
-	if prev != nil && prev.Status == OK && !prev.Stale {
-		etag, lastModified := prev.validators()
-		if etag != "" {
-			req.Header.Set("If-None-Match", etag)
-		}
-		if lastModified != "" {
-			req.Header.Set("If-Modified-Since", lastModified)
-		}
-		conditional = etag != "" || lastModified != ""
+	req.Header.Set("Accept", accept)
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
 	}
+	if lastModified != "" {
+		req.Header.Set("If-Modified-Since", lastModified)
+	}
+	conditional := etag != "" || lastModified != ""
 	resp, err := r.client.Do(req)
 	if err != nil {
 		if errors.Is(err, errTooManyRedirects) || errors.Is(err, errRedirectLoop) {
@@ -122,17 +140,11 @@ func (r *Resolver) fetch(ctx context.Context, o origin.Origin, prev *Result) fet
 	case code == http.StatusNotModified && conditional:
 		f.status, f.notModified = OK, true
 	case code >= 200 && code < 300:
-		// Read one byte past the limit so Parse can tell the file was cut.
 		body, err := io.ReadAll(io.LimitReader(resp.Body, robots.MaxFileSize+1))
 		if err != nil {
 			return fetched{status: Unreachable, httpStatus: code, url: f.url, header: resp.Header, err: fmt.Errorf("fetch %s: reading body: %w", f.url, err)}
 		}
-		f.status, f.file, f.body = OK, robots.Parse(body), body
-		if len(body) > robots.MaxFileSize {
-			// Only the first MaxFileSize bytes are judged (RFC 9309 §2.5):
-			// those are what is archived and hashed.
-			f.body, f.truncated = body[:robots.MaxFileSize], true
-		}
+		f.status, f.body, f.truncated = OK, body, len(body) > robots.MaxFileSize
 	// A 407 comes from a proxy on the way (the parent refused our
 	// credentials), never from the origin: the file's status is unknown.
 	case code == http.StatusTooManyRequests || code == http.StatusProxyAuthRequired || code >= 500 || code < 200:
@@ -143,6 +155,53 @@ func (r *Resolver) fetch(ctx context.Context, o origin.Origin, prev *Result) fet
 		f.status = Unavailable
 	}
 	return f
+}
+
+// FileAnswer is the answer to FetchFile.
+type FileAnswer struct {
+	// Status classes the answer as a robots.txt's: OK (2xx), Unavailable
+	// (other 4xx, or redirects that could not be followed), Unreachable
+	// (429, 5xx, 407 from a parent proxy, 1xx, a network, DNS, TLS or
+	// egress failure, the fetch timeout).
+	Status Status
+	// HTTPStatus is the final answer's status, 0 when there was none.
+	HTTPStatus int
+	// URL is where the answer came from, after redirects.
+	URL string
+	// Header is the final answer's header, nil when there was none.
+	Header http.Header
+	// Body is the body of an OK answer, its first robots.MaxFileSize
+	// bytes; Truncated says it was longer.
+	Body      []byte
+	Truncated bool
+	// MaxAge is the answer's Cache-Control max-age (0 for no-store or
+	// no-cache), -1 when it gave none; RetryAfter its Retry-After (429,
+	// 503), 0 when none.
+	MaxAge, RetryAfter time.Duration
+	// Err says why the answer is Unreachable (and Unavailable after a
+	// redirect loop or too many redirects); nil otherwise.
+	Err error
+}
+
+// Cause names why the answer gave no file, as Result.Cause does.
+func (a *FileAnswer) Cause() string { return cause(a.Err) }
+
+// FetchFile performs one GET of another file of o than its robots.txt
+// (path, e.g. "/.well-known/tdmrep.json") exactly as robots.txt is fetched:
+// the same client (egress guard, parent proxy, TLS roots, redirects),
+// User-Agent, fetch timeout and size bound, with accept as the Accept
+// header, and classes the answer by the same status rules. It neither
+// caches nor archives: that is the caller's (with Freshness and
+// RetryDelay for the same freshness rules).
+func (r *Resolver) FetchFile(ctx context.Context, o origin.Origin, path, accept string) FileAnswer {
+	f := r.get(ctx, o.URL(path), accept, "", "")
+	if f.truncated {
+		f.body = f.body[:robots.MaxFileSize]
+	}
+	return FileAnswer{
+		Status: f.status, HTTPStatus: f.httpStatus, URL: f.url, Header: f.header,
+		Body: f.body, Truncated: f.truncated, MaxAge: f.maxAge, RetryAfter: f.retryAfter, Err: f.err,
+	}
 }
 
 // maxAge returns the Cache-Control max-age, 0 for no-store/no-cache, or -1

@@ -3,7 +3,8 @@
 // in a bounded LRU cache with their freshness, fetches each cold origin once
 // however many requests wait for it, refreshes expired entries in the
 // background while the old copy keeps serving, and falls back to an expired
-// copy while an origin is unreachable.
+// copy while an origin is unreachable. It also fetches other per-origin
+// files the same way (FetchFile), for their own caches.
 package resolver
 
 import (
@@ -324,7 +325,7 @@ func (r *Resolver) verdict(o origin.Origin, prev *Result, f fetched, now time.Ti
 	if prev != nil && prev.failures < math.MaxUint16 {
 		failures = prev.failures + 1
 	}
-	retry := min(max(r.backoff(int(failures)), f.retryAfter), r.cfg.MaxTTL)
+	retry := r.RetryDelay(int(failures), f.retryAfter)
 	if prev != nil && prev.File != nil {
 		// RFC 9309 §2.4: while unreachable, keep using the cached copy.
 		return prev.staleCopy(f.err, failures, now.Add(retry))
@@ -338,6 +339,18 @@ func (r *Resolver) ttl(maxAge time.Duration) time.Duration {
 		return r.cfg.MaxTTL
 	}
 	return min(max(maxAge, r.cfg.MinTTL), r.cfg.MaxTTL)
+}
+
+// Freshness returns how long an answer with this Cache-Control max-age
+// (-1: none) stays fresh: max-age within MinTTL and MaxTTL, MaxTTL without
+// one. It is robots.txt's rule, for the caches of other files (FetchFile).
+func (r *Resolver) Freshness(maxAge time.Duration) time.Duration { return r.ttl(maxAge) }
+
+// RetryDelay returns how long a failure is remembered after failures
+// consecutive failed fetches (1 for the first): the backoff from RetryMin
+// doubling up to RetryMax, or a longer Retry-After, at most MaxTTL.
+func (r *Resolver) RetryDelay(failures int, retryAfter time.Duration) time.Duration {
+	return min(max(r.backoff(failures), retryAfter), r.cfg.MaxTTL)
 }
 
 // backoff returns the retry delay after n consecutive failures.

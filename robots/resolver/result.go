@@ -123,8 +123,10 @@ const (
 // tls_certificate_error, ...), an HTTP status (http_429, http_5xx,
 // http_407) or too_many_redirects; "" when it did, or when the answer
 // was a plain 4xx (no robots.txt: everything allowed).
-func (r *Result) Cause() string {
-	err := r.Err()
+func (r *Result) Cause() string { return cause(r.Err()) }
+
+// cause names the failure err (see Result.Cause).
+func cause(err error) string {
 	var se *StatusError
 	switch {
 	case err == nil:
