@@ -75,7 +75,8 @@ vet:
 # benchstat table (columns = implementation): the robots package's, the
 # resolver's (cache hit and the memory of 100,000 cached origins, ours only),
 # then the proxy's (direct / goproxy / robotsgate over loopback, see
-# proxy/bench_test.go), then verify's lines/s (compliance).
+# proxy/bench_test.go), then verify's lines/s (compliance), then the
+# deny lists' lookups and load at a million entries (egress).
 # The BENCH_COUNT repetitions are separate runs of every benchmark, so that
 # the implementations alternate and a change in the machine's load during
 # the run does not favour one of them. The corpus benchmarks need
@@ -83,12 +84,13 @@ vet:
 bench:
 	@rm -f bench.out
 	@for i in $$(seq $(BENCH_COUNT)); do \
-		$(GO) test -run '^$$' -bench . -benchmem -count 1 ./robots/ ./robots/resolver/ ./proxy/ ./compliance/ | tee -a bench.out || exit 1; \
+		$(GO) test -run '^$$' -bench . -benchmem -count 1 ./robots/ ./robots/resolver/ ./proxy/ ./compliance/ ./egress/ | tee -a bench.out || exit 1; \
 	done
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/robots' -col '/impl@(robotsgate temoto grobotstxt)' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/robots/resolver' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/proxy' -col '/impl@(goproxy robotsgate direct)' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/compliance' bench.out
+	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress' bench.out
 
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).
 FUZZTIME ?= 30s
@@ -102,3 +104,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzMetaScan$$' -fuzztime $(FUZZTIME) ./htmlmeta/
+	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -403,4 +404,45 @@ func BenchmarkDenyListLoad(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(kept)/n, "B/entry")
+}
+
+// FuzzDenyListMatchesLikeDenyHosts: whatever line a list accepts, its
+// lookup answers as path.Match does with the line's canonical pattern (the
+// meaning of the same glob in egress.deny_hosts), for any host made of the
+// characters hosts have.
+func FuzzDenyListMatchesLikeDenyHosts(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"*.example.com", "www.example.com"}, {"ads*.example.net", "ads.cdn.example.net"},
+		{"cdn-[0-9].example.org", "cdn-7.example.org"}, {`a\.b*.example`, "a.bc.example"},
+		{"x[.]example.com", "x.example.com"}, {"10.0.0.*", "10.0.0.7"}, {"*", "anything"},
+		{"Bücher.example", "xn--bcher-kva.example"}, {"[^a]?.*.io", "bz.q.io"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, line, host string) {
+		for i := 0; i < len(host); i++ {
+			if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:", c) >= 0) {
+				return
+			}
+		}
+		kind, key, msg := parseDenyLine(line)
+		if msg != "" || kind == entryNone {
+			return
+		}
+		set, err := parseDenyList("fuzz.txt", line+"\n", true)
+		if err != nil {
+			t.Fatalf("line %q accepted alone, refused in a list: %v", line, err)
+		}
+		pattern := key
+		if kind == entrySuffix {
+			pattern = "*." + key
+		}
+		want, _ := path.Match(pattern, host)
+		if kind == entryExact {
+			want = host == key
+		}
+		if _, _, got := set.lookup(host); got != want {
+			t.Errorf("line %q (pattern %q), host %q: listed %t, path.Match %t", line, pattern, host, got, want)
+		}
+	})
 }
