@@ -184,7 +184,7 @@ type FileAnswer struct {
 }
 
 // Cause names why the answer gave no file, as Result.Cause does.
-func (a *FileAnswer) Cause() string { return cause(a.Err) }
+func (a *FileAnswer) Cause() string { return CauseOf(a.Err) }
 
 // FetchFile performs one GET of another file of o than its robots.txt
 // (path, e.g. "/.well-known/tdmrep.json") exactly as robots.txt is fetched:

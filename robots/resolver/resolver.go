@@ -22,7 +22,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/egress"
@@ -101,11 +100,10 @@ type Resolver struct {
 	// and its map); a Result names its origin, so a collision is a miss.
 	cache  *lru.Cache[uint64, *Result]
 	seed   maphash.Seed
-	flight singleflight.Group
+	flight Flight[*Result]
 
 	ctx       context.Context // parent of background work, cancelled by Close
 	cancel    context.CancelFunc
-	wg        sync.WaitGroup
 	closeOnce sync.Once
 
 	// hitNow is the clock of the cache-hit path: coarse unless Config.Now
@@ -162,7 +160,7 @@ func New(cfg Config) (*Resolver, error) {
 func (r *Resolver) Close() {
 	r.closeOnce.Do(func() {
 		r.cancel()
-		r.wg.Wait()
+		r.flight.Close()
 		r.client.CloseIdleConnections()
 		if r.clock != nil {
 			r.clock.Stop()
@@ -190,13 +188,11 @@ func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error
 		}
 	}
 	r.misses.Add(1)
-	ch := r.flight.DoChan(o.String(), func() (any, error) { return r.refresh(o), nil })
-	select {
-	case v := <-ch:
-		return v.Val.(*Result), nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("resolve %s: %w", o, ctx.Err())
+	res, err := r.flight.Wait(ctx, o.String(), func() *Result { return r.refresh(o) })
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", o, err)
 	}
+	return res, nil
 }
 
 func (r *Resolver) promote(o origin.Origin, res *Result, now time.Time) {
@@ -230,14 +226,7 @@ func (r *Resolver) add(res *Result) { r.cache.Add(r.key(res.Origin()), res) }
 // refreshInBackground starts one refresh of an expired res; the flag lives
 // in res, so the Result that replaces it starts without one.
 func (r *Resolver) refreshInBackground(o origin.Origin, res *Result) {
-	if !res.refreshing.CompareAndSwap(false, true) {
-		return
-	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		r.flight.Do(o.String(), func() (any, error) { return r.refresh(o), nil })
-	}()
+	r.flight.Refresh(&res.refreshing, o.String(), func() *Result { return r.refresh(o) })
 }
 
 // refresh obtains a new verdict for o (from the shared store or a fetch),

@@ -123,10 +123,11 @@ const (
 // tls_certificate_error, ...), an HTTP status (http_429, http_5xx,
 // http_407) or too_many_redirects; "" when it did, or when the answer
 // was a plain 4xx (no robots.txt: everything allowed).
-func (r *Result) Cause() string { return cause(r.Err()) }
+func (r *Result) Cause() string { return CauseOf(r.Err()) }
 
-// cause names the failure err (see Result.Cause).
-func cause(err error) string {
+// CauseOf names the failure err of a fetch as Result.Cause does ("" for
+// nil), for the caches of other files (FetchFile).
+func CauseOf(err error) string {
 	var se *StatusError
 	switch {
 	case err == nil:
