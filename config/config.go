@@ -264,8 +264,11 @@ type Client struct {
 	// Purposes are the uses this client makes of what it fetches, in the
 	// vocabulary of the sites' AI-usage preferences (content-usage,
 	// content-signal), e.g. "train-ai", "search". A path whose preferences
-	// refuse one of them is refused with 403 usage-denied. Lower-case tokens
-	// [a-z0-9-]. Default none (preferences are not checked).
+	// refuse one of them is refused with 403 usage-denied. train-ai,
+	// train-genai, ai-train and tdm (text and data mining) are also judged
+	// by the site's TDM reservations (/.well-known/tdmrep.json, see
+	// usage.on_unknown). Lower-case tokens [a-z0-9-]. Default none
+	// (preferences are not checked).
 	Purposes []string `yaml:"purposes"`
 }
 
@@ -296,6 +299,15 @@ type Usage struct {
 	// page (until </head> or <body>) while it reads them, which delays
 	// the first byte. Default false.
 	ScanHTML bool `yaml:"scan_html"`
+	// OnUnknown decides what happens to the requests of a client with a
+	// text-and-data-mining purpose (train-ai, train-genai, ai-train, tdm)
+	// while the origin's /.well-known/tdmrep.json (W3C TDMRep) cannot be
+	// fetched (429, 5xx, network; a 404 or other 4xx means no
+	// reservation): "refuse" (503 usage-unknown, Retry-After, as an
+	// unreachable robots.txt refuses everything) or "allow". The file is
+	// fetched, cached and archived like robots.txt, and only for those
+	// clients. Default "refuse".
+	OnUnknown UsageOnUnknown `yaml:"on_unknown"`
 }
 
 // Trap configures the crawler-trap guard (SPEC §4): limits that stop a
@@ -412,6 +424,16 @@ type PacingKey string
 const (
 	KeyOriginGroup PacingKey = "origin+group"
 	KeyOrigin      PacingKey = "origin"
+)
+
+// UsageOnUnknown says what happens while a site's TDM reservations
+// cannot be known.
+type UsageOnUnknown string
+
+// The usage.on_unknown values.
+const (
+	UsageUnknownRefuse UsageOnUnknown = "refuse"
+	UsageUnknownAllow  UsageOnUnknown = "allow"
 )
 
 // OverMaxDelay says what happens when robots.txt asks for more than

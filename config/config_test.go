@@ -116,6 +116,7 @@ func TestParseValid(t *testing.T) {
 			c.Pacing.MaxWait = Duration(1500 * time.Millisecond)
 			c.Pacing.MaxDelay = Duration(90 * time.Minute)
 		}},
+		{name: "usage", yaml: "usage:\n  on_unknown: allow\n", want: func(c *Config) { c.Usage.OnUnknown = UsageUnknownAllow }},
 		{name: "hex int", yaml: "robots:\n  cache_entries: 0x10\n", want: func(c *Config) { c.Robots.CacheEntries = 16 }},
 		{name: "quoted and unquoted strings", yaml: "listen: \"[::1]:8080\"\nlog: {audit: '-'}\n", want: func(c *Config) {
 			c.Listen = "[::1]:8080"
@@ -264,6 +265,8 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:2: pacing.key: invalid value "group" (want origin+group or origin)`},
 		{"invalid over_max_delay", "pacing:\n  over_max_delay: wait\n",
 			`cfg.yaml:2: pacing.over_max_delay: invalid value "wait" (want clamp or refuse)`},
+		{"invalid usage.on_unknown", "usage:\n  on_unknown: ignore\n",
+			`cfg.yaml:2: usage.on_unknown: invalid value "ignore" (want refuse or allow)`},
 		{"invalid site robots", "sites:\n  - hosts: [a.example]\n    robots: disobey\n",
 			`cfg.yaml:3: sites[0].robots: invalid value "disobey" (want obey or ignore)`},
 		{"invalid log level", "log:\n  level: verbose\n",

@@ -43,7 +43,8 @@ func Default() Config {
 		},
 		ClientsDefault: ClientsAllow,
 		Usage: Usage{
-			ScanHTML: false, // it delays the first byte of HTML pages
+			ScanHTML:  false, // it delays the first byte of HTML pages
+			OnUnknown: UsageUnknownRefuse,
 		},
 		Trap: Trap{
 			Enabled:             false,

@@ -89,6 +89,7 @@ func (v *validator) validate(c *Config) {
 	for i := range c.Sites {
 		v.site(fmt.Sprintf("sites[%d]", i), &c.Sites[i])
 	}
+	v.enum("usage.on_unknown", string(c.Usage.OnUnknown), UsageUnknownRefuse, UsageUnknownAllow)
 	v.trap(&c.Trap)
 	if f := c.Identify.From; f != "" {
 		if a, err := mail.ParseAddress(f); err != nil || checkHeaderText(f) != "" {
