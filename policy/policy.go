@@ -18,6 +18,8 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/tdmrep"
+	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // Verdict is the outcome of a decision.
@@ -33,12 +35,13 @@ const (
 	TrapBudget          // the trap guard's page budget is spent (429)
 	RateLimited         // the pacing slot lies beyond pacing.max_wait (429)
 	PacingDown          // the shared pacing store cannot answer (503)
+	UsageUnknown        // the site's TDM reservations (tdmrep.json) cannot be fetched (503)
 )
 
 var verdictNames = [...]string{
 	Allow: "allow", Disallow: "disallow", Unreachable: "unreachable",
 	UsageDenied: "usage-denied", TrapDenied: "trap-denied", TrapBudget: "trap-denied",
-	RateLimited: "rate-limited", PacingDown: "pacing-unavailable",
+	RateLimited: "rate-limited", PacingDown: "pacing-unavailable", UsageUnknown: "usage-unknown",
 }
 
 // String returns the decision name used in headers and logs ("disallow").
@@ -81,8 +84,15 @@ type Decision struct {
 	Note string
 	// Pref is the AI-usage preference that refused the request (UsageDenied).
 	Pref robots.Pref
+	// TDMRep is the origin's tdmrep.json as consulted for a client with a
+	// text-and-data-mining purpose; nil when it was not (other clients,
+	// or a request refused before). TDM is what it says about the target:
+	// the first matching entry, which refused the request (UsageDenied)
+	// when it reserves TDM rights.
+	TDMRep *tdmcache.Result
+	TDM    tdmrep.Match
 	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget,
-	// RateLimited, PacingDown).
+	// RateLimited, PacingDown, UsageUnknown).
 	RetryAfter time.Duration
 	// Interval is how far apart requests judged like this one must start
 	// (Crawl-delay or Request-rate, the operator's floor and cap); 0 when
@@ -117,6 +127,12 @@ func (d *Decision) Refused() bool {
 type Config struct {
 	// Resolver provides robots.txt files.
 	Resolver *resolver.Resolver
+	// TDMRep provides tdmrep.json files, for clients with a text-and-data-
+	// mining purpose (trainingPurposes); nil means they are not read.
+	// TDMUnknown is usage.on_unknown: what those clients get while the
+	// file cannot be fetched.
+	TDMRep     *tdmcache.Cache
+	TDMUnknown config.UsageOnUnknown
 	// StrictPaths also judges the canonical path (robots.Group.DecideStrict).
 	StrictPaths bool
 	Clients     []config.Client
@@ -167,7 +183,7 @@ func (e *Engine) Identify(addr netip.Addr, proxyAuthorization string) (Client, e
 func (e *Engine) Realm() string { return e.clients.Realm() }
 
 // Decide judges one request. The only error is ctx's, when the caller gave
-// up while robots.txt was being fetched.
+// up while robots.txt (or tdmrep.json) was being fetched.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths}
 	if note, skip := e.skipRobots(&req); skip {
@@ -185,6 +201,11 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	}
 	d.Robots = res
 	e.judge(&d, res)
+	if d.Verdict == Allow {
+		if err := e.judgeTDM(ctx, &d); err != nil {
+			return d, err
+		}
+	}
 	if d.Verdict == Allow {
 		if wait, ok := e.trap.spend(req.Origin, e.cfg.Now()); !ok {
 			d.Verdict, d.Note, d.RetryAfter = TrapBudget, "the origin's page budget (trap.page_budget) is spent", ceilSeconds(wait)
