@@ -27,15 +27,15 @@ type Verdict uint8
 
 // Verdicts. Allow is the zero value.
 const (
-	Allow       Verdict = iota
-	Disallow            // robots.txt forbids the path for the agent (403)
-	Unreachable         // robots.txt could not be fetched: everything refused (503)
-	UsageDenied         // an AI-usage preference refuses the client's purpose (403)
-	TrapDenied          // the crawler-trap guard's URL limits (403)
-	TrapBudget          // the trap guard's page budget is spent (429)
-	RateLimited         // the pacing slot lies beyond pacing.max_wait (429)
-	PacingDown          // the shared pacing store cannot answer (503)
-	UsageUnknown        // the site's TDM reservations (tdmrep.json) cannot be fetched (503)
+	Allow        Verdict = iota
+	Disallow             // robots.txt forbids the path for the agent (403)
+	Unreachable          // robots.txt could not be fetched: everything refused (503)
+	UsageDenied          // an AI-usage preference refuses the client's purpose (403)
+	TrapDenied           // the crawler-trap guard's URL limits (403)
+	TrapBudget           // the trap guard's page budget is spent (429)
+	RateLimited          // the pacing slot lies beyond pacing.max_wait (429)
+	PacingDown           // the shared pacing store cannot answer (503)
+	UsageUnknown         // the site's TDM reservations (tdmrep.json) cannot be fetched (503)
 )
 
 var verdictNames = [...]string{
