@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/origin"
 )
 
 // writeList writes a list file in a temporary directory and returns its path.
@@ -144,8 +146,9 @@ func TestDenyListBadLinesNameFileAndLine(t *testing.T) {
 		{"0.0.0.0 evil.example", `"0.0.0.0 evil.example": want one host or glob per line`},
 		{".evil.example", `list example.com and *.example.com`},
 		{"evil..example", `"evil..example" is not a valid host`},
-		{"evil.example:443", `"evil.example:443" is not a valid host`},
-		{"ev!l.example", `is not a valid host`},
+		{"evil.example:443", `"evil.example:443" is not a valid host or IP address (a list has no ports)`},
+		{"ev!l.example", `"ev!l.example" is not a valid host: character '!' not allowed`},
+		{"bü!cher.example", `"bü!cher.example" is not a valid host: `},
 		{"*.ev!l.example", `character '!' not allowed`},
 		{"*.ev il.example", `one host or glob per line`},
 		{"[a-.example", `is not a valid glob`},
@@ -384,10 +387,23 @@ func BenchmarkDenyListLookup(b *testing.B) {
 }
 
 // BenchmarkDenyListLoad reads a list of a million entries; B/entry is the
-// heap the loaded list keeps (maps and the file's text).
+// heap the loaded list keeps (maps and the file's text). The check
+// sub-benchmark is CheckDenyLists, which serve runs before New loads the
+// lists (so a start pays both).
 func BenchmarkDenyListLoad(b *testing.B) {
 	const n = 1_000_000
 	p := millionList(b, n)
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			if err := CheckDenyLists([]string{p}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("load", func(b *testing.B) { benchmarkLoad(b, p, n) })
+}
+
+func benchmarkLoad(b *testing.B, p string, n int) {
 	var kept uint64
 	for b.Loop() {
 		var before, after runtime.MemStats
@@ -403,7 +419,7 @@ func BenchmarkDenyListLoad(b *testing.B) {
 		runtime.KeepAlive(l)
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(kept)/n, "B/entry")
+	b.ReportMetric(float64(kept)/float64(n), "B/entry")
 }
 
 // FuzzDenyListMatchesLikeDenyHosts: whatever line a list accepts, its
@@ -416,13 +432,22 @@ func FuzzDenyListMatchesLikeDenyHosts(f *testing.F) {
 		{"cdn-[0-9].example.org", "cdn-7.example.org"}, {`a\.b*.example`, "a.bc.example"},
 		{"x[.]example.com", "x.example.com"}, {"10.0.0.*", "10.0.0.7"}, {"*", "anything"},
 		{"Bücher.example", "xn--bcher-kva.example"}, {"[^a]?.*.io", "bz.q.io"},
+		{"0x7f.1", "127.0.0.1"}, {"example.017", "example.017"}, {"a.b0x", "a.b0x"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, line, host string) {
+		if strings.ContainsAny(line, "\n") {
+			return // one line
+		}
 		for i := 0; i < len(host); i++ {
 			if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:", c) >= 0) {
 				return
+			}
+		}
+		if d := strings.ToLower(line); plainDomain(d) {
+			if h, err := origin.CanonicalHost(d); err != nil || h != d {
+				t.Errorf("plainDomain(%q) but CanonicalHost gives %q, %v", d, h, err)
 			}
 		}
 		kind, key, msg := parseDenyLine(line)
