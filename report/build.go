@@ -403,10 +403,11 @@ func (a *aggregator) readFetchLog(name string) error {
 	return nil
 }
 
-// fetch takes one fetch-log line into account.
+// fetch takes one fetch-log line into account: robots.txt's only (the
+// archive also logs other files of an origin, such as tdmrep.json).
 func (a *aggregator) fetch(ft *archive.Fetch) {
 	o := a.origins[ft.Origin]
-	if o == nil || !a.opts.Until.IsZero() && ft.Time.After(a.opts.Until) {
+	if o == nil || !a.opts.Until.IsZero() && ft.Time.After(a.opts.Until) || !isRobotsFetch(ft) {
 		return
 	}
 	v := o.version(versionKey(ft.SHA256, ft.Outcome), ft.SHA256, ft.Outcome)
@@ -430,6 +431,12 @@ func (a *aggregator) fetch(ft *archive.Fetch) {
 			fa.revalidations++
 		}
 	}
+}
+
+// isRobotsFetch reports whether a fetch line is a robots.txt's: its
+// robots_url names /robots.txt (or nothing, as in some early logs).
+func isRobotsFetch(ft *archive.Fetch) bool {
+	return ft.RobotsURL == "" || strings.HasSuffix(ft.RobotsURL, "/robots.txt")
 }
 
 // report states the aggregates.

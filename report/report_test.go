@@ -395,6 +395,27 @@ func TestBuildMergesFiles(t *testing.T) {
 	}
 }
 
+// TestBuildSkipsOtherFiles: the fetch lines of other files of an origin
+// (tdmrep.json) are not robots.txt versions.
+func TestBuildSkipsOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "archive")
+	body, tdm := []byte("User-agent: *\nAllow: /\n"), []byte(`[{"location":"/","tdm-reservation":1}]`)
+	sha, tdmSHA := archive.Sum(body), archive.Sum(tdm)
+	writeArchive(t, arch, []archive.Fetch{
+		{Time: at(0), Origin: "http://a.example", RobotsURL: "http://a.example/robots.txt", HTTPStatus: 200, Outcome: "ok", SHA256: sha},
+		{Time: at(sec), Origin: "http://a.example", RobotsURL: "http://a.example/.well-known/tdmrep.json", HTTPStatus: 200, Outcome: "ok", SHA256: tdmSHA},
+	}, map[string][]byte{sha: body, tdmSHA: tdm})
+	audit := writeAudit(t, dir, "audit.log", []proxy.AuditRecord{allowed("http://a.example/1", sha, 2*sec, 0)})
+	r, err := Build(Options{Audit: []string{audit}, Archive: arch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := r.Origins[0].Versions; len(v) != 1 || v[0].SHA256 != sha {
+		t.Errorf("versions %+v, want robots.txt's only", v)
+	}
+}
+
 // TestBuildWithoutBodies: without the archive, or without a body, the
 // interval asked is unknown and said so; nothing is counted as kept.
 func TestBuildWithoutBodies(t *testing.T) {
