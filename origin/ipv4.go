@@ -64,6 +64,9 @@ func ipv4Number(s string) (uint64, bool) {
 	case len(s) >= 2 && s[0] == '0':
 		s, base = s[1:], 8
 	}
+	if !digitsOf(s, base) {
+		return 0, false // a label of a name: no ParseUint error to allocate on every request
+	}
 	n, err := strconv.ParseUint(s, base, 64)
 	if err != nil {
 		// A too-large number is still a number: the host is numeric and out
@@ -75,4 +78,19 @@ func ipv4Number(s string) (uint64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// digitsOf reports whether s is all digits of base (8, 10 or 16).
+func digitsOf(s string, base int) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '7':
+		case (c == '8' || c == '9') && base >= 10:
+		case base == 16 && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+		default:
+			return false
+		}
+	}
+	return true
 }
