@@ -43,6 +43,15 @@ type AuditRecord struct {
 	Status         int       `json:"status"`          // the status code sent to the client
 	Bytes          int64     `json:"bytes"`           // response body bytes sent to the client
 	DurationMS     float64   `json:"duration_ms"`     // from arrival to the end of the response
+
+	// The tdmrep.json consulted for a client with a TDM purpose, absent
+	// for the others: its status (ok, unavailable, unreachable), why it
+	// could not be fetched (as robots_error), the archived body that
+	// judged it, and the index of the entry that applied (absent if none).
+	TDMRepStatus string `json:"tdmrep_status,omitempty"`
+	TDMRepError  string `json:"tdmrep_error,omitempty"`
+	TDMRepSHA256 string `json:"tdmrep_sha256,omitempty"`
+	TDMEntry     *int   `json:"tdm_entry,omitempty"`
 }
 
 // newAuditRecord fills what a decision tells.
@@ -57,6 +66,16 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 		r.Rule, r.Line, r.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
 	}
 	r.StrictPaths = d.StrictPaths
+	if t := d.TDMRep; t != nil {
+		r.TDMRepStatus, r.TDMRepSHA256 = t.Status.String(), t.SHA256
+		if t.Unknown() || t.Stale {
+			r.TDMRepError = t.Cause()
+		}
+		if d.TDM.Entry != nil {
+			index := d.TDM.Entry.Index
+			r.TDMEntry = &index
+		}
+	}
 	if d.Robots != nil {
 		r.RobotsStatus, r.RobotsURL, r.RobotsSHA256 = d.Robots.Status.String(), d.Robots.URL(), d.Robots.SHA256()
 		if d.Robots.Status == resolver.Unreachable || d.Robots.Stale {

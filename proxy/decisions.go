@@ -39,6 +39,7 @@ func Decisions() []DecisionInfo {
 		{policy.Disallow.String(), 403, true},
 		{policy.Unreachable.String(), 503, true},
 		{policy.UsageDenied.String(), 403, true},
+		{policy.UsageUnknown.String(), 503, true},
 		{policy.TrapDenied.String(), 403, true}, // 429 when the page budget is spent
 		{policy.RateLimited.String(), 429, true},
 		{policy.PacingDown.String(), 503, true},

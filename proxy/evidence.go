@@ -1,14 +1,18 @@
 package proxy
 
 import (
+	"net/http"
+
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // openArchive starts the robots.txt archive (archive.dir), nil when off.
 // Its writes never hold a request: the resolver hands each answer over
-// (archiveAnswer) and a goroutine of the archive writes it.
+// (archiveAnswer; archiveTDMRep for tdmrep.json) and a goroutine of the
+// archive writes it.
 func (s *Server) openArchive(cfg config.Archive) error {
 	if cfg.Dir == "" {
 		return nil
@@ -38,15 +42,45 @@ func (s *Server) archiveAnswer(a resolver.Answer) {
 	if a.Shared {
 		f.From = "shared-store"
 	}
-	if h := a.Header; h != nil {
+	s.recordFetch(&f, a.Header, a.Body)
+}
+
+// recordFetch archives a fetch line with the answer's header fields, and
+// the body when the line names one.
+func (s *Server) recordFetch(f *archive.Fetch, h http.Header, body []byte) {
+	if h != nil {
 		f.CacheControl, f.Expires, f.ETag = h.Get("Cache-Control"), h.Get("Expires"), h.Get("ETag")
 		f.LastModified, f.Date, f.ContentType = h.Get("Last-Modified"), h.Get("Date"), h.Get("Content-Type")
 	}
-	var body []byte
-	if a.Body != nil && f.SHA256 != "" {
-		body = a.Body
+	if f.SHA256 == "" {
+		body = nil
 	}
-	s.archive.Record(f, body)
+	s.archive.Record(*f, body)
+}
+
+// archiveTDMRep records one tdmrep.json answer as robots.txt's are: a
+// fetch line (robots_url is the tdmrep.json URL, which tells them apart)
+// and the body by its SHA-256.
+func (s *Server) archiveTDMRep(a tdmcache.Answer) {
+	res := a.Result
+	f := archive.Fetch{
+		Time: a.Time.UTC(), Origin: res.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
+		HTTPStatus: a.HTTPStatus, Outcome: res.Status.String(), Cause: res.Cause(),
+		SHA256: res.SHA256, Size: len(a.Body), Truncated: a.Truncated,
+	}
+	if res.Stale {
+		f.Outcome, f.SHA256 = resolver.Unreachable.String(), "" // the copy kept is not this fetch's body
+	}
+	s.recordFetch(&f, a.Header, a.Body)
+}
+
+// onTDMRepAnswer is the tdmrep.json cache's OnAnswer: nil without an
+// archive.
+func (s *Server) onTDMRepAnswer() func(tdmcache.Answer) {
+	if s.archive == nil {
+		return nil
+	}
+	return s.archiveTDMRep
 }
 
 // onAnswer is the resolver's OnAnswer: nil without an archive, so that

@@ -16,6 +16,7 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
 // Every response robotsgate makes itself is built here, so all of them carry
@@ -38,6 +39,13 @@ type explanation struct {
 	RetryAfter int    `json:"retry_after,omitempty"`
 	// RobotsError is why robots.txt could not be fetched (Unreachable).
 	RobotsError string `json:"robots_error,omitempty"`
+	// TDMRepURL is the tdmrep.json that refused (its entry TDMEntry, with
+	// TDMLocation and TDMPolicy) or could not be fetched (TDMRepError).
+	TDMRepURL   string `json:"tdmrep_url,omitempty"`
+	TDMEntry    *int   `json:"tdm_entry,omitempty"`
+	TDMLocation string `json:"tdm_location,omitempty"`
+	TDMPolicy   string `json:"tdm_policy,omitempty"`
+	TDMRepError string `json:"tdmrep_error,omitempty"`
 }
 
 // refusal renders a policy decision that refuses the request.
@@ -78,6 +86,16 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 	case policy.UsageDenied:
 		e.Status = http.StatusForbidden
 		e.Message = "the site's AI-usage preferences refuse this client's purpose: " + d.Note + "."
+		e.tdmRep(d)
+	case policy.UsageUnknown:
+		e.Status = http.StatusServiceUnavailable
+		e.Message = d.Note + "."
+		e.RetryAfter = seconds(d.RetryAfter)
+		e.tdmRep(d)
+		if hint := causeHint(e.TDMRepError); hint != "" {
+			e.Message += " Operator: " + hint + "."
+		}
+		proxyError = robotsProxyError(e.TDMRepError)
 	case policy.TrapDenied:
 		e.Status = http.StatusForbidden
 		e.Message = "crawler-trap guard: " + d.Note + "."
@@ -95,6 +113,29 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, proxyError)
+}
+
+// tdmRep names the tdmrep.json that refused, and its entry.
+func (e *explanation) tdmRep(d *policy.Decision) {
+	if d.TDMRep == nil {
+		return
+	}
+	e.TDMRepURL = d.TDMRep.URL
+	if d.TDMRep.Unknown() {
+		e.TDMRepError = d.TDMRep.Cause()
+	}
+	if entry := d.TDM.Entry; entry != nil && d.TDM.Reserved() {
+		index := entry.Index
+		e.TDMEntry, e.TDMLocation, e.TDMPolicy = &index, clip(entry.Location), clip(entry.Policy)
+	}
+}
+
+// clip cuts a site's text to 256 bytes for a refusal's body.
+func clip(s string) string {
+	if len(s) <= 256 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:256], "") + "…"
 }
 
 // rateLimitMessage explains a 429 with the one figure the client can act
@@ -249,6 +290,12 @@ func (e *explanation) text() []byte {
 	field("Judged as", e.Canonical)
 	field("robots.txt", e.RobotsURL)
 	field("Cause", e.RobotsError)
+	field("tdmrep.json", e.TDMRepURL)
+	if e.TDMEntry != nil {
+		field("TDM entry", fmt.Sprintf("[%d] location %s", *e.TDMEntry, tdmrep.Quote(e.TDMLocation)))
+	}
+	field("TDM policy", e.TDMPolicy)
+	field("Cause", e.TDMRepError)
 	if e.RetryAfter > 0 {
 		field("Retry after", strconv.Itoa(e.RetryAfter)+"s")
 	}

@@ -49,6 +49,7 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // Timeouts. Upstream ones bound each phase of talking to an origin; client
@@ -82,6 +83,7 @@ type Options struct {
 type Server struct {
 	log      *slog.Logger
 	resolver *resolver.Resolver
+	tdmrep   *tdmcache.Cache // tdmrep.json files, for clients with TDM purposes
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
@@ -192,7 +194,7 @@ func (s *Server) newHTTPServer(h http.Handler, tunnels *tunnelListener) *http.Se
 
 // newResolver creates the robots.txt resolver, fetching through the egress
 // guard and, with a Redis pacing store, sharing fetched files through the
-// same Redis.
+// same Redis, and the tdmrep.json cache on it.
 func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	var shared resolver.Store
 	if cfg.Pacing.Store == config.StoreRedis {
@@ -221,6 +223,17 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	s.resolver = r
+	// tdmrep.json files: fetched by the resolver's client, with robots.txt's
+	// cache bounds and freshness, archived alike.
+	s.tdmrep, err = tdmcache.New(tdmcache.Config{
+		Resolver:     r,
+		CacheEntries: cfg.Robots.CacheEntries,
+		OnAnswer:     s.onTDMRepAnswer(),
+	})
+	if err != nil {
+		r.Close()
+		return fmt.Errorf("proxy: %w", err)
+	}
 	return nil
 }
 
@@ -293,6 +306,8 @@ func (s *Server) Reload(cfg config.Config) error {
 	}
 	engine, err := policy.New(policy.Config{
 		Resolver:      s.resolver,
+		TDMRep:        s.tdmrep,
+		TDMUnknown:    cfg.Usage.OnUnknown,
 		StrictPaths:   cfg.Robots.StrictPaths,
 		Clients:       cfg.Clients,
 		Auth:          cfg.Auth,
@@ -458,6 +473,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.denyWatch.close()
+	s.tdmrep.Close()
 	s.resolver.Close()
 	s.upstream.close()
 	s.audit.close()
