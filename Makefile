@@ -104,4 +104,5 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzMetaScan$$' -fuzztime $(FUZZTIME) ./htmlmeta/
+	$(GO) test -run '^$$' -fuzz '^FuzzTDMRep$$' -fuzztime $(FUZZTIME) ./tdmrep/
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/
