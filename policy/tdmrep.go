@@ -22,11 +22,11 @@ import (
 // judgeTDM applies the origin's tdmrep.json to an allowed request of a
 // client with a TDM purpose. The only error is ctx's.
 func (e *Engine) judgeTDM(ctx context.Context, d *Decision) error {
-	if e.cfg.TDMRep == nil || isTDMRepFile(d.Request.Target) {
+	if e.cfg.TDMRep == nil {
 		return nil
 	}
-	purpose, ok := firstOf(d.Request.Client.Purposes, trainingPurposes)
-	if !ok {
+	purpose, ok := firstOf(d.Request.Client.Purposes, trainingPurposes) // none: at once
+	if !ok || isTDMRepFile(d.Request.Target) {
 		return nil
 	}
 	res, err := e.cfg.TDMRep.Lookup(ctx, d.Request.Origin)
