@@ -75,8 +75,10 @@ vet:
 # benchstat table (columns = implementation): the robots package's, the
 # resolver's (cache hit and the memory of 100,000 cached origins, ours only),
 # then the proxy's (direct / goproxy / robotsgate over loopback, see
-# proxy/bench_test.go), then verify's lines/s (compliance), then the
-# deny lists' lookups and load at a million entries (egress).
+# proxy/bench_test.go) and the time to first byte that usage.scan_html adds
+# to a 200 KiB page (proxy/usage_bench_test.go), then verify's lines/s
+# (compliance), then the deny lists' lookups and load at a million entries
+# (egress).
 # The BENCH_COUNT repetitions are separate runs of every benchmark, so that
 # the implementations alternate and a change in the machine's load during
 # the run does not favour one of them. The corpus benchmarks need
@@ -89,6 +91,7 @@ bench:
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/robots' -col '/impl@(robotsgate temoto grobotstxt)' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/robots/resolver' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/proxy' -col '/impl@(goproxy robotsgate direct)' bench.out
+	$(GO) tool benchstat -filter 'pkg:$(MODULE)/proxy .name:ScanHTMLTTFB' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/compliance' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress' bench.out
 
