@@ -82,8 +82,11 @@ type Decision struct {
 	// request besides a rule ("bypass", a trap limit, the refusing
 	// preference).
 	Note string
-	// Pref is the AI-usage preference that refused the request (UsageDenied).
-	Pref robots.Pref
+	// Pref is the robots.txt AI-usage preference that refused the request
+	// (UsageDenied): a Content-Signal line's when PrefSignal, else a
+	// Content-Usage line's.
+	Pref       robots.Pref
+	PrefSignal bool
 	// TDMRep is the origin's tdmrep.json as consulted for a client with a
 	// text-and-data-mining purpose; nil when it was not (other clients,
 	// or a request refused before). TDM is what it says about the target:
@@ -328,8 +331,8 @@ func (e *Engine) judge(d *Decision, res *resolver.Result) {
 			}
 			return
 		}
-		if pref, refused := usageRefusal(res.File, g, d.Request.Target, d.Request.Client.Purposes); refused {
-			d.Verdict, d.Pref = UsageDenied, pref
+		if pref, fromSignal, refused := usageRefusal(res.File, g, d.Request.Target, d.Request.Client.Purposes); refused {
+			d.Verdict, d.Pref, d.PrefSignal = UsageDenied, pref, fromSignal
 			d.Note = fmt.Sprintf("%s=%s (line %d) refuses the purpose", pref.Name, pref.Value, pref.Line)
 		}
 	case res.Status == resolver.Unreachable:

@@ -153,7 +153,7 @@ func TestUsageRefusal(t *testing.T) {
 		{"/page", nil, false, 0},
 	}
 	for _, tt := range tests {
-		pref, refused := usageRefusal(f, g, tt.target, tt.purposes)
+		pref, _, refused := usageRefusal(f, g, tt.target, tt.purposes)
 		if refused != tt.refused || pref.Line != tt.line {
 			t.Errorf("%s %v: refused %v by %+v, want %v line %d", tt.target, tt.purposes, refused, pref, tt.refused, tt.line)
 		}

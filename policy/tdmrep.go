@@ -76,3 +76,23 @@ func causeOrStatus(cause string) string {
 	}
 	return cause
 }
+
+// ConsultTDM reads the origin's tdmrep.json for a decision that did not
+// (a client without TDM purposes), for /explain and check: d.TDMRep and
+// d.TDM are set, the verdict is left as it is. Nothing is read when
+// robots.txt was not consulted or the target is the file itself. The
+// only error is ctx's.
+func (e *Engine) ConsultTDM(ctx context.Context, d *Decision) error {
+	if e.cfg.TDMRep == nil || d.TDMRep != nil || d.Robots == nil || isTDMRepFile(d.Request.Target) {
+		return nil
+	}
+	res, err := e.cfg.TDMRep.Lookup(ctx, d.Request.Origin)
+	if err != nil {
+		return err
+	}
+	d.TDMRep = res
+	if !res.Unknown() {
+		d.TDM = res.Match(d.Request.Target)
+	}
+	return nil
+}

@@ -19,10 +19,11 @@ var vocabulary = map[string]struct{ usage, signal []string }{
 
 // usageRefusal returns the first preference that refuses one of the
 // purposes: a Content-Usage "n" for the path (for the group) or a
-// Content-Signal "no" (for the file). Any refusal wins over any consent.
-func usageRefusal(f *robots.File, g robots.Group, target string, purposes []string) (robots.Pref, bool) {
+// Content-Signal "no" (for the file, fromSignal true). Any refusal wins
+// over any consent.
+func usageRefusal(f *robots.File, g robots.Group, target string, purposes []string) (pref robots.Pref, fromSignal, refused bool) {
 	if len(purposes) == 0 {
-		return robots.Pref{}, false
+		return robots.Pref{}, false, false
 	}
 	usage := g.ContentUsage(target)
 	signals := f.ContentSignals()
@@ -32,13 +33,13 @@ func usageRefusal(f *robots.File, g robots.Group, target string, purposes []stri
 			names.usage, names.signal = []string{p}, []string{p}
 		}
 		if pref, ok := refusing(usage, names.usage, "n"); ok {
-			return pref, true
+			return pref, false, true
 		}
 		if pref, ok := refusing(signals, names.signal, "no"); ok {
-			return pref, true
+			return pref, true, true
 		}
 	}
-	return robots.Pref{}, false
+	return robots.Pref{}, false, false
 }
 
 func refusing(prefs []robots.Pref, names []string, no string) (robots.Pref, bool) {

@@ -1,0 +1,269 @@
+package policy
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/robotsgate/robotsgate/htmlmeta"
+	"github.com/robotsgate/robotsgate/robots"
+	"github.com/robotsgate/robotsgate/tdmrep"
+)
+
+// The kinds of AI-usage signal (UsageSignal.Signal), also the label values
+// of robotsgate_usage_refusals_total{signal}: where a signal was read.
+const (
+	SignalRobotsContentUsage   = "robots-content-usage"   // a robots.txt Content-Usage line (IETF aipref)
+	SignalRobotsContentSignal  = "robots-content-signal"  // a robots.txt Content-Signal line (Cloudflare)
+	SignalTDMRep               = "tdmrep"                 // the entry of /.well-known/tdmrep.json that applies
+	SignalTDMRepUnknown        = "tdmrep-unknown"         // tdmrep.json could not be fetched (usage-unknown)
+	SignalHeaderTDMReservation = "tdm-reservation-header" // a tdm-reservation response header
+	SignalHeaderContentUsage   = "content-usage-header"   // a Content-Usage response header
+	SignalXRobotsTag           = "x-robots-tag"           // an X-Robots-Tag response header with noai or noimageai
+	SignalMetaTDMReservation   = "meta-tdm-reservation"   // <meta name="tdm-reservation"> in an HTML head
+	SignalMetaRobots           = "meta-robots"            // noai or noimageai in <meta name="robots"> or an agent's tag
+)
+
+// SignalKinds lists every kind of AI-usage signal, for metrics.
+var SignalKinds = []string{
+	SignalRobotsContentUsage, SignalRobotsContentSignal, SignalTDMRep, SignalTDMRepUnknown,
+	SignalHeaderTDMReservation, SignalHeaderContentUsage, SignalXRobotsTag,
+	SignalMetaTDMReservation, SignalMetaRobots,
+}
+
+// KnownPurposes are the purposes robotsgate knows the vocabulary of: a
+// UsageSignal says which of them (and of the client's own) it refuses.
+var KnownPurposes = []string{"train-ai", "train-genai", "ai-train", "tdm", "search", "ai-input", "ai-use"}
+
+// UsageSignal is one AI-usage signal found for a request, whether or not it
+// refuses anything: what the audit record's "usage", /explain's
+// "usage_signals" and check list. Its JSON field names are a stable
+// interface.
+type UsageSignal struct {
+	// Signal is its kind (SignalRobotsContentUsage...).
+	Signal string `json:"signal"`
+	// Value is what the origin wrote, at most about 256 bytes:
+	// "train-ai=n", "FooBot: noai", "1".
+	Value string `json:"value"`
+	// Where says where it was read: "robots.txt line 4",
+	// "tdmrep.json[0] (location \"/*\")", "response header",
+	// "<meta name=\"robots\">".
+	Where string `json:"where"`
+	// Policy is the tdm-policy URL given with a TDM reservation, if any.
+	Policy string `json:"policy,omitempty"`
+	// Refuses are the purposes it refuses, of KnownPurposes and the
+	// client's, in that order; empty when it refuses none (a consent,
+	// tdm-reservation 0, a scope naming another agent).
+	Refuses []string `json:"refuses"`
+}
+
+// UsageSignals lists the AI-usage signals of the decision's robots.txt
+// (the Content-Usage lines of the group for the target, the file's
+// Content-Signal lines) and tdmrep.json (the entry that applies to the
+// target, when the file was consulted), for a client with purposes (nil
+// otherwise: the audit of other clients costs nothing).
+func (d *Decision) UsageSignals() []UsageSignal {
+	purposes := d.Request.Client.Purposes
+	if len(purposes) == 0 {
+		return nil
+	}
+	return d.usageSignals(purposes)
+}
+
+// ExplainSignals is UsageSignals for /explain and check, whatever the
+// client's purposes: every signal, with the purposes each refuses.
+func (d *Decision) ExplainSignals() []UsageSignal {
+	return d.usageSignals(d.Request.Client.Purposes)
+}
+
+func (d *Decision) usageSignals(purposes []string) []UsageSignal {
+	var out []UsageSignal
+	if d.Robots != nil && d.Robots.File != nil {
+		for _, p := range d.Rule.Group.ContentUsage(d.Request.Target) {
+			out = append(out, prefSignal(SignalRobotsContentUsage, p, usageRefuses(p, purposes)))
+		}
+		for _, p := range d.Robots.File.ContentSignals() {
+			out = append(out, prefSignal(SignalRobotsContentSignal, p, signalRefuses(p, purposes)))
+		}
+	}
+	if e := d.TDM.Entry; e != nil {
+		s := UsageSignal{Signal: SignalTDMRep, Value: "tdm-reservation " + e.Reservation.String(), Where: e.String(),
+			Policy: e.Policy, Refuses: []string{}}
+		if e.Reservation == tdmrep.Reserved {
+			s.Refuses = trainingRefuses()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func prefSignal(kind string, p robots.Pref, refuses []string) UsageSignal {
+	return UsageSignal{Signal: kind, Value: p.Name + "=" + p.Value, Where: fmt.Sprintf("robots.txt line %d", p.Line), Refuses: refuses}
+}
+
+// candidates are the purposes a signal is checked against: KnownPurposes,
+// then the client's others.
+func candidates(purposes []string) []string {
+	out := KnownPurposes
+	for _, p := range purposes {
+		if !slices.Contains(out, p) {
+			if len(out) == len(KnownPurposes) {
+				out = slices.Clone(KnownPurposes)
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// usageRefuses lists the purposes a Content-Usage preference refuses.
+func usageRefuses(p robots.Pref, purposes []string) []string {
+	refuses := []string{}
+	for _, c := range candidates(purposes) {
+		names, ok := vocabulary[c]
+		if !ok {
+			names.usage = []string{c}
+		}
+		if _, ok := refusing([]robots.Pref{p}, names.usage, "n"); ok {
+			refuses = append(refuses, c)
+		}
+	}
+	return refuses
+}
+
+// signalRefuses lists the purposes a Content-Signal preference refuses.
+func signalRefuses(p robots.Pref, purposes []string) []string {
+	refuses := []string{}
+	for _, c := range candidates(purposes) {
+		names, ok := vocabulary[c]
+		if !ok {
+			names.signal = []string{c}
+		}
+		if _, ok := refusing([]robots.Pref{p}, names.signal, "no"); ok {
+			refuses = append(refuses, c)
+		}
+	}
+	return refuses
+}
+
+// trainingRefuses lists the purposes a TDM reservation, noai or noimageai
+// refuses: trainingPurposes, and none other of the client's.
+func trainingRefuses() []string { return slices.Clone(trainingPurposes) }
+
+// HeaderSignals lists the AI-usage signals among a response's header
+// fields, for a request judged as agent by a client with purposes: every
+// tdm-reservation and Content-Usage field line, and every X-Robots-Tag
+// line naming noai or noimageai (whichever agent it is scoped to).
+func HeaderSignals(h http.Header, agent string, purposes []string) []UsageSignal {
+	var out []UsageSignal
+	for _, v := range h.Values("Tdm-Reservation") {
+		s := UsageSignal{Signal: SignalHeaderTDMReservation, Value: quoteValue(v), Where: "response header tdm-reservation", Refuses: []string{}}
+		if strings.TrimSpace(v) == "1" {
+			s.Refuses, s.Policy = trainingRefuses(), quoteValue(h.Get("Tdm-Policy"))
+		}
+		out = append(out, s)
+	}
+	for _, v := range h.Values("Content-Usage") {
+		refuses := []string{}
+		for _, p := range robots.ParseContentUsage(v) {
+			for _, r := range usageRefuses(p, purposes) {
+				if !slices.Contains(refuses, r) {
+					refuses = append(refuses, r)
+				}
+			}
+		}
+		out = append(out, UsageSignal{Signal: SignalHeaderContentUsage, Value: quoteValue(v), Where: "response header Content-Usage", Refuses: refuses})
+	}
+	image := isImage(h.Get("Content-Type"))
+	for _, v := range h.Values("X-Robots-Tag") {
+		if !mentionsNoAI(v) {
+			continue
+		}
+		s := UsageSignal{Signal: SignalXRobotsTag, Value: quoteValue(v), Where: "response header X-Robots-Tag", Refuses: []string{}}
+		if _, ok := robotsTagRefusal(v, agent, image); ok {
+			s.Refuses = trainingRefuses()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// MetaSignals lists the AI-usage signals among an HTML head's meta tags,
+// for a request judged as agent: <meta name="tdm-reservation">, and the
+// tags named robots or for the agent that name noai or noimageai.
+func MetaSignals(metas []htmlmeta.Meta, agent string) []UsageSignal {
+	var out []UsageSignal
+	for _, m := range metas {
+		where := `<meta name="` + quoteValue(m.Name) + `">`
+		switch {
+		case m.Name == "tdm-reservation":
+			s := UsageSignal{Signal: SignalMetaTDMReservation, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
+			if m.Content == "1" {
+				s.Refuses, s.Policy = trainingRefuses(), quoteValue(metaPolicy(metas))
+			}
+			out = append(out, s)
+		case (m.Name == "robots" || robots.NamesAgent(agent, m.Name)) && mentionsNoAI(m.Content):
+			s := UsageSignal{Signal: SignalMetaRobots, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
+			if _, ok := MetaRefusal([]htmlmeta.Meta{m}, agent, trainingPurposes); ok {
+				s.Refuses = trainingRefuses()
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// mentionsNoAI reports whether a robots directive list names noai or
+// noimageai.
+func mentionsNoAI(v string) bool {
+	for _, d := range directives(strings.ReplaceAll(v, ":", " ")) {
+		if strings.EqualFold(d, "noai") || strings.EqualFold(d, "noimageai") {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteValue cuts a value the origin sent to maxSignalValue bytes.
+func quoteValue(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) > maxSignalValue {
+		v = strings.ToValidUTF8(v[:maxSignalValue], "") + "…"
+	}
+	return v
+}
+
+// Kind is the ResponseSignal's kind (SignalHeaderTDMReservation...).
+func (s ResponseSignal) Kind() string {
+	switch {
+	case s.Meta && s.Source == "tdm-reservation":
+		return SignalMetaTDMReservation
+	case s.Meta:
+		return SignalMetaRobots
+	case s.Source == "tdm-reservation":
+		return SignalHeaderTDMReservation
+	case s.Source == "Content-Usage":
+		return SignalHeaderContentUsage
+	default:
+		return SignalXRobotsTag
+	}
+}
+
+// RefusedBy names the kind of signal that refused the request
+// (SignalTDMRep...) for a UsageDenied or UsageUnknown decision made before
+// the request was forwarded; "" for any other decision.
+func (d *Decision) RefusedBy() string {
+	switch {
+	case d.Verdict == UsageUnknown:
+		return SignalTDMRepUnknown
+	case d.Verdict != UsageDenied:
+		return ""
+	case d.TDM.Reserved():
+		return SignalTDMRep
+	case d.PrefSignal:
+		return SignalRobotsContentSignal
+	default:
+		return SignalRobotsContentUsage
+	}
+}
