@@ -38,6 +38,10 @@ type Metrics struct {
 	// intercepted tunnels, by reason ("unknown_ca": the client does not
 	// trust robotsgate's CA).
 	ClientTLSFailures *prometheus.CounterVec
+	// UsageRefusals counts requests refused by an AI-usage signal, by the
+	// kind of signal ("tdmrep", "x-robots-tag"...: policy.SignalKinds),
+	// monitor-mode refusals included as in Requests.
+	UsageRefusals *prometheus.CounterVec
 	// ReloadSuccessful is 1 when the last configuration reload applied
 	// (or none was tried), 0 when it was rejected; ReloadTimestamp is when
 	// the configuration last applied (start or reload), in Unix seconds.
@@ -60,6 +64,7 @@ func New() *Metrics {
 	m.UpstreamErrors = counterVec(r, "robotsgate_upstream_errors_total", "Failed upstream requests by RFC 9209 error type.", "kind")
 	m.StoreErrors = counter(r, "robotsgate_pacing_store_errors_total", "Failed calls to the shared pacing store.")
 	m.ClientTLSFailures = counterVec(r, "robotsgate_client_tls_failures_total", "Failed TLS handshakes of clients in intercepted tunnels, by reason.", "reason")
+	m.UsageRefusals = counterVec(r, "robotsgate_usage_refusals_total", "Requests refused by an AI-usage signal, by kind of signal.", "signal")
 	m.ReloadSuccessful = gauge(r, "robotsgate_config_last_reload_successful", "Whether the last configuration reload applied (1) or was rejected (0).")
 	m.ReloadTimestamp = gauge(r, "robotsgate_config_last_reload_success_timestamp_seconds", "When the configuration last applied, at start or by a reload.")
 	m.ReloadSuccessful.Set(1)

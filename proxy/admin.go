@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,7 +71,25 @@ type Explanation struct {
 	NextSlot     float64       `json:"next_slot_seconds"`
 	ContentUsage []robots.Pref `json:"content_usage,omitempty"`
 	Signals      []robots.Pref `json:"content_signals,omitempty"`
-	Error        string        `json:"error,omitempty"`
+	// Purposes are the client purposes judged (purposes=, comma-separated).
+	Purposes []string `json:"purposes,omitempty"`
+	// TDMRep is the origin's tdmrep.json as read for the URL.
+	TDMRep *TDMRepInfo `json:"tdmrep,omitempty"`
+	// UsageSignals are every AI-usage signal found for the URL, with the
+	// purposes each refuses: robots.txt's and tdmrep.json's, and with
+	// fetch=1 the response's headers and HTML head; FetchError says why
+	// the response could not be read.
+	UsageSignals []policy.UsageSignal `json:"usage_signals"`
+	FetchError   string               `json:"fetch_error,omitempty"`
+	Error        string               `json:"error,omitempty"`
+}
+
+// TDMRepInfo describes the tdmrep.json read for an explanation.
+type TDMRepInfo struct {
+	URL        string `json:"url"`
+	Status     string `json:"status"`
+	HTTPStatus int    `json:"http_status"`
+	Error      string `json:"error,omitempty"`
 }
 
 // RobotsInfo describes the robots.txt a decision rests on.
@@ -87,21 +106,24 @@ type RobotsInfo struct {
 
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ua := q.Get("ua")
-	if ua == "" {
-		ua = q.Get("agent")
-	}
-	e := Explanation{URL: q.Get("url"), UserAgent: ua}
+	ua := cmp.Or(q.Get("ua"), q.Get("agent"))
+	e := Explanation{URL: q.Get("url"), UserAgent: ua, Purposes: splitPurposes(q.Get("purposes")), UsageSignals: []policy.UsageSignal{}}
 	status := http.StatusOK
 	if e.URL == "" {
-		e.Error, status = "missing url parameter (and agent= or ua=)", http.StatusBadRequest
-	} else if d, err := s.Decide(r.Context(), e.URL, ua, policy.Client{}); err != nil {
+		e.Error, status = "missing url parameter (and agent= or ua=, purposes=, fetch=1)", http.StatusBadRequest
+	} else if d, err := s.Decide(r.Context(), e.URL, ua, policy.Client{Purposes: e.Purposes}); err != nil {
 		e.Decision, e.Error, status = explainError(err)
 	} else {
 		fillExplanation(&e, &d, time.Now())
 		if wait, err := s.settings().engine.NextSlot(r.Context(), &d); err == nil {
 			e.NextSlot = wait.Seconds()
 		}
+		signals, err := s.UsageSignals(r.Context(), &d, q.Get("fetch") == "1" || q.Get("fetch") == "true")
+		if err != nil {
+			e.FetchError = err.Error()
+		}
+		e.UsageSignals = append(e.UsageSignals, signals...)
+		e.TDMRep = tdmrepInfo(&d)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -109,6 +131,29 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(e)
+}
+
+// splitPurposes reads a comma-separated list of purposes.
+func splitPurposes(list string) []string {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func tdmrepInfo(d *policy.Decision) *TDMRepInfo {
+	t := d.TDMRep
+	if t == nil {
+		return nil
+	}
+	info := &TDMRepInfo{URL: t.URL, Status: t.Status.String(), HTTPStatus: t.HTTPStatus}
+	if t.Err != nil {
+		info.Error = t.Err.Error()
+	}
+	return info
 }
 
 func explainError(err error) (decision, message string, status int) {

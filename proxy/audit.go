@@ -52,6 +52,16 @@ type AuditRecord struct {
 	TDMRepError  string `json:"tdmrep_error,omitempty"`
 	TDMRepSHA256 string `json:"tdmrep_sha256,omitempty"`
 	TDMEntry     *int   `json:"tdm_entry,omitempty"`
+
+	// Usage lists the AI-usage signals found for a client with purposes
+	// (robots.txt lines, the tdmrep.json entry, response headers, meta
+	// tags), with the purposes each refuses; absent for other clients and
+	// when none was found.
+	Usage []policy.UsageSignal `json:"usage,omitempty"`
+
+	// refusedBy is the kind of signal that refused the request
+	// (policy.SignalKinds), for robotsgate_usage_refusals_total.
+	refusedBy string
 }
 
 // newAuditRecord fills what a decision tells.
@@ -66,6 +76,7 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 		r.Rule, r.Line, r.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
 	}
 	r.StrictPaths = d.StrictPaths
+	r.Usage, r.refusedBy = d.UsageSignals(), d.RefusedBy()
 	if t := d.TDMRep; t != nil {
 		r.TDMRepStatus, r.TDMRepSHA256 = t.Status.String(), t.SHA256
 		if t.Unknown() || t.Stale {

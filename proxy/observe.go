@@ -119,6 +119,9 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.audit.write(rec)
 	s.metrics.CountRequest(rec.Decision, r.Method)
+	if rec.refusedBy != "" {
+		s.metrics.UsageRefusals.WithLabelValues(rec.refusedBy).Inc()
+	}
 	s.stats.add(rec)
 }
 

@@ -157,6 +157,9 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	s.startDenyListWatch()
 	s.registerGauges()
 	s.metrics.PrepareRequests("allow", "disallow", "unreachable", decisionEgressDenied, "rate-limited", decisionUpstreamError, decisionClientClosed)
+	for _, kind := range policy.SignalKinds { // every label shown from the start, at 0
+		s.metrics.UsageRefusals.WithLabelValues(kind)
+	}
 	s.upstream = newUpstream(s.dial, s.proxyFor, roots, s.log, s.metrics)
 	s.upstream.parent = func() *parentProxy { return s.settings().parent }
 	if p := s.settings().parent; p != nil {

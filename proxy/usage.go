@@ -60,15 +60,21 @@ func (e *usageRefusedError) response(req *http.Request) *http.Response {
 // judgeResponse checks the AI-usage signals of resp for the purposes of
 // slot; a non-nil error withholds the response (usageRefusedError).
 func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
-	sig, refused := policy.HeaderRefusal(resp.Header, slot.rec.Agent, slot.purposes)
+	rec := &slot.rec
+	rec.Usage = append(rec.Usage, policy.HeaderSignals(resp.Header, rec.Agent, slot.purposes)...)
+	sig, refused := policy.HeaderRefusal(resp.Header, rec.Agent, slot.purposes)
 	if !refused && s.settings().cfg.Usage.ScanHTML && policy.MetaConcerns(slot.purposes) && hasHTMLBody(resp) {
-		sig, refused = s.scanHead(resp, slot)
+		metas, note := scanHead(resp)
+		if note != "" {
+			addNote(rec, note)
+		}
+		rec.Usage = append(rec.Usage, policy.MetaSignals(metas, rec.Agent)...)
+		sig, refused = policy.MetaRefusal(metas, rec.Agent, slot.purposes)
 	}
 	if !refused {
 		return nil
 	}
-	rec := &slot.rec
-	rec.Decision = policy.UsageDenied.String()
+	rec.Decision, rec.refusedBy = policy.UsageDenied.String(), sig.Kind()
 	if rec.Mode == policy.Monitor.String() {
 		rec.Enforced = false
 		addNote(rec, fmt.Sprintf("the origin's response (%d) would be withheld: %s (monitor mode: delivered)", resp.StatusCode, sig.Explain()))
@@ -101,16 +107,15 @@ func hasHTMLBody(resp *http.Response) bool {
 	return strings.EqualFold(strings.TrimSpace(mediaType), "text/html")
 }
 
-// scanHead reads the meta tags of an HTML response's head and judges
-// them, holding back what it read: resp.Body becomes those bytes, then the
-// rest of the origin's body.
-func (s *Server) scanHead(resp *http.Response, slot *auditSlot) (policy.ResponseSignal, bool) {
+// scanHead reads the meta tags of an HTML response's head, holding back
+// what it read: resp.Body becomes those bytes, then the rest of the
+// origin's body. The note says why the head was not read, if it was not.
+func scanHead(resp *http.Response) ([]htmlmeta.Meta, string) {
 	coding := strings.ToLower(strings.TrimSpace(strings.Join(resp.Header.Values("Content-Encoding"), ",")))
 	switch coding {
 	case "", "identity", "gzip", "x-gzip", "deflate":
 	default:
-		addNote(&slot.rec, "meta tags not scanned: Content-Encoding "+coding+" is not decoded for the scan")
-		return policy.ResponseSignal{}, false
+		return nil, "meta tags not scanned: Content-Encoding " + coding + " is not decoded for the scan"
 	}
 	held := &heldBody{rest: resp.Body}
 	resp.Body = held
@@ -119,14 +124,14 @@ func (s *Server) scanHead(resp *http.Response, slot *auditSlot) (policy.Response
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(src)
 		if err != nil {
-			return policy.ResponseSignal{}, false // not gzip after all: the client gets what the origin sent
+			return nil, "meta tags not scanned: the body is not gzip" // the client gets what the origin sent
 		}
 		src = zr
 	case "deflate":
 		src = deflateReader(bufio.NewReader(src))
 	}
 	metas, _ := htmlmeta.Scan(src, htmlmeta.Limit) // a failed read only ends the scan
-	return policy.MetaRefusal(metas, slot.rec.Agent, slot.purposes)
+	return metas, ""
 }
 
 // deflateReader decodes Content-Encoding: deflate, which is zlib (RFC 9110
