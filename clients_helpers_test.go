@@ -388,6 +388,10 @@ type auditEntry struct {
 	Bytes          int64     `json:"bytes"`
 	UserAgent      string    `json:"user_agent"`
 	Note           string    `json:"note"`
+	Usage          []struct {
+		Signal, Value, Where string
+		Refuses              []string
+	} `json:"usage"`
 }
 
 // waitAudit waits (bounded) for the audit line of rawURL with decision,

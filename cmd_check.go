@@ -30,35 +30,42 @@ const (
 // checkCommand is `robotsgate check [flags] URL...`.
 var checkCommand = &command{
 	name:     "check",
-	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] URL...",
+	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] [-purposes LIST] [-fetch] URL...",
 	summary:  "print the proxy's decision on URLs, without sending them",
 	details: "Prints, for each URL, the decision the proxy would make on a request for it, without\n" +
 		"sending the request: the verdict, the robots.txt rule and line that decided it, and the\n" +
 		"pacing interval (Crawl-delay or Request-rate, within the configuration's limits) that\n" +
 		"would apply. robots.txt is fetched as the proxy fetches it, through the configuration's\n" +
-		"egress rules.\n\n" +
+		"egress rules. Then every AI-usage signal found for the URL, with the purposes each\n" +
+		"refuses: robots.txt's Content-Usage and Content-Signal lines, the tdmrep.json entry and,\n" +
+		"with -fetch, the response's header fields and HTML meta tags (the URL is then requested,\n" +
+		"with GET, if it is allowed).\n\n" +
 		"Exit status: 0 every URL allowed, 1 a URL refused by robots.txt or by policy (egress\n" +
 		"rules, AI-usage preferences, crawler-trap limits, pacing.max_delay), 2 a robots.txt could\n" +
-		"not be fetched (everything on that origin is refused), 3 usage or configuration error\n" +
+		"not be fetched (everything on that origin is refused), or a tdmrep.json for a client with\n" +
+		"a text-and-data-mining purpose (usage-unknown), 3 usage or configuration error\n" +
 		"(bad flags, bad configuration file, invalid URL). With several URLs, the highest applies.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		configPath := fs.String("config", "", "configuration `FILE` (YAML); the built-in defaults without one (which refuse\nloopback and private networks)")
 		agent := fs.String("agent", "", "judge as this agent `NAME`, a product token such as FooBot (default: no User-Agent,\njudged by the * group)")
 		ua := fs.String("ua", "", "judge as this User-Agent `HEADER`, as a client would send it (overrides -agent)")
+		purposes := fs.String("purposes", "", "judge for a client with these purposes, a comma-separated `LIST` such as\ntrain-ai,search (default: none)")
+		fetch := fs.Bool("fetch", false, "request each allowed URL (GET) to read its response's AI-usage signals")
 		return func(args []string, s stdio) (int, error) {
 			userAgent := *ua
 			if userAgent == "" {
 				userAgent = *agent
 			}
-			return check(*configPath, userAgent, args, s)
+			client := policy.Client{Purposes: splitList(*purposes)}
+			return check(*configPath, userAgent, client, *fetch, args, s)
 		}
 	},
 }
 
 // check prints the proxy's decision for each URL and returns the exit
 // status.
-func check(configPath, userAgent string, urls []string, s stdio) (int, error) {
+func check(configPath, userAgent string, client policy.Client, fetch bool, urls []string, s stdio) (int, error) {
 	if len(urls) == 0 {
 		return 0, usageError("no URL to check")
 	}
@@ -80,9 +87,10 @@ func check(configPath, userAgent string, urls []string, s stdio) (int, error) {
 	code := exitAllowed
 	for _, u := range urls {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
-		d, err := srv.Decide(ctx, u, userAgent, policy.Client{})
-		cancel()
+		d, err := srv.Decide(ctx, u, userAgent, client)
 		var verdict, why string
+		var signals []policy.UsageSignal
+		var fetchErr error
 		c := exitAllowed
 		switch {
 		case err != nil:
@@ -91,13 +99,16 @@ func check(configPath, userAgent string, urls []string, s stdio) (int, error) {
 			verdict, why = strings.ToUpper(d.Verdict.String()), describe(&d)
 			switch d.Verdict {
 			case policy.Allow:
-			case policy.Unreachable:
+			case policy.Unreachable, policy.UsageUnknown:
 				c = exitUnreachable
 			default:
 				c = exitRefused
 			}
+			signals, fetchErr = srv.UsageSignals(ctx, &d, fetch)
 		}
+		cancel()
 		fmt.Fprintf(s.out, "%-9s %s  %s\n", verdict, u, why)
+		printSignals(s.out, signals, fetchErr, fetch)
 		code = max(code, c)
 	}
 	return code, nil
@@ -211,4 +222,33 @@ func describePacing(d *policy.Decision) string {
 		return s + fmt.Sprintf(" (the configured minimum delay; robots.txt %s asks %v)", source, asked)
 	}
 	return s + fmt.Sprintf(" (capped by pacing.max_delay; robots.txt %s asks %v)", source, asked)
+}
+
+// printSignals lists the AI-usage signals found for a URL under its
+// decision line, one per line, with the purposes each refuses.
+func printSignals(w io.Writer, signals []policy.UsageSignal, fetchErr error, fetch bool) {
+	for _, sig := range signals {
+		refuses := "refuses no purpose"
+		if len(sig.Refuses) > 0 {
+			refuses = "refuses " + strings.Join(sig.Refuses, ", ")
+		}
+		if sig.Policy != "" {
+			refuses += " (tdm-policy " + sig.Policy + ")"
+		}
+		fmt.Fprintf(w, "          usage signal %s %q at %s: %s\n", sig.Signal, sig.Value, sig.Where, refuses)
+	}
+	if fetch && fetchErr != nil {
+		fmt.Fprintf(w, "          response signals not read: %v\n", fetchErr)
+	}
+}
+
+// splitList reads a comma-separated flag value.
+func splitList(list string) []string {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -253,6 +254,10 @@ log:
 			if rec.TDMRepSHA256 != sum || rec.TDMRepStatus != "ok" || rec.TDMEntry == nil || rec.UpstreamStatus != 0 {
 				t.Errorf("audit of a refusal: %+v", rec)
 			}
+			if len(rec.Usage) != 1 || rec.Usage[0].Signal != "tdmrep" || !strings.HasPrefix(rec.Usage[0].Where, "tdmrep.json[") ||
+				!contains(rec.Usage[0].Refuses, "train-ai") {
+				t.Errorf("audit usage of a refusal: %+v, want the tdmrep entry refusing train-ai", rec.Usage)
+			}
 		case rec.Decision == "usage-unknown":
 			if rec.TDMRepStatus != "unreachable" || rec.TDMRepError != "http_5xx" || rec.Status != 503 {
 				t.Errorf("audit of usage-unknown: %+v", rec)
@@ -264,5 +269,80 @@ log:
 	}
 	if body, err := archive.ReadBody(archiveDir, sum); err != nil || string(body) != e2eTDMRep {
 		t.Errorf("archived tdmrep.json: %q %v", body, err)
+	}
+}
+
+// TestE2EExplainAndCheckListUsageSignals: /explain (with purposes= and
+// fetch=1) and `robotsgate check -purposes -fetch` list every AI-usage
+// signal of a URL with the purposes each refuses: robots.txt's
+// Content-Usage and Content-Signal lines, the tdmrep.json entry, and the
+// response's X-Robots-Tag; without -fetch the page is not requested.
+func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
+	dir := t.TempDir()
+	var pageHits sync.Mutex
+	hits := 0
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			io.WriteString(w, "User-agent: *\nContent-Usage: search=n\nAllow: /\nContent-Signal: ai-input=no\n")
+		case "/.well-known/tdmrep.json":
+			io.WriteString(w, `[{"location": "/", "tdm-reservation": 1, "tdm-policy": "https://example.org/p.json"}]`)
+		default:
+			pageHits.Lock()
+			hits++
+			pageHits.Unlock()
+			w.Header().Set("X-Robots-Tag", "noai")
+			io.WriteString(w, "page")
+		}
+	}))
+	t.Cleanup(o.Close)
+	cfg := e2eConfig{dir: dir}
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	writeFile(t, cfgPath, cfg.yaml())
+	want := map[string]string{ // kind: a purpose it refuses
+		"robots-content-usage": "search", "robots-content-signal": "ai-input", "tdmrep": "tdm", "x-robots-tag": "train-ai",
+	}
+
+	out, _, code := runBin(t, dir, "check", "-config", cfgPath, "-purposes", "ai-train", "-fetch", o.URL+"/page")
+	if code != 1 || !strings.HasPrefix(out, "USAGE-DENIED") {
+		t.Errorf("check -purposes ai-train: exit %d, want 1 and USAGE-DENIED:\n%s", code, out)
+	}
+	out, _, code = runBin(t, dir, "check", "-config", cfgPath, "-fetch", o.URL+"/page")
+	if code != 0 {
+		t.Errorf("check without purposes: exit %d, want 0:\n%s", code, out)
+	}
+	for kind, purpose := range want {
+		if !regexp.MustCompile(`usage signal ` + kind + ` .* refuses .*\b` + purpose + `\b`).MatchString(out) {
+			t.Errorf("check -fetch does not list %s refusing %s:\n%s", kind, purpose, out)
+		}
+	}
+	if hits != 1 {
+		t.Errorf("the page was requested %d times by check -fetch, want once (not for the refused client)", hits)
+	}
+	if out, _, _ = runBin(t, dir, "check", "-config", cfgPath, o.URL+"/page"); strings.Contains(out, "x-robots-tag") || hits != 1 {
+		t.Errorf("check without -fetch requested the page (%d requests) or lists its headers:\n%s", hits, out)
+	}
+
+	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
+	m := regexp.MustCompile(`admin=(127\.0\.0\.1:\d+)`).FindStringSubmatch(p.out.String())
+	if m == nil {
+		t.Fatalf("no admin address in the start-up log:\n%s", p.out)
+	}
+	var e proxy.Explanation
+	body := httpGet(t, "http://"+m[1]+"/explain?fetch=1&ua=FooBot&url="+url.QueryEscape(o.URL+"/page"))
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("/explain: %v\n%s", err, body)
+	}
+	if e.Decision != "allow" || e.TDMRep == nil || e.TDMRep.Status != "ok" || len(e.UsageSignals) != len(want) {
+		t.Errorf("/explain: %s", body)
+	}
+	for _, s := range e.UsageSignals {
+		if p, ok := want[s.Signal]; !ok || !contains(s.Refuses, p) {
+			t.Errorf("/explain lists %+v, want one of %v refusing the purpose given there", s, want)
+		}
+	}
+	body = httpGet(t, "http://"+m[1]+"/explain?purposes=train-ai&url="+url.QueryEscape(o.URL+"/page"))
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Decision != "usage-denied" || len(e.UsageSignals) != 3 {
+		t.Errorf("/explain?purposes=train-ai without fetch: want usage-denied and the 3 signals of robots.txt and tdmrep.json: %s", body)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +85,30 @@ func usagePages(t *testing.T) (map[string]usagePage, map[string]string) {
 		"/meta-gzip":     `<meta name="robots" content="noai, noimageai"> (noai) refuses the purpose train-ai`,
 	}
 	return pages, signals
+}
+
+// usageKinds are the kinds of signal (the audit's usage, the metric's
+// label) of the usage origin's pages, and whether each refuses train-ai.
+var usageKinds = map[string]struct {
+	kind    string
+	refuses bool
+}{
+	"/tdm": {"tdm-reservation-header", true}, "/content-usage": {"content-usage-header", true},
+	"/noai": {"x-robots-tag", true}, "/scoped": {"x-robots-tag", true}, "/scoped-other": {"x-robots-tag", false},
+	"/meta": {"meta-robots", true}, "/meta-tdm": {"meta-tdm-reservation", true}, "/meta-gzip": {"meta-robots", true},
+}
+
+// checkUsageAudit checks the audit record's usage list: the page's signal,
+// refusing train-ai or not, or nothing for a page without one.
+func checkUsageAudit(t *testing.T, a auditEntry, path string) {
+	t.Helper()
+	want, ok := usageKinds[path]
+	switch {
+	case !ok && len(a.Usage) > 0:
+		t.Errorf("audit usage %+v for a page without a signal", a.Usage)
+	case ok && (len(a.Usage) != 1 || a.Usage[0].Signal != want.kind || contains(a.Usage[0].Refuses, "train-ai") != want.refuses):
+		t.Errorf("audit usage %+v, want one %s signal that refuses train-ai: %t", a.Usage, want.kind, want.refuses)
+	}
 }
 
 func startUsageOrigin(t *testing.T, pages map[string]usagePage, useTLS bool) *httptest.Server {
@@ -179,7 +204,7 @@ usage:
 log:
   audit: "-"
 `, hash))
-	p := startServe(t, dir, "-config", cfgPath)
+	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
 	plainAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("plain:pw"))
 	const trainUA, plainUA = "Mozilla/5.0 (compatible; TrainBot/1.0)", "PlainBot/1.0"
 
@@ -191,6 +216,9 @@ log:
 				resp, body := parseRaw(t, raw)
 				if resp.StatusCode != 200 || !bytes.Equal(body, pg.body) {
 					t.Errorf("client without purposes: %d, %d bytes; want 200 and the origin's %d bytes", resp.StatusCode, len(body), len(pg.body))
+				}
+				if a := waitUsageAudit(t, p, o.URL+path, plainUA); len(a.Usage) > 0 {
+					t.Errorf("client without purposes: audit usage %+v, want none (signals are not read for it)", a.Usage)
 				}
 				for i := 0; i+1 < len(pg.header); i += 2 {
 					if got := resp.Header.Values(pg.header[i]); !contains(got, pg.header[i+1]) {
@@ -206,6 +234,7 @@ log:
 					if resp.StatusCode != 200 || !bytes.Equal(body, pg.body) {
 						t.Errorf("train-ai, no refusing signal: %d, %d bytes; want 200 and the origin's %d bytes", resp.StatusCode, len(body), len(pg.body))
 					}
+					checkUsageAudit(t, waitUsageAudit(t, p, o.URL+path, trainUA), path)
 					return
 				}
 				if resp.StatusCode != 403 || resp.Header.Get("X-Robotsgate-Decision") != "usage-denied" ||
@@ -224,7 +253,30 @@ log:
 					!strings.Contains(a.Note, "the origin's response (200) was withheld: "+signal) {
 					t.Errorf("train-ai: audit line %+v, want usage-denied, upstream_status 200, status 403 and the signal in the note", a)
 				}
+				checkUsageAudit(t, a, path)
 			})
+		}
+	}
+	checkUsageMetrics(t, p, signals)
+}
+
+// checkUsageMetrics checks robotsgate_usage_refusals_total: one refusal
+// per refusing page and origin (two origins), by kind of signal.
+func checkUsageMetrics(t *testing.T, p *proc, signals map[string]string) {
+	t.Helper()
+	m := regexp.MustCompile(`admin=(127\.0\.0\.1:\d+)`).FindStringSubmatch(p.out.String())
+	if m == nil {
+		t.Fatalf("no admin address in the start-up log")
+	}
+	want := map[string]int{"tdmrep": 0, "robots-content-usage": 0}
+	for path := range signals {
+		want[usageKinds[path].kind] += 2
+	}
+	metrics := httpGet(t, "http://"+m[1]+"/metrics")
+	for kind, n := range want {
+		line := fmt.Sprintf("robotsgate_usage_refusals_total{signal=%q} %d\n", kind, n)
+		if !strings.Contains(metrics, line) {
+			t.Errorf("metrics: want %q", line)
 		}
 	}
 }
