@@ -79,7 +79,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.RetryAfter = seconds(d.RetryAfter)
 		if d.Robots != nil {
 			e.RobotsError, proxyError = d.Robots.Cause(), robotsProxyError(d.Robots.Cause())
-			if hint := causeHint(e.RobotsError); hint != "" {
+			if hint := causeHint(e.RobotsError, d.Robots.Err()); hint != "" {
 				e.Message += " Operator: " + hint + "."
 			}
 		}
@@ -92,7 +92,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
 		e.tdmRep(d)
-		if hint := causeHint(e.TDMRepError); hint != "" {
+		if hint := causeHint(e.TDMRepError, tdmErr(d)); hint != "" {
 			e.Message += " Operator: " + hint + "."
 		}
 		proxyError = robotsProxyError(e.TDMRepError)
@@ -323,4 +323,13 @@ func writeResponse(w http.ResponseWriter, resp *http.Response) {
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
 	resp.Body.Close()
+}
+
+// tdmErr is why the decision's tdmrep.json could not be fetched, if it
+// could not.
+func tdmErr(d *policy.Decision) error {
+	if d.TDMRep == nil {
+		return nil
+	}
+	return d.TDMRep.Err
 }

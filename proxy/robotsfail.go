@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/robotsgate/robotsgate/egress"
@@ -25,7 +27,7 @@ func (s *Server) robotsFetched(res *resolver.Result, took time.Duration) {
 		return // once per failure streak
 	}
 	attrs := []any{"origin", res.Origin().String(), "cause", res.Cause(), "err", res.Err()}
-	if hint := causeHint(res.Cause()); hint != "" {
+	if hint := causeHint(res.Cause(), res.Err()); hint != "" {
 		attrs = append(attrs, "hint", hint)
 	}
 	if res.Stale {
@@ -34,19 +36,40 @@ func (s *Server) robotsFetched(res *resolver.Result, took time.Duration) {
 	s.log.Warn("robots.txt unreachable: requests to this origin are refused until it can be fetched", attrs...)
 }
 
-// causeHint says what an operator can do about a cause, if anything.
-func causeHint(cause string) string {
+// causeHint says what an operator can do about a cause, if anything; err,
+// the failure itself, names the egress rule that refused.
+func causeHint(cause string, err error) string {
 	switch cause {
 	case egress.CauseTLSCert:
 		return "the origin's certificate is not trusted: if it is signed by a private CA, add that CA to mitm.upstream_ca"
 	case egress.CauseDenied:
-		return "the egress guard refused the address (egress.allow_networks or egress.allow_hosts would allow it)"
+		return egressHint(err)
 	case resolver.CauseHTTP407:
 		return "the parent proxy refused robotsgate's credentials (upstream.proxy)"
 	case egress.CauseDNS:
 		return "the name does not resolve where robotsgate runs"
 	}
 	return ""
+}
+
+// egressHint names the egress rule behind a refused fetch (a robots.txt
+// or tdmrep.json redirected to a refused host, or its address).
+func egressHint(err error) string {
+	var denied *egress.DeniedError
+	if !errors.As(err, &denied) {
+		return "the egress guard refused the destination (see egress: allow_networks, allow_hosts, deny_hosts, deny_hosts_files)"
+	}
+	switch denied.Class {
+	case egress.ListedHost:
+		return fmt.Sprintf("the host is on the deny list %s (line %d)", denied.Listed.File, denied.Listed.Line)
+	case egress.DeniedHost:
+		return "egress.deny_hosts lists the host"
+	case egress.NotAllowedHost:
+		return "egress.allow_hosts does not list the host"
+	case egress.SelfAddress:
+		return "the address is robotsgate's own"
+	}
+	return "the egress guard refused the address (egress.allow_networks would allow it)"
 }
 
 // causeText is how a refusal's body names a cause.
