@@ -1,5 +1,11 @@
 // Command robotsgate is a forward HTTP(S) proxy that makes any HTTP client
-// obey robots.txt. See README.md.
+// obey robots.txt. See README.md and docs/.
+//
+// This package owns the command line only: commands, flags, loading the
+// configuration, signals and exit statuses. It must not decide anything
+// itself: serve runs package proxy, check asks the same policy engine, and
+// verify and report read the evidence through packages compliance and
+// report.
 //
 //	robotsgate [serve] [-config FILE] [-listen ADDR] [-admin-listen ADDR]
 //	robotsgate check [-config FILE] [-agent NAME | -ua HEADER] URL...

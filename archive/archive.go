@@ -18,7 +18,8 @@
 // Writer never blocks its caller: records go through a bounded queue to
 // one goroutine, and a record that finds the queue full, or a disk that
 // fails, is dropped and counted (Dropped), never a reason to refuse or
-// allow a request.
+// allow a request. It must not decide anything, nor change or delete a
+// body once stored.
 package archive
 
 import (

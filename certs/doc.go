@@ -22,4 +22,7 @@
 //
 // The config offers only HTTP/1.1 in ALPN; keep goproxy's AllowHTTP2 off, or
 // goproxy adds "h2" to the clone it makes.
+//
+// The package knows nothing of requests or policy, and must never write the
+// CA key where others can read it or keep leaf certificates unbounded.
 package certs

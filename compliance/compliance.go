@@ -3,6 +3,10 @@
 // enforced: verify (replay every decision) and report (what happened,
 // for a reviewer). It reads streams: memory grows with the number of
 // distinct robots.txt bodies, not with the length of the logs.
+//
+// It must not write to the evidence, and must not judge by rules of its
+// own: a decision is replayed with the very code the proxy used (packages
+// robots and policy).
 package compliance
 
 import (

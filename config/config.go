@@ -1,4 +1,7 @@
-// Package config reads robotsgate's YAML configuration (SPEC §7).
+// Package config reads robotsgate's YAML configuration: the file format, the
+// built-in defaults (the same as config.yaml at the repository root) and
+// validation. It must not act on a configuration, start anything or touch
+// the network: the packages that use a setting apply it.
 //
 // Load and Parse start from Default, overlay what the file sets, and then
 // Validate the result. Decoding is strict: unknown keys, values of the wrong

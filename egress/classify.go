@@ -2,6 +2,11 @@
 // enforces it where it cannot be bypassed: at dial time, on the resolved
 // address, dialling exactly the address that was checked (so a DNS answer
 // that changes between check and connect — rebinding — gains nothing).
+// It also owns the deny lists of hosts (egress.deny_hosts_files).
+//
+// It answers only whether a destination may be reached, for every client
+// and mode alike; it must not know about robots.txt or clients, and must
+// never dial an address other than the one it checked.
 package egress
 
 import (

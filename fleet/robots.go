@@ -2,6 +2,10 @@
 // for themselves through Redis: the robots.txt files they fetch, so that a
 // fleet fetches each origin once per freshness period. (The pacing schedule
 // is shared by package pacing.)
+//
+// It stores and loads only; it must not decide, and a Redis that fails must
+// never refuse or allow a request by itself: the resolver then fetches for
+// itself.
 package fleet
 
 import (

@@ -3,6 +3,9 @@
 // standard's tokenization: comments, <script> and <style> contents, CDATA
 // and attribute quoting are what a browser sees, not what a regular
 // expression guesses), reading no more than a limit.
+//
+// It reports the tags it finds and must not interpret them: what a tag
+// means for a client is package policy's decision.
 package htmlmeta
 
 import (

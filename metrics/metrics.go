@@ -1,7 +1,11 @@
 // Package metrics holds robotsgate's Prometheus metrics: one registry, the
 // instruments the proxy updates, and gauges read from other components when
 // scraped. Names follow Prometheus conventions (robotsgate_ prefix, base
-// units, _total for counters).
+// units, _total for counters); docs/operations.md lists them.
+//
+// It must not decide anything, and its label values must come from fixed
+// sets (decision values, methods, error kinds, signal kinds), never from
+// hosts, paths or user agents, so that the number of series stays bounded.
 package metrics
 
 import (

@@ -4,6 +4,8 @@
 // about whether two spellings are the same host: letter case, a trailing
 // dot, IPv6 brackets, IDNs in Unicode or punycode, numeric IPv4 shorthands
 // and an explicit default port all reduce to one Origin.
+//
+// It must not resolve names or do any other I/O.
 package origin
 
 import (

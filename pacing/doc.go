@@ -1,6 +1,9 @@
 // Package pacing holds requests so that an origin sees them no faster than
-// its robots.txt asks (Crawl-delay, Request-rate; SPEC §3), in one process
-// or across a fleet of proxies sharing Redis.
+// its robots.txt asks (Crawl-delay, Request-rate), in one process or across
+// a fleet of proxies sharing Redis. It hands out slots and holds; it must
+// not decide whether a request is allowed or what interval applies (package
+// policy does), and must never let two requests of one key start closer
+// than their interval.
 //
 // # Slots
 //

@@ -3,6 +3,10 @@
 // path is allowed (with the evasion guard), site overrides, the crawler-trap
 // guard and AI-usage preferences. It is the one place that turns a request
 // into a typed Decision; the proxy renders decisions and never decides.
+//
+// It must not write responses or relay anything, and must not fetch by
+// itself: robots.txt and tdmrep.json come from the resolver and caches it
+// is given.
 package policy
 
 import (

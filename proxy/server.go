@@ -1,4 +1,6 @@
-// Package proxy is robotsgate's forward proxy. It judges every plain HTTP
+// Package proxy is robotsgate's forward proxy: HTTP and CONNECT handling,
+// interception, relaying, refusals, the audit log and the admin endpoints.
+// It judges every plain HTTP
 // request and every request inside an intercepted CONNECT tunnel by the
 // policy engine before anything of it leaves, renders refusals in one
 // place, and turns upstream failures into proper responses.

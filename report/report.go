@@ -13,6 +13,9 @@
 // Report as JSON; WriteHTML as one self-contained HTML page (inline CSS
 // and SVG, no script, nothing fetched) that a reviewer reads without the
 // tool, with the archived robots.txt texts embedded.
+//
+// It must not change the evidence it reads, and the page it writes must
+// never load anything from the network.
 package report
 
 import (

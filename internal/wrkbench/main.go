@@ -1,8 +1,8 @@
 // Command wrkbench starts what an external load generator (wrk) needs to
-// compare robotsgate with goproxy outside the Go benchmark, as issue 4's
-// figures were measured: a loopback origin and a tuned goproxy v1.9.2 with
-// none of robotsgate's logic. robotsgate itself runs as its real binary.
-// README "Benchmarks (proxy)" gives the commands.
+// compare robotsgate with goproxy outside the Go benchmark: a loopback
+// origin and a tuned goproxy v1.9.2 with none of robotsgate's logic.
+// robotsgate itself runs as its real binary. docs/benchmarks.md gives the
+// commands. It is a benchmark tool, never part of robotsgate.
 //
 // The origin serves robots.txt (allowing /public) and a 1 KiB body at
 // /public/bench; goproxy gets the upstream settings SPEC §8 asks for (no

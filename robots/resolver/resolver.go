@@ -5,6 +5,10 @@
 // background while the old copy keeps serving, and falls back to an expired
 // copy while an origin is unreachable. It also fetches other per-origin
 // files the same way (FetchFile), for their own caches.
+//
+// It does not judge requests (callers match paths with package robots),
+// must dial only through the egress guard it is given, and must never turn
+// a failure into "allow everything": only a 4xx other than 429 means that.
 package resolver
 
 import (

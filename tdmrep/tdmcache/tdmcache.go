@@ -1,7 +1,10 @@
 // Package tdmcache keeps each origin's /.well-known/tdmrep.json (package
-// tdmrep) as robots.txt is kept: fetched with the robots.txt resolver's
-// client and status classes (resolver.Resolver.FetchFile: egress guard,
-// parent proxy, fetch timeout, 500 KiB), cached in a bounded LRU with
+// tdmrep) as robots.txt is kept. It does not judge: what a reservation
+// means for a client is package policy's decision.
+//
+// Files are fetched with the robots.txt resolver's client and status
+// classes (resolver.Resolver.FetchFile: egress guard, parent proxy, fetch
+// timeout, 500 KiB), cached in a bounded LRU with
 // robots.txt's freshness (Cache-Control max-age within the minimum and
 // maximum TTL, failures remembered with the same backoff), one fetch per
 // cold origin however many requests wait for it, an expired entry served
