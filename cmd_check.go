@@ -35,8 +35,8 @@ var checkCommand = &command{
 	details: "Prints, for each URL, the decision the proxy would make on a request for it, without\n" +
 		"sending the request: the verdict, the robots.txt rule and line that decided it, and the\n" +
 		"pacing interval (Crawl-delay or Request-rate, within the configuration's limits) that\n" +
-		"would apply. robots.txt is fetched as the proxy fetches it, through the configuration's\n" +
-		"egress rules. Then every AI-usage signal found for the URL, with the purposes each\n" +
+		"would apply. robots.txt (and /.well-known/tdmrep.json) is fetched as the proxy fetches\n" +
+		"it, through the configuration's egress rules. Then every AI-usage signal found for the URL, with the purposes each\n" +
 		"refuses: robots.txt's Content-Usage and Content-Signal lines, the tdmrep.json entry and,\n" +
 		"with -fetch, the response's header fields and HTML meta tags (the URL is then requested,\n" +
 		"with GET, if it is allowed).\n\n" +

@@ -316,6 +316,8 @@ svg.spark polyline{fill:none;stroke-width:1.5}
 <a href="metrics">Metrics (/metrics)</a>
 <form method="get" action="explain"><label>Explain a decision: URL <input name="url" size="40" required placeholder="https://example.com/page"></label>
 <label>agent <input name="agent" size="16" placeholder="ExampleBot/1.0"></label>
+<label>purposes <input name="purposes" size="14" placeholder="train-ai,search"></label>
+<label><input type="checkbox" name="fetch" value="1"> fetch the page for its signals</label>
 <button type="submit">Explain (/explain)</button></form>
 </nav>
 <p id="uptime">Up since {{at .Started}} ({{ago .Started .Now}}).</p>

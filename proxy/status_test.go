@@ -402,8 +402,8 @@ func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
 	for _, in := range regexp.MustCompile(`<input name="([^"]*)"`).FindAllStringSubmatch(form[2], -1) {
 		inputs = append(inputs, in[1])
 	}
-	if !slices.Equal(inputs, []string{"url", "agent"}) {
-		t.Fatalf("the form's inputs %q, want url and agent", inputs)
+	if !slices.Equal(inputs, []string{"url", "agent", "purposes"}) {
+		t.Fatalf("the form's inputs %q, want url, agent and purposes", inputs)
 	}
 	explainURL := base.ResolveReference(&url.URL{Path: form[1]})
 	q := url.Values{inputs[0]: {o.URL + "/foo-only"}, inputs[1]: {"FooBot/2.1"}}
