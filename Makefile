@@ -77,7 +77,8 @@ vet:
 # then the proxy's (direct / goproxy / robotsgate over loopback, see
 # proxy/bench_test.go) and the time to first byte that usage.scan_html adds
 # to a 200 KiB page (proxy/usage_bench_test.go), then verify's lines/s
-# (compliance), then the deny lists' lookups and load at a million entries
+# (compliance), then the deny lists' lookups at a thousand and a million
+# entries side by side (the same cost: O(1)) and their load at a million
 # (egress).
 # The BENCH_COUNT repetitions are separate runs of every benchmark, so that
 # the implementations alternate and a change in the machine's load during
@@ -93,7 +94,8 @@ bench:
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/proxy' -col '/impl@(goproxy robotsgate direct)' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/proxy .name:ScanHTMLTTFB' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/compliance' bench.out
-	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress' bench.out
+	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress .name:DenyListLookup' -col /entries bench.out
+	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress .name:DenyListLoad' bench.out
 
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).
 FUZZTIME ?= 30s
