@@ -14,7 +14,7 @@ import (
 
 // AuditRecord is one line of the audit log: one JSON object per decision,
 // written when the response has been sent. The field names are a stable
-// interface (documented in the README); new fields may be added, existing
+// interface (documented in docs/operations.md); new fields may be added, existing
 // ones keep their name and meaning.
 type AuditRecord struct {
 	Time           time.Time `json:"time"`            // when the request arrived (RFC 3339, UTC)

@@ -32,7 +32,7 @@ type DecisionInfo struct {
 }
 
 // Decisions returns every decision value robotsgate records, the policy's
-// and its own, in a fixed order. The README's list is tested against it.
+// and its own, in a fixed order. docs/decisions.md's table is tested against it.
 func Decisions() []DecisionInfo {
 	return []DecisionInfo{
 		{policy.Allow.String(), 0, false},
