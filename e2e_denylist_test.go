@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end tests of egress.deny_hosts_files (issue 14): the real binary
+// End-to-end tests of egress.deny_hosts_files: the real binary
 // refuses a host on a list file with 403 naming the file and line, follows
 // the file when it is edited (no signal), keeps the previous entries when an
 // edit is bad, and applies another file on SIGHUP.

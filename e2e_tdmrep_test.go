@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end test of W3C TDMRep (issue 14): the real binary between a
+// End-to-end test of W3C TDMRep: the real binary between a
 // client with purposes [train-ai], a client without purposes (a proxy
 // user), and origins on 127.0.0.x that serve /.well-known/tdmrep.json with
 // reservations, with none (404), or not at all (503).

@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end tests of the AI-usage signals of responses (issue 14): the
+// End-to-end tests of the AI-usage signals of responses: the
 // real binary between a client with purposes [train-ai] and origins whose
 // responses carry tdm-reservation, Content-Usage, X-Robots-Tag (noai, also
 // agent-scoped) and, with usage.scan_html, meta tags; a client without

@@ -21,7 +21,7 @@ package proxy
 // TLS handshake: the client keeps no session cache, so nothing is resumed).
 //
 // Load: -proxybench.conns client goroutines (default 50, as wrk -c 50 in
-// issue 4), each with a transport of its own, so in the keep-alive modes
+// docs/benchmarks.md), each with a transport of its own, so in the keep-alive modes
 // every goroutine holds exactly one connection for the whole run, and a
 // request is sent as soon as the previous one's body is read (closed loop).
 // Each goroutine makes one request before the timer starts, so connection
