@@ -1,7 +1,8 @@
 // Package policy decides what happens to one request: who is asking and how
 // they are treated (clients), which robots.txt and group apply, whether the
 // path is allowed (with the evasion guard), site overrides, the crawler-trap
-// guard and AI-usage preferences. It is the one place that turns a request
+// guard and AI-usage signals (robots.txt lines, tdmrep.json, response headers
+// and meta tags). It is the one place that turns a request
 // into a typed Decision; the proxy renders decisions and never decides.
 //
 // It must not write responses or relay anything, and must not fetch by
