@@ -79,7 +79,9 @@ func check(configPath, userAgent string, client policy.Client, fetch bool, urls 
 		return exitCheckUsage, err
 	}
 	cfg.MITM.Enabled = false // no interception: only decisions
-	cfg.Archive.Dir = ""     // nor evidence: check decides nothing that happens
+	// Nor evidence: check decides nothing that happens, and must not
+	// write into the archive or audit log of a proxy using the same file.
+	cfg.Archive.Dir, cfg.Log.Audit = "", ""
 	srv, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return exitCheckUsage, err
@@ -104,7 +106,7 @@ func check(configPath, userAgent string, client policy.Client, fetch bool, urls 
 			default:
 				c = exitRefused
 			}
-			signals, fetchErr = srv.UsageSignals(ctx, &d, fetch)
+			signals, fetchErr = srv.UsageSignals(ctx, &d, fetch, "check")
 		}
 		cancel()
 		fmt.Fprintf(s.out, "%-9s %s  %s\n", verdict, u, why)

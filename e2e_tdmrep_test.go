@@ -297,8 +297,8 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 	}))
 	t.Cleanup(o.Close)
 	cfg := e2eConfig{dir: dir}
-	cfgPath := filepath.Join(dir, "cfg.yaml")
-	writeFile(t, cfgPath, cfg.yaml())
+	cfgPath, auditPath := filepath.Join(dir, "cfg.yaml"), filepath.Join(dir, "audit.log")
+	writeFile(t, cfgPath, cfg.yaml()+fmt.Sprintf("log:\n  audit: %q\n", auditPath))
 	want := map[string]string{ // kind: a purpose it refuses
 		"robots-content-usage": "search", "robots-content-signal": "ai-input", "tdmrep": "tdm", "x-robots-tag": "train-ai",
 	}
@@ -323,6 +323,10 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 		t.Errorf("check without -fetch requested the page (%d requests) or lists its headers:\n%s", hits, out)
 	}
 
+	if _, err := os.Stat(auditPath); err == nil {
+		t.Errorf("check wrote the configuration's audit log")
+	}
+
 	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
 	m := regexp.MustCompile(`admin=(127\.0\.0\.1:\d+)`).FindStringSubmatch(p.out.String())
 	if m == nil {
@@ -340,6 +344,13 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 		if p, ok := want[s.Signal]; !ok || !contains(s.Refuses, p) {
 			t.Errorf("/explain lists %+v, want one of %v refusing the purpose given there", s, want)
 		}
+	}
+	// The fetch contacted the origin: the audit log says so.
+	data, err := os.ReadFile(auditPath)
+	var rec proxy.AuditRecord
+	if err != nil || json.Unmarshal(data, &rec) != nil || rec.URL != o.URL+"/page" || rec.UpstreamStatus != 200 || rec.Status != 0 ||
+		!strings.Contains(rec.Note, "fetched to explain") || len(rec.Usage) != len(want) {
+		t.Errorf("audit log after /explain?fetch=1 (%v): %s", err, data)
 	}
 	body = httpGet(t, "http://"+m[1]+"/explain?purposes=train-ai&url="+url.QueryEscape(o.URL+"/page"))
 	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Decision != "usage-denied" || len(e.UsageSignals) != 3 {

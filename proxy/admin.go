@@ -118,7 +118,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		if wait, err := s.settings().engine.NextSlot(r.Context(), &d); err == nil {
 			e.NextSlot = wait.Seconds()
 		}
-		signals, err := s.UsageSignals(r.Context(), &d, q.Get("fetch") == "1" || q.Get("fetch") == "true")
+		signals, err := s.UsageSignals(r.Context(), &d, q.Get("fetch") == "1" || q.Get("fetch") == "true", r.RemoteAddr)
 		if err != nil {
 			e.FetchError = err.Error()
 		}

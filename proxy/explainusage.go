@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"time"
 
 	"github.com/robotsgate/robotsgate/policy"
 )
@@ -16,9 +17,10 @@ import (
 // with fetch, the header fields and HTML head of the URL's response. The
 // URL is fetched only when d allows it, with GET as the client would send
 // it, held for its pacing slot like a proxied request; its body is read no
-// further than the head. A failed fetch is returned as the error, with the
-// signals found before it.
-func (s *Server) UsageSignals(ctx context.Context, d *policy.Decision, fetch bool) ([]policy.UsageSignal, error) {
+// further than the head, and the fetch is written to the audit log (client
+// by, the asker's address; note "fetched to explain"). A failed fetch is
+// returned as the error, with the signals found before it.
+func (s *Server) UsageSignals(ctx context.Context, d *policy.Decision, fetch bool, by string) ([]policy.UsageSignal, error) {
 	if err := s.settings().engine.ConsultTDM(ctx, d); err != nil {
 		return nil, err
 	}
@@ -29,14 +31,18 @@ func (s *Server) UsageSignals(ctx context.Context, d *policy.Decision, fetch boo
 	if d.Verdict != policy.Allow {
 		return signals, fmt.Errorf("the response was not fetched: the request would be refused (%s)", d.Verdict)
 	}
-	found, err := s.fetchSignals(ctx, d)
+	found, err := s.fetchSignals(ctx, d, by)
 	return append(signals, found...), err
 }
 
 // fetchSignals requests d's URL (paced) and reads the AI-usage signals of
 // its response: header fields, and the meta tags of an HTML head.
-func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision) ([]policy.UsageSignal, error) {
+func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision, by string) (found []policy.UsageSignal, err error) {
 	st := s.settings()
+	start := time.Now()
+	rec := newAuditRecord(start, by, http.MethodGet, d)
+	rec.Usage = d.ExplainSignals() // whatever the purposes: what was explained
+	defer func() { s.auditExplainFetch(&rec, start, found, err) }()
 	permit, err := st.engine.Pace(ctx, d)
 	if err != nil {
 		return nil, err
@@ -59,10 +65,24 @@ func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision) ([]policy
 		return nil, fmt.Errorf("fetch %s: %w", u, err)
 	}
 	defer resp.Body.Close()
-	found := policy.HeaderSignals(resp.Header, d.Request.Agent(), d.Request.Client.Purposes)
+	rec.UpstreamStatus = resp.StatusCode
+	found = policy.HeaderSignals(resp.Header, d.Request.Agent(), d.Request.Client.Purposes)
 	if hasHTMLBody(resp) {
 		metas, _ := scanHead(resp)
 		found = append(found, policy.MetaSignals(metas, d.Request.Agent())...)
 	}
 	return found, nil
+}
+
+// auditExplainFetch records a fetch made to explain a URL: the origin was
+// contacted, though no client received the response (status 0).
+func (s *Server) auditExplainFetch(rec *AuditRecord, start time.Time, found []policy.UsageSignal, err error) {
+	rec.Usage = append(rec.Usage, found...)
+	note := "fetched to explain its AI-usage signals (headers and HTML head read, the body not relayed)"
+	if err != nil {
+		note += ": " + err.Error()
+	}
+	addNote(rec, note)
+	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	s.audit.write(rec)
 }
