@@ -103,6 +103,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzUserAgent$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzMatchPattern$$' -fuzztime $(FUZZTIME) ./robots/
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalTarget$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./origin/
 	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/

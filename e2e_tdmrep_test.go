@@ -323,8 +323,10 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 		t.Errorf("check without -fetch requested the page (%d requests) or lists its headers:\n%s", hits, out)
 	}
 
-	if _, err := os.Stat(auditPath); err == nil {
-		t.Errorf("check wrote the configuration's audit log")
+	for _, evidence := range []string{auditPath, filepath.Join(dir, "robots-archive")} { // log.audit, archive.dir's default
+		if _, err := os.Stat(evidence); err == nil {
+			t.Errorf("check wrote %s: it must leave a proxy's evidence alone", evidence)
+		}
 	}
 
 	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")

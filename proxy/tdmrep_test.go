@@ -219,3 +219,48 @@ func TestTDMRepUnknown(t *testing.T) {
 		t.Errorf("tdmrep.json fetched %d times, want once (the failure is remembered)", n)
 	}
 }
+
+// TestTDMRepHeaderOnlyAddsReservations: a tdm-reservation response header
+// of 1 refuses where tdmrep.json reserves nothing, but a header of 0 does
+// not lift the file's reservation: the file refuses before the request is
+// sent, so the reserved page is never fetched (conservative, though
+// TDMRep lets a header override the file).
+func TestTDMRepHeaderOnlyAddsReservations(t *testing.T) {
+	var mu sync.Mutex
+	var pages []string
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+		case tdmrep.Path:
+			fmt.Fprint(w, proxyTDMRep)
+		default:
+			mu.Lock()
+			pages = append(pages, r.URL.Path)
+			mu.Unlock()
+			w.Header().Set("Tdm-Reservation", map[bool]string{true: "0", false: "1"}[r.URL.Path == "/private/page"])
+			fmt.Fprint(w, "BODY")
+		}
+	}))
+	t.Cleanup(o.Close)
+	cfg := testConfig(t, nil)
+	purposes(&cfg, "tdm")
+	p := startProxy(t, cfg)
+	c := p.client()
+
+	resp, body := get(t, c, o.URL+"/private/page")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
+	if !strings.Contains(body, `tdmrep.json[1] (location "/private/")`) {
+		t.Errorf("the file's reservation: %s", body)
+	}
+	resp, body = get(t, c, o.URL+"/private/open/page")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
+	if !strings.Contains(body, "tdm-reservation: 1 refuses the purpose tdm") || strings.Contains(body, "BODY") {
+		t.Errorf("the header's reservation: %s", body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pages) != 1 || pages[0] != "/private/open/page" {
+		t.Errorf("the origin was asked for %q, want only /private/open/page (the file's reservation is never fetched)", pages)
+	}
+}
