@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/policy"
 )
 
 func withProxyUser(c *http.Client, p *testProxy, user, pass string) *http.Client {
@@ -147,13 +148,28 @@ func TestTrapGuard(t *testing.T) {
 	}
 }
 
+// TestSiteIgnoringRobots: a site set to robots: ignore is not judged by
+// robots.txt, the crawler-trap guard or the AI-usage signals (no
+// tdmrep.json is fetched even for a train-ai client), but its delay floor
+// still paces it.
 func TestSiteIgnoringRobots(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	cfg := testConfig(t, nil)
-	cfg.Sites = []config.Site{{Hosts: []string{"127.0.0.2"}, Robots: config.RobotsIgnore}}
+	cfg.Sites = []config.Site{{Hosts: []string{"127.0.0.2"}, Robots: config.RobotsIgnore, Delay: config.Duration(time.Millisecond)}}
+	cfg.Trap = config.Trap{Enabled: true, PageBudget: 1, BudgetWindow: config.Duration(time.Hour)}
+	purposes(&cfg, "train-ai")
 	p := startProxy(t, cfg)
-	if resp, _ := get(t, p.client(), o.URL+"/private/x"); resp.StatusCode != 200 {
-		t.Errorf("ignored site: %d", resp.StatusCode)
+	for range 2 { // over the page budget
+		if resp, _ := get(t, p.client(), o.URL+"/private/x"); resp.StatusCode != 200 {
+			t.Errorf("ignored site: %d", resp.StatusCode)
+		}
+	}
+	if o.saw("/robots.txt") || o.saw("/.well-known/tdmrep.json") {
+		t.Errorf("ignored site: the origin was asked for %v", o.seen())
+	}
+	d, err := p.srv.Decide(t.Context(), o.URL+"/private/x", "", policy.Client{Mode: policy.Enforce, Purposes: []string{"train-ai"}})
+	if err != nil || d.Interval != time.Millisecond || d.Robots != nil || d.ResponsePurposes() != nil {
+		t.Errorf("ignored site: interval %v (want the site's 1ms), robots.txt %v, response judged for %v (%v)", d.Interval, d.Robots, d.ResponsePurposes(), err)
 	}
 }
 
