@@ -179,26 +179,8 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}
 	cfg.MITM.UpstreamCA = upstreamCA
-	// What a production configuration logs: info and above (allowed
-	// requests are logged at debug), here to nowhere.
-	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := New(cfg, Options{CA: rgCA, Logger: logger})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	})
-	env.proxies["robotsgate"] = benchProxy{url: &url.URL{Scheme: "http", Host: ln.Addr().String()}, roots: rgCA.CertPool()}
+	addr := serveBenchRobotsgate(b, cfg, rgCA)
+	env.proxies["robotsgate"] = benchProxy{url: &url.URL{Scheme: "http", Host: addr}, roots: rgCA.CertPool()}
 
 	// Every setup answers before anything is timed; for robotsgate this also
 	// fetches and caches both origins' robots.txt.
@@ -234,6 +216,32 @@ func benchOriginHandler() http.Handler {
 			http.NotFound(w, r)
 		}
 	})
+}
+
+// serveBenchRobotsgate serves robotsgate with cfg and ca on a free
+// loopback port until the benchmark ends, logging what a production
+// configuration logs (info and above; allowed requests are logged at
+// debug) to nowhere, and returns its address.
+func serveBenchRobotsgate(b *testing.B, cfg config.Config, ca *certs.CA) string {
+	b.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := New(cfg, Options{CA: ca, Logger: logger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	})
+	return ln.Addr().String()
 }
 
 // startBenchServer serves h on ip (TLS when tlsCfg is set) with the client

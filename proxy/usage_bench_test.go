@@ -1,11 +1,8 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -115,23 +112,7 @@ func startBenchProxy(b *testing.B, scanHTML bool) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(cfg, Options{CA: ca, Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	})
-	return ln.Addr().String()
+	return serveBenchRobotsgate(b, cfg, ca)
 }
 
 func benchTransport(proxyAddr string) *http.Transport {
