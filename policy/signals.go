@@ -81,10 +81,10 @@ func (d *Decision) usageSignals(purposes []string) []UsageSignal {
 	var out []UsageSignal
 	if d.Robots != nil && d.Robots.File != nil {
 		for _, p := range d.Rule.Group.ContentUsage(d.Request.Target) {
-			out = append(out, prefSignal(SignalRobotsContentUsage, p, usageRefuses(p, purposes)))
+			out = append(out, prefSignal(SignalRobotsContentUsage, p, prefRefuses(p, purposes, false)))
 		}
 		for _, p := range d.Robots.File.ContentSignals() {
-			out = append(out, prefSignal(SignalRobotsContentSignal, p, signalRefuses(p, purposes)))
+			out = append(out, prefSignal(SignalRobotsContentSignal, p, prefRefuses(p, purposes, true)))
 		}
 	}
 	if e := d.TDM.Entry; e != nil {
@@ -117,30 +117,21 @@ func candidates(purposes []string) []string {
 	return out
 }
 
-// usageRefuses lists the purposes a Content-Usage preference refuses.
-func usageRefuses(p robots.Pref, purposes []string) []string {
+// prefRefuses lists the purposes a robots.txt or header preference
+// refuses: a Content-Usage one ("n"), or with contentSignal a
+// Content-Signal one ("no"), in the vocabulary usageRefusal judges by.
+func prefRefuses(p robots.Pref, purposes []string, contentSignal bool) []string {
 	refuses := []string{}
 	for _, c := range candidates(purposes) {
-		names, ok := vocabulary[c]
-		if !ok {
-			names.usage = []string{c}
+		names, known := vocabulary[c]
+		list, no := names.usage, "n"
+		if contentSignal {
+			list, no = names.signal, "no"
 		}
-		if _, ok := refusing([]robots.Pref{p}, names.usage, "n"); ok {
-			refuses = append(refuses, c)
+		if !known {
+			list = []string{c}
 		}
-	}
-	return refuses
-}
-
-// signalRefuses lists the purposes a Content-Signal preference refuses.
-func signalRefuses(p robots.Pref, purposes []string) []string {
-	refuses := []string{}
-	for _, c := range candidates(purposes) {
-		names, ok := vocabulary[c]
-		if !ok {
-			names.signal = []string{c}
-		}
-		if _, ok := refusing([]robots.Pref{p}, names.signal, "no"); ok {
+		if _, ok := refusing([]robots.Pref{p}, list, no); ok {
 			refuses = append(refuses, c)
 		}
 	}
@@ -167,7 +158,7 @@ func HeaderSignals(h http.Header, agent string, purposes []string) []UsageSignal
 	for _, v := range h.Values("Content-Usage") {
 		refuses := []string{}
 		for _, p := range robots.ParseContentUsage(v) {
-			for _, r := range usageRefuses(p, purposes) {
+			for _, r := range prefRefuses(p, purposes, false) {
 				if !slices.Contains(refuses, r) {
 					refuses = append(refuses, r)
 				}
