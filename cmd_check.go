@@ -57,7 +57,7 @@ var checkCommand = &command{
 			if userAgent == "" {
 				userAgent = *agent
 			}
-			client := policy.Client{Purposes: splitList(*purposes)}
+			client := policy.Client{Purposes: policy.ParsePurposes(*purposes)}
 			return check(*configPath, userAgent, client, *fetch, args, s)
 		}
 	},
@@ -242,15 +242,4 @@ func printSignals(w io.Writer, signals []policy.UsageSignal, fetchErr error, fet
 	if fetch && fetchErr != nil {
 		fmt.Fprintf(w, "          response signals not read: %v\n", fetchErr)
 	}
-}
-
-// splitList reads a comma-separated flag value.
-func splitList(list string) []string {
-	var out []string
-	for _, p := range strings.Split(list, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -258,3 +258,16 @@ func (d *Decision) RefusedBy() string {
 		return SignalRobotsContentUsage
 	}
 }
+
+// ParsePurposes reads a comma-separated list of purposes
+// ("train-ai, search"), as /explain and check take it; empty items are
+// dropped.
+func ParsePurposes(list string) []string {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

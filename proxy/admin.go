@@ -107,7 +107,7 @@ type RobotsInfo struct {
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ua := cmp.Or(q.Get("ua"), q.Get("agent"))
-	e := Explanation{URL: q.Get("url"), UserAgent: ua, Purposes: splitPurposes(q.Get("purposes")), UsageSignals: []policy.UsageSignal{}}
+	e := Explanation{URL: q.Get("url"), UserAgent: ua, Purposes: policy.ParsePurposes(q.Get("purposes")), UsageSignals: []policy.UsageSignal{}}
 	status := http.StatusOK
 	if e.URL == "" {
 		e.Error, status = "missing url parameter (and agent= or ua=, purposes=, fetch=1)", http.StatusBadRequest
@@ -131,17 +131,6 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(e)
-}
-
-// splitPurposes reads a comma-separated list of purposes.
-func splitPurposes(list string) []string {
-	var out []string
-	for _, p := range strings.Split(list, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func tdmrepInfo(d *policy.Decision) *TDMRepInfo {
