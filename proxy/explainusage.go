@@ -40,9 +40,6 @@ func (s *Server) UsageSignals(ctx context.Context, d *policy.Decision, fetch boo
 func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision, by string) (found []policy.UsageSignal, err error) {
 	st := s.settings()
 	start := time.Now()
-	rec := newAuditRecord(start, by, http.MethodGet, d)
-	rec.Usage = d.ExplainSignals() // whatever the purposes: what was explained
-	defer func() { s.auditExplainFetch(&rec, start, found, err) }()
 	permit, err := st.engine.Pace(ctx, d)
 	if err != nil {
 		return nil, err
@@ -60,6 +57,10 @@ func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision, by string
 	req.Header.Set("User-Agent", d.Request.UserAgent) // "" sends none, as a client without one
 	identify(req, st.cfg.Identify)
 	s.log.Info("fetching a page to explain its AI-usage signals", "url", u, "user_agent", d.Request.UserAgent)
+	rec := newAuditRecord(start, by, http.MethodGet, d)
+	rec.Usage = d.ExplainSignals() // whatever the purposes: what was explained
+	rec.WaitMS = float64(d.Waited.Microseconds()) / 1000
+	defer func() { s.auditExplainFetch(&rec, start, found, err) }() // the origin may have been contacted
 	resp, err := s.upstream.tr.RoundTrip(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", u, err)
