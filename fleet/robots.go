@@ -1,7 +1,7 @@
 // Package fleet shares what several robotsgate instances should not each do
-// for themselves through Redis: the robots.txt files they fetch, so that a
-// fleet fetches each origin once per freshness period. (The pacing schedule
-// is shared by package pacing.)
+// for themselves through Redis: the robots.txt and tdmrep.json files they
+// fetch, so that a fleet fetches each origin once per freshness period.
+// (The pacing schedule is shared by package pacing.)
 //
 // It stores and loads only; it must not decide, and a Redis that fails must
 // never refuse or allow a request by itself: the resolver then fetches for
@@ -23,6 +23,10 @@ import (
 
 // DefaultKeyPrefix is put before every robots.txt key.
 const DefaultKeyPrefix = "robotsgate:robots:"
+
+// TDMRepKeyPrefix is the KeyPrefix of a store of tdmrep.json files, kept
+// as robots.txt files are (the same record, another key).
+const TDMRepKeyPrefix = "robotsgate:tdmrep:"
 
 // RobotsOptions configures NewRobotsStore. Only Addr is required.
 type RobotsOptions struct {

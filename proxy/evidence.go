@@ -71,6 +71,9 @@ func (s *Server) archiveTDMRep(a tdmcache.Answer) {
 	if res.Stale {
 		f.Outcome, f.SHA256 = resolver.Unreachable.String(), "" // the copy kept is not this fetch's body
 	}
+	if a.Shared {
+		f.From = "shared-store"
+	}
 	s.recordFetch(&f, a.Header, a.Body)
 }
 

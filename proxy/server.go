@@ -198,16 +198,22 @@ func (s *Server) newHTTPServer(h http.Handler, tunnels *tunnelListener) *http.Se
 }
 
 // newResolver creates the robots.txt resolver, fetching through the egress
-// guard and, with a Redis pacing store, sharing fetched files through the
-// same Redis, and the tdmrep.json cache on it.
+// guard, and the tdmrep.json cache on it; with a Redis pacing store, both
+// share fetched files through the same Redis.
 func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
-	var shared resolver.Store
+	var shared, sharedTDM resolver.Store
 	if cfg.Pacing.Store == config.StoreRedis {
 		rs, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: cfg.Pacing.Redis.Addr})
 		if err != nil {
 			return fmt.Errorf("proxy: %w", err)
 		}
-		shared, s.closeShared = rs, rs.Close
+		ts, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: cfg.Pacing.Redis.Addr, KeyPrefix: fleet.TDMRepKeyPrefix})
+		if err != nil {
+			rs.Close()
+			return fmt.Errorf("proxy: %w", err)
+		}
+		shared, sharedTDM = rs, ts
+		s.closeShared = func() error { return errors.Join(rs.Close(), ts.Close()) }
 	}
 	r, err := resolver.New(resolver.Config{
 		Store:        shared,
@@ -232,6 +238,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	// cache bounds and freshness, archived alike.
 	s.tdmrep, err = tdmcache.New(tdmcache.Config{
 		Resolver:     r,
+		Store:        sharedTDM,
 		CacheEntries: cfg.Robots.CacheEntries,
 		OnAnswer:     s.onTDMRepAnswer(),
 	})

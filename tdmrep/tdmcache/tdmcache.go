@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,12 @@ type Config struct {
 	// its body (Result.SHA256). It runs on the fetch's goroutine: it must
 	// not block.
 	OnAnswer func(Answer)
+	// Store, when set, shares fetched files between instances (a fleet),
+	// as the robots.txt resolver's Store does: a cold origin is looked up
+	// there before it is fetched, and a file (or a 4xx) fetched is saved
+	// there until it expires. Failures are not shared: each instance
+	// retries on its own schedule. A failing store only means a fetch.
+	Store resolver.Store
 }
 
 // Result is what an origin's tdmrep.json says right now. Results are
@@ -121,6 +128,9 @@ type Answer struct {
 	// otherwise. Truncated: the answer was longer.
 	Body      []byte
 	Truncated bool
+	// Shared: the answer came from the shared store (another instance
+	// fetched it), not from the origin.
+	Shared bool
 }
 
 // Cache keeps origins' tdmrep.json files. It is safe for concurrent use.
@@ -207,11 +217,18 @@ func (c *Cache) refresh(o origin.Origin) *Result {
 	if prev != nil && c.cfg.Now().Before(prev.Expires) {
 		return prev // stored by the flight that just ended
 	}
+	if res, ok := c.fromStore(o); ok {
+		c.cache.Add(o, res)
+		return res
+	}
 	u := o.URL(tdmrep.Path)
 	a := c.cfg.Resolver.FetchFile(c.ctx, o, tdmrep.Path, accept)
 	now := c.cfg.Now()
 	res := c.verdict(o, prev, &a, now)
 	c.cache.Add(o, res)
+	if !res.Stale && (res.Status == resolver.OK || res.Status == resolver.Unavailable) {
+		c.toStore(o, res, a.Body)
+	}
 	if c.cfg.OnAnswer != nil {
 		ans := Answer{Result: res, Time: now, FetchedURL: u, FinalURL: a.URL, HTTPStatus: a.HTTPStatus, Header: a.Header, Truncated: a.Truncated}
 		if a.Status == resolver.OK {
@@ -250,4 +267,54 @@ func (c *Cache) verdict(o origin.Origin, prev *Result, a *resolver.FileAnswer, n
 		}
 	}
 	return res
+}
+
+// storeTimeout bounds each store call: a slow store must not hold requests
+// longer than a fetch would.
+const storeTimeout = 2 * time.Second
+
+// fromStore returns o's file as another instance fetched it, if the store
+// holds a fresh one.
+func (c *Cache) fromStore(o origin.Origin) (*Result, bool) {
+	if c.cfg.Store == nil {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, storeTimeout)
+	defer cancel()
+	rec, ok, err := c.cfg.Store.Load(ctx, o)
+	if err != nil {
+		slog.Warn("tdmrep.json store load failed", "origin", o.String(), "err", err)
+		return nil, false
+	}
+	if !ok || !c.cfg.Now().Before(rec.Expires) || (rec.Status != resolver.OK && rec.Status != resolver.Unavailable) {
+		return nil, false
+	}
+	res := &Result{Status: rec.Status, HTTPStatus: rec.HTTPStatus, Origin: o, URL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
+	if rec.Status == resolver.OK {
+		res.File = tdmrep.Parse(rec.Body)
+		if c.cfg.OnAnswer != nil {
+			res.SHA256 = archive.Sum(rec.Body)
+		}
+	}
+	if c.cfg.OnAnswer != nil {
+		c.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FetchedURL: o.URL(tdmrep.Path), FinalURL: rec.URL,
+			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Shared: true})
+	}
+	return res, true
+}
+
+// toStore shares a fetched file (or its absence) with the other instances.
+func (c *Cache) toStore(o origin.Origin, res *Result, body []byte) {
+	if c.cfg.Store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, storeTimeout)
+	defer cancel()
+	rec := resolver.Record{Status: res.Status, HTTPStatus: res.HTTPStatus, URL: res.URL, FetchedAt: res.FetchedAt, Expires: res.Expires}
+	if res.Status == resolver.OK {
+		rec.Body = body
+	}
+	if err := c.cfg.Store.Save(ctx, o, rec); err != nil {
+		slog.Warn("tdmrep.json store save failed", "origin", o.String(), "err", err)
+	}
 }

@@ -309,3 +309,53 @@ func TestCallerGivingUp(t *testing.T) {
 		t.Errorf("after the wait: %+v, %d fetches", res, o.hits.Load())
 	}
 }
+
+// mapStore is a resolver.Store in a map, as Redis keeps it for a fleet.
+type mapStore struct {
+	mu   sync.Mutex
+	recs map[origin.Origin]resolver.Record
+}
+
+func (s *mapStore) Load(_ context.Context, o origin.Origin) (resolver.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.recs[o]
+	return rec, ok, nil
+}
+
+func (s *mapStore) Save(_ context.Context, o origin.Origin, rec resolver.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs[o] = rec
+	return nil
+}
+
+// TestStoreSharesFilesNotFailures: a file one cache fetched serves another
+// cache on the same store without a fetch (announced as Shared); an
+// unreachable file is not shared, each cache asks the origin itself.
+func TestStoreSharesFilesNotFailures(t *testing.T) {
+	store := &mapStore{recs: map[origin.Origin]resolver.Record{}}
+	var shared atomic.Int64
+	onAnswer := func(a Answer) {
+		if a.Shared {
+			shared.Add(1)
+		}
+	}
+	a := newCache(t, Config{Store: store, OnAnswer: onAnswer}, resolver.Config{})
+	b := newCache(t, Config{Store: store, OnAnswer: onAnswer}, resolver.Config{})
+
+	o := startOrigin(t, body(reserveAll))
+	if res := lookup(t, a, o.origin); !res.Match("/x").Reserved() {
+		t.Fatalf("first cache: %+v", res)
+	}
+	res := lookup(t, b, o.origin)
+	if !res.Match("/x").Reserved() || res.SHA256 == "" || o.hits.Load() != 1 || shared.Load() != 1 {
+		t.Errorf("second cache: reserved %t, sha256 %q; the origin asked %d times (want 1), %d shared answers (want 1)",
+			res.Match("/x").Reserved(), res.SHA256, o.hits.Load(), shared.Load())
+	}
+
+	down := startOrigin(t, status(503))
+	if !lookup(t, a, down.origin).Unknown() || !lookup(t, b, down.origin).Unknown() || down.hits.Load() != 2 {
+		t.Errorf("an unreachable file: asked %d times by two caches, want 2 (failures are not shared)", down.hits.Load())
+	}
+}
