@@ -192,7 +192,9 @@ type Pacing struct {
 	// Default 0.
 	MaxConcurrency int `yaml:"max_concurrency"`
 	// Store holds the pacing state: "memory" (this process) or "redis"
-	// (shared by a fleet through Redis). Default "memory".
+	// (shared by a fleet through Redis, which then also shares the
+	// robots.txt and tdmrep.json files the instances fetch). Default
+	// "memory".
 	Store Store `yaml:"store"`
 	// Redis is the Redis server used when Store is "redis".
 	Redis Redis `yaml:"redis"`
