@@ -35,18 +35,41 @@ type Record struct {
 // longer than a fetch would.
 const storeTimeout = 2 * time.Second
 
+// LoadRecord returns o's record from store when it holds one that is
+// fresh at now and OK or Unavailable, asking for at most storeTimeout
+// within ctx. A failing store counts as none (logged, naming what is
+// stored): the caller then fetches for itself. For caches of other files
+// kept as robots.txt is (tdmrep.json).
+func LoadRecord(ctx context.Context, store Store, o origin.Origin, now time.Time, what string) (Record, bool) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	rec, ok, err := store.Load(ctx, o)
+	if err != nil {
+		slog.Warn(what+" store load failed", "origin", o.String(), "err", err)
+		return Record{}, false
+	}
+	if !ok || !now.Before(rec.Expires) || (rec.Status != OK && rec.Status != Unavailable) {
+		return Record{}, false
+	}
+	return rec, true
+}
+
+// SaveRecord stores rec for o, asking for at most storeTimeout within
+// ctx; a failure is only logged.
+func SaveRecord(ctx context.Context, store Store, o origin.Origin, rec Record, what string) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if err := store.Save(ctx, o, rec); err != nil {
+		slog.Warn(what+" store save failed", "origin", o.String(), "err", err)
+	}
+}
+
 func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	if r.cfg.Store == nil {
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, storeTimeout)
-	defer cancel()
-	rec, ok, err := r.cfg.Store.Load(ctx, o)
-	if err != nil {
-		slog.Warn("robots.txt store load failed", "origin", o.String(), "err", err)
-		return nil, false
-	}
-	if !ok || !r.cfg.Now().Before(rec.Expires) || (rec.Status != OK && rec.Status != Unavailable) {
+	rec, ok := LoadRecord(r.ctx, r.cfg.Store, o, r.cfg.Now(), "robots.txt")
+	if !ok {
 		return nil, false
 	}
 	res := newResult(o, rec.Status, rec.HTTPStatus)
@@ -68,13 +91,8 @@ func (r *Resolver) toStore(o origin.Origin, res *Result, f fetched) {
 	if r.cfg.Store == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, storeTimeout)
-	defer cancel()
-	rec := Record{
+	SaveRecord(r.ctx, r.cfg.Store, o, Record{
 		Status: res.Status, HTTPStatus: res.HTTPStatus, URL: res.URL(), Body: f.body,
 		FetchedAt: res.FetchedAt(), Expires: res.Expires(),
-	}
-	if err := r.cfg.Store.Save(ctx, o, rec); err != nil {
-		slog.Warn("robots.txt store save failed", "origin", o.String(), "err", err)
-	}
+	}, "robots.txt")
 }

@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -269,24 +268,14 @@ func (c *Cache) verdict(o origin.Origin, prev *Result, a *resolver.FileAnswer, n
 	return res
 }
 
-// storeTimeout bounds each store call: a slow store must not hold requests
-// longer than a fetch would.
-const storeTimeout = 2 * time.Second
-
 // fromStore returns o's file as another instance fetched it, if the store
 // holds a fresh one.
 func (c *Cache) fromStore(o origin.Origin) (*Result, bool) {
 	if c.cfg.Store == nil {
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, storeTimeout)
-	defer cancel()
-	rec, ok, err := c.cfg.Store.Load(ctx, o)
-	if err != nil {
-		slog.Warn("tdmrep.json store load failed", "origin", o.String(), "err", err)
-		return nil, false
-	}
-	if !ok || !c.cfg.Now().Before(rec.Expires) || (rec.Status != resolver.OK && rec.Status != resolver.Unavailable) {
+	rec, ok := resolver.LoadRecord(c.ctx, c.cfg.Store, o, c.cfg.Now(), "tdmrep.json")
+	if !ok {
 		return nil, false
 	}
 	res := &Result{Status: rec.Status, HTTPStatus: rec.HTTPStatus, Origin: o, URL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
@@ -308,13 +297,9 @@ func (c *Cache) toStore(o origin.Origin, res *Result, body []byte) {
 	if c.cfg.Store == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, storeTimeout)
-	defer cancel()
 	rec := resolver.Record{Status: res.Status, HTTPStatus: res.HTTPStatus, URL: res.URL, FetchedAt: res.FetchedAt, Expires: res.Expires}
 	if res.Status == resolver.OK {
 		rec.Body = body
 	}
-	if err := c.cfg.Store.Save(ctx, o, rec); err != nil {
-		slog.Warn("tdmrep.json store save failed", "origin", o.String(), "err", err)
-	}
+	resolver.SaveRecord(c.ctx, c.cfg.Store, o, rec, "tdmrep.json")
 }
