@@ -33,7 +33,8 @@ func docFiles(t *testing.T) []string {
 	return append([]string{"README.md"}, pages...)
 }
 
-func readDoc(t *testing.T, path string) string {
+// readText returns a file's contents, failing the test when it cannot be read.
+func readText(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -90,7 +91,7 @@ func anchors(doc string) map[string]bool {
 func TestDocsRelativeLinksResolve(t *testing.T) {
 	links := 0
 	for _, file := range docFiles(t) {
-		doc := readDoc(t, file)
+		doc := readText(t, file)
 		text := codeSpanRE.ReplaceAllString(prose(doc), "")
 		for _, m := range linkRE.FindAllStringSubmatch(text, -1) {
 			target := m[1]
@@ -114,7 +115,7 @@ func TestDocsRelativeLinksResolve(t *testing.T) {
 				t.Errorf("%s: link %q: a fragment into a file that is not markdown", file, target)
 				continue
 			}
-			if !anchors(readDoc(t, resolved))[fragment] {
+			if !anchors(readText(t, resolved))[fragment] {
 				t.Errorf("%s: link %q: %s has no heading with the anchor #%s", file, target, resolved, fragment)
 			}
 		}
@@ -149,7 +150,7 @@ func TestDocsAnchorsFollowGitHubRules(t *testing.T) {
 func configKeys(t *testing.T) []string {
 	t.Helper()
 	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(readDoc(t, "config.yaml")), &root); err != nil {
+	if err := yaml.Unmarshal([]byte(readText(t, "config.yaml")), &root); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
@@ -190,7 +191,7 @@ func configKeys(t *testing.T) []string {
 // named in docs/configuration.md as code: `pacing.max_wait`, or a longer
 // path starting with it (`robots` is named by `robots.min_ttl`).
 func TestDocsConfigurationNamesEveryConfigKey(t *testing.T) {
-	doc := readDoc(t, "docs/configuration.md")
+	doc := readText(t, "docs/configuration.md")
 	keys := configKeys(t)
 	for _, want := range []string{"listen", "pacing.redis.addr", "clients", "clients[].purposes", "sites[].delay"} {
 		if !slices.Contains(keys, want) {
@@ -208,7 +209,7 @@ func TestDocsConfigurationNamesEveryConfigKey(t *testing.T) {
 // decisions the code makes (proxy.Decisions), in its order, each with its
 // status code.
 func TestDocsListEveryDecision(t *testing.T) {
-	doc := readDoc(t, "docs/decisions.md")
+	doc := readText(t, "docs/decisions.md")
 	const marker = "<!-- decisions: a test keeps this table equal to proxy.Decisions() -->"
 	_, table, ok := strings.Cut(doc, marker)
 	if !ok {
@@ -243,7 +244,7 @@ func TestDocsListEveryDecision(t *testing.T) {
 // and every metric the code registers (the "robotsgate_..." names in its
 // non-test sources).
 func TestDocsOperationsNameEveryAuditFieldAndMetric(t *testing.T) {
-	doc := readDoc(t, "docs/operations.md")
+	doc := readText(t, "docs/operations.md")
 	rt := reflect.TypeFor[proxy.AuditRecord]()
 	fields := 0
 	for i := range rt.NumField() {
@@ -293,7 +294,7 @@ func TestDocsOperationsNameEveryAuditFieldAndMetric(t *testing.T) {
 
 // The YAML examples of docs/configuration.md are valid configurations.
 func TestDocsConfigurationRecipesParse(t *testing.T) {
-	doc := readDoc(t, "docs/configuration.md")
+	doc := readText(t, "docs/configuration.md")
 	blocks := regexp.MustCompile("(?ms)^```yaml\n(.*?)^```").FindAllStringSubmatch(doc, -1)
 	if len(blocks) == 0 {
 		t.Fatal("no yaml blocks in docs/configuration.md")

@@ -360,7 +360,7 @@ log:
 		!strings.Contains(stderr, "report.html written") {
 		t.Fatalf("report -o report.html: exit %d, stderr:\n%s", code, stderr)
 	}
-	page := readReportFile(t, htmlPath)
+	page := readText(t, htmlPath)
 	if refs := reportExternalRefs(page); len(refs) > 0 {
 		t.Errorf("the HTML refers to resources outside it: %q", refs)
 	}
@@ -388,7 +388,7 @@ log:
 	}
 	for env, file := range map[string]string{"ROBOTSGATE_REPORT_SCREENSHOT": shot, "ROBOTSGATE_REPORT_HTML": htmlPath} {
 		if path := os.Getenv(env); path != "" {
-			if err := os.WriteFile(path, []byte(readReportFile(t, file)), 0o644); err != nil {
+			if err := os.WriteFile(path, []byte(readText(t, file)), 0o644); err != nil {
 				t.Error(err)
 			}
 		}
@@ -400,15 +400,6 @@ func deref(f *float64) float64 {
 		return math.NaN()
 	}
 	return *f
-}
-
-func readReportFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // chromiumReport opens the file in Debian's headless Chromium with args,
@@ -523,7 +514,7 @@ func reportFetches(t *testing.T, dir string) []archive.Fetch {
 	}
 	var out []archive.Fetch
 	for _, name := range logs {
-		for _, line := range strings.Split(readReportFile(t, name), "\n") {
+		for _, line := range strings.Split(readText(t, name), "\n") {
 			var f archive.Fetch
 			if json.Unmarshal([]byte(line), &f) == nil {
 				out = append(out, f)

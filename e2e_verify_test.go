@@ -398,12 +398,3 @@ func dumpArchiveFetches(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
-
-func readText(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}

@@ -22,7 +22,7 @@ import (
 // "Quick start" section, one slice per block.
 func quickStartBlocks(t *testing.T) [][]string {
 	t.Helper()
-	readme := readDoc(t, "README.md")
+	readme := readText(t, "README.md")
 	_, section, ok := strings.Cut(readme, "\n## Quick start\n")
 	if !ok {
 		t.Fatal(`README.md has no "## Quick start" section`)
