@@ -181,14 +181,7 @@ func metaPolicy(metas []htmlmeta.Meta) string {
 }
 
 func signal(source string, meta bool, value, directive, purpose, policy string) ResponseSignal {
-	value = strings.TrimSpace(value)
-	if len(value) > maxSignalValue {
-		value = value[:maxSignalValue] + "…"
-	}
-	if len(policy) > maxSignalValue {
-		policy = policy[:maxSignalValue] + "…"
-	}
-	return ResponseSignal{Source: source, Meta: meta, Value: value, Directive: directive, Purpose: purpose, Policy: strings.TrimSpace(policy)}
+	return ResponseSignal{Source: source, Meta: meta, Value: quoteValue(value), Directive: directive, Purpose: purpose, Policy: quoteValue(policy)}
 }
 
 // firstOf returns the first of purposes that is in set.
