@@ -71,7 +71,7 @@ func TestClientThatDistrustsTheCAIsReported(t *testing.T) {
 	if !strings.Contains(page, "bad_certificate") || !strings.Contains(page, "robotsgate&#39;s CA") {
 		t.Errorf("the status page does not show the failures:\n%s", page)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(p.logText(), "client TLS handshake failed") == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
