@@ -56,7 +56,7 @@ func TestFallbackRefuse(t *testing.T) {
 	start := time.Now()
 	_, err := f.Reserve(ctx, "k", time.Second, time.Minute)
 	var ue *UnavailableError
-	if !errors.As(err, &ue) || time.Since(start) > 50*time.Millisecond {
+	if !errors.As(err, &ue) || time.Since(start) > 500*time.Millisecond { // generous for a loaded machine
 		t.Fatalf("open breaker: %v after %v", err, time.Since(start))
 	}
 	if ue.RetryAfter <= 0 || ue.RetryAfter > testProbe || RetryAfterSeconds(ue.RetryAfter) != 1 {
@@ -132,7 +132,8 @@ func TestFallbackFrozenRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if took := time.Since(start); took > 100*time.Millisecond {
+	// Through the frozen Redis each would wait out its 500 ms read timeout.
+	if took := time.Since(start); took > time.Second {
 		t.Errorf("100 reservations with the breaker open took %v", took)
 	}
 	if err := f.Healthy(ctx); err == nil {

@@ -202,7 +202,7 @@ func TestPacerCancelWhileHeld(t *testing.T) {
 		cancelled := time.Now()
 		cancel()
 		err := <-done
-		if took := time.Since(cancelled); took > 200*time.Millisecond {
+		if took := time.Since(cancelled); took > 2*time.Second { // far under the 10 s hold, generous for a loaded machine
 			t.Errorf("Acquire returned %v after the cancel", took)
 		}
 		if !errors.Is(err, context.Canceled) {
