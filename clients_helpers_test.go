@@ -519,7 +519,7 @@ func (e *clientEnv) wantPaced(t *testing.T, client string, n int) {
 	for i := 1; i < len(as); i++ {
 		if gap := as[i].at.Sub(as[i-1].at); gap < crawlDelay-arrivalJitter {
 			short = true
-			t.Errorf("%s: %s and %s reached the origin %v apart, less than the Crawl-delay %v", client, as[i-1].target, as[i].target, gap, crawlDelay)
+			t.Errorf("%s: %s and %s reached the origin %v apart, less than the Crawl-delay %v by more than %v", client, as[i-1].target, as[i].target, gap, crawlDelay, arrivalJitter)
 		}
 	}
 	if !short {
