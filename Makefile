@@ -16,14 +16,14 @@ test: deps fmt-check vet
 #     port; the package may also start a system squid on 3128, which the
 #     tests do not use; /usr/sbin is not on a non-root PATH, so it is looked
 #     for there), curl and wget (the end-to-end tests drive the real binary with
-#     them), chromium (the status page, and a client of clients_test.go) with
+#     them), chromium (the status page, and a client of e2e/clients_test.go) with
 #     certutil (libnss3-tools: Chromium's trust store), and for the Python
-#     clients of clients_test.go Debian's python3-requests, -httpx, -h2,
+#     clients of e2e/clients_test.go Debian's python3-requests, -httpx, -h2,
 #     -aiohttp and -scrapy, which are for Debian's /usr/bin/python3 (PyPI is
 #     not used). Installing needs root and apt; otherwise it says what is
 #     missing and stops.
 #   - npm packages of the Node clients, at the exact versions of
-#     testdata/clients/package-lock.json, into ROBOTSGATE_NODE_DIR (default
+#     e2e/testdata/clients/package-lock.json, into ROBOTSGATE_NODE_DIR (default
 #     ~/.cache/robotsgate-e2e/node, outside the repository; the tests look
 #     there too), with the machine's npm. Reinstalled when the lock file
 #     changes.
@@ -33,7 +33,7 @@ DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools \
 	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy
 DEPS_PYTHON = /usr/bin/python3
 DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy
-NODE_CLIENTS = testdata/clients
+NODE_CLIENTS = e2e/testdata/clients
 ROBOTSGATE_NODE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/node
 export ROBOTSGATE_NODE_DIR
 
@@ -55,7 +55,7 @@ deps:
 	fi
 	@if ! cmp -s $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json" || \
 		[ ! -d "$(ROBOTSGATE_NODE_DIR)/node_modules" ]; then \
-		command -v npm >/dev/null 2>&1 || { echo "missing: npm (Node.js 20 or later), for the Node clients of clients_test.go"; exit 1; }; \
+		command -v npm >/dev/null 2>&1 || { echo "missing: npm (Node.js 20 or later), for the Node clients of e2e/clients_test.go"; exit 1; }; \
 		echo "installing the Node clients' npm packages into $(ROBOTSGATE_NODE_DIR)"; \
 		mkdir -p "$(ROBOTSGATE_NODE_DIR)" && \
 		rm -f "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json" && \

@@ -1,7 +1,7 @@
 package main
 
 // Unit tests of the command line's pure helpers; the commands themselves
-// are tested end to end on the real binary (cli_e2e_test.go).
+// are tested end to end on the real binary (e2e/cli_e2e_test.go).
 
 import (
 	"flag"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // The README's quick start, followed by a test: its shell commands run as a
 // newcomer would type them, with the real binary for "go run .", a loopback
@@ -22,7 +22,7 @@ import (
 // "Quick start" section, one slice per block.
 func quickStartBlocks(t *testing.T) [][]string {
 	t.Helper()
-	readme := readText(t, "README.md")
+	readme := readText(t, filepath.Join("..", "README.md"))
 	_, section, ok := strings.Cut(readme, "\n## Quick start\n")
 	if !ok {
 		t.Fatal(`README.md has no "## Quick start" section`)

@@ -1,6 +1,6 @@
 //go:build !race
 
-package main
+package e2e
 
 // raceEnabled: the tests run without the race detector.
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // End-to-end test of robotsgate report: a crawl through the real binary,
 // then the report of its audit log and archive, its figures checked from

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // End-to-end tests of egress.deny_hosts_files: the real binary
 // refuses a host on a list file with 403 naming the file and line, follows

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // End-to-end tests of the command line (help, flags after arguments, check's
 // exit statuses and pacing, lint's inputs and output, version) on the real
@@ -366,13 +366,13 @@ func TestCLILint(t *testing.T) {
 // module version and VCS revision from its build information, not a
 // constant.
 //
-//	go build -buildvcs=auto -o DIR/robotsgate . && DIR/robotsgate version
+//	go build -buildvcs=auto -o DIR/robotsgate github.com/robotsgate/robotsgate && DIR/robotsgate version
 func TestCLIVersion(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "robotsgate")
 	// -buildvcs=auto: stamp the revision when building from a checkout,
 	// whatever GOFLAGS says.
-	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "github.com/robotsgate/robotsgate")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

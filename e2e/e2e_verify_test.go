@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // End-to-end test of the evidence: a crawl through the real binary while
 // robots.txt changes, then robotsgate verify on its audit log and archive.

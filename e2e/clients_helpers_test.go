@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // Helpers of the client tests (clients_test.go): the real robotsgate binary
 // between real, unmodified clients — curl, wget, Python's requests, httpx,

@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package e2e
 
 // raceEnabled: the tests run under the race detector, so the binary they
 // start is built with it too.

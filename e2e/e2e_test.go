@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // End-to-end tests: the real robotsgate binary (built once by TestMain),
 // started as its own process, driven by real clients — curl, wget, Go's

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // Helpers of the end-to-end tests (e2e_test.go): they build the real
 // robotsgate binary once, start it as a separate process per test, and drive
@@ -50,6 +50,16 @@ const (
 	inFlightWatch = 300 * time.Millisecond
 )
 
+// readText returns a file's contents, failing the test when it cannot be read.
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
 // robotsgateBin is the binary built by TestMain.
 var robotsgateBin string
 
@@ -70,7 +80,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildBinary builds this package into out. Under `go test -race` the binary
+// buildBinary builds the robotsgate command into out. Under `go test -race` the binary
 // is built with the race detector too, and the tests fail on any race it
 // reports (see proc.stop).
 func buildBinary(out string) error {
@@ -78,7 +88,8 @@ func buildBinary(out string) error {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command("go", append(args, ".")...)
+	// The command is the module's root package, one directory up.
+	cmd := exec.Command("go", append(args, "github.com/robotsgate/robotsgate")...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Run(); err != nil {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // End-to-end tests of the AI-usage signals of responses: the
 // real binary between a client with purposes [train-ai] and origins whose

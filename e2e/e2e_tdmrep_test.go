@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // End-to-end test of W3C TDMRep: the real binary between a
 // client with purposes [train-ai], a client without purposes (a proxy

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 // Client tests: the real robotsgate binary driven by real, unmodified
 // clients against origins on 127.0.0.1 (helpers in clients_helpers_test.go,
