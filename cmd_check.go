@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
 	origins "github.com/robotsgate/robotsgate/origin" // "origin" is a type of the tests
 	"github.com/robotsgate/robotsgate/policy"
@@ -91,7 +92,7 @@ func check(configPath, userAgent string, client policy.Client, fetch bool, urls 
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
 		d, err := srv.Decide(ctx, u, userAgent, client)
 		var verdict, why string
-		var signals []policy.UsageSignal
+		var signals []audit.UsageSignal
 		var fetchErr error
 		c := exitAllowed
 		switch {
@@ -228,7 +229,7 @@ func describePacing(d *policy.Decision) string {
 
 // printSignals lists the AI-usage signals found for a URL under its
 // decision line, one per line, with the purposes each refuses.
-func printSignals(w io.Writer, signals []policy.UsageSignal, fetchErr error, fetch bool) {
+func printSignals(w io.Writer, signals []audit.UsageSignal, fetchErr error, fetch bool) {
 	for _, sig := range signals {
 		refuses := "refuses no purpose"
 		if len(sig.Refuses) > 0 {

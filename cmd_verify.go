@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/compliance"
-	"github.com/robotsgate/robotsgate/proxy"
 )
 
 // Exit statuses of verify.
@@ -92,7 +92,7 @@ func verify(files []string, dir string, allowMissing bool, s stdio) (int, error)
 	defer out.Flush()
 	bodies := compliance.NewBodies(dir)
 	var n verifyCounts
-	err := compliance.VerifyAudit(files, bodies, 0, func(rec *proxy.AuditRecord, file string, line int, v compliance.Verification) error {
+	err := compliance.VerifyAudit(files, bodies, 0, func(rec *audit.Record, file string, line int, v compliance.Verification) error {
 		n.records++
 		switch v.Outcome {
 		case compliance.Verified:
@@ -133,7 +133,7 @@ func verify(files []string, dir string, allowMissing bool, s stdio) (int, error)
 }
 
 // recordedJudgement says what a record says: its decision and rule.
-func recordedJudgement(rec *proxy.AuditRecord) string {
+func recordedJudgement(rec *audit.Record) string {
 	d := rec.Decision
 	if d == "" {
 		d = `""`

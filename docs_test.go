@@ -18,8 +18,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/proxy"
 )
 
 // docFiles are the documents the tests read: the README and every page of
@@ -210,7 +210,7 @@ func TestDocsConfigurationNamesEveryConfigKey(t *testing.T) {
 // status code.
 func TestDocsListEveryDecision(t *testing.T) {
 	doc := readText(t, "docs/decisions.md")
-	const marker = "<!-- decisions: a test keeps this table equal to proxy.Decisions() -->"
+	const marker = "<!-- decisions: a test keeps this table equal to audit.Decisions() -->"
 	_, table, ok := strings.Cut(doc, marker)
 	if !ok {
 		t.Fatalf("docs/decisions.md lacks the marker %q", marker)
@@ -223,7 +223,7 @@ func TestDocsListEveryDecision(t *testing.T) {
 		status[m[1]] = m[2]
 	}
 	var code []string
-	for _, d := range proxy.Decisions() {
+	for _, d := range audit.Decisions() {
 		code = append(code, d.Name)
 		cell, ok := status[d.Name]
 		switch {
@@ -240,12 +240,12 @@ func TestDocsListEveryDecision(t *testing.T) {
 	}
 }
 
-// docs/operations.md names every field of the audit log (proxy.AuditRecord)
+// docs/operations.md names every field of the audit log (audit.Record)
 // and every metric the code registers (the "robotsgate_..." names in its
 // non-test sources).
 func TestDocsOperationsNameEveryAuditFieldAndMetric(t *testing.T) {
 	doc := readText(t, "docs/operations.md")
-	rt := reflect.TypeFor[proxy.AuditRecord]()
+	rt := reflect.TypeFor[audit.Record]()
 	fields := 0
 	for i := range rt.NumField() {
 		f := rt.Field(i)

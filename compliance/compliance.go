@@ -19,7 +19,7 @@ import (
 	"sync"
 
 	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -29,7 +29,7 @@ const maxLine = 1 << 20
 // ReadAudit calls fn for every record of the audit files, in order. A
 // line that is not a record is an error naming its file and line; so is
 // an error fn returns (reading stops).
-func ReadAudit(files []string, fn func(rec *proxy.AuditRecord, file string, line int) error) error {
+func ReadAudit(files []string, fn func(rec *audit.Record, file string, line int) error) error {
 	for _, name := range files {
 		if err := readFile(name, fn); err != nil {
 			return err
@@ -38,7 +38,7 @@ func ReadAudit(files []string, fn func(rec *proxy.AuditRecord, file string, line
 	return nil
 }
 
-func readFile(name string, fn func(*proxy.AuditRecord, string, int) error) error {
+func readFile(name string, fn func(*audit.Record, string, int) error) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -46,12 +46,12 @@ func readFile(name string, fn func(*proxy.AuditRecord, string, int) error) error
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
-	var rec proxy.AuditRecord
+	var rec audit.Record
 	for n := 1; sc.Scan(); n++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 { // no copy of the line
 			continue
 		}
-		rec = proxy.AuditRecord{}
+		rec = audit.Record{}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return fmt.Errorf("%s:%d: not an audit record: %w", name, n, err)
 		}
@@ -118,7 +118,7 @@ func Target(rawURL string) string {
 
 // Replay judges a record again with f, as the proxy judged it: the
 // group of the record's agent, its target, its strict_paths setting.
-func Replay(f *robots.File, rec *proxy.AuditRecord) robots.Decision {
+func Replay(f *robots.File, rec *audit.Record) robots.Decision {
 	g := f.GroupForUserAgent(rec.Agent)
 	if rec.StrictPaths {
 		return g.DecideStrict(Target(rec.URL))

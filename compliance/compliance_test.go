@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -28,7 +28,7 @@ func TestTarget(t *testing.T) {
 
 func TestReplayFollowsStrictPaths(t *testing.T) {
 	f := robots.Parse([]byte("User-agent: *\nDisallow: /private\n"))
-	rec := &proxy.AuditRecord{Agent: "Bot/1", URL: "https://example.com/%70rivate"}
+	rec := &audit.Record{Agent: "Bot/1", URL: "https://example.com/%70rivate"}
 	if d := Replay(f, rec); !d.Allowed {
 		t.Error("without strict_paths /%70rivate is allowed (Google's matcher)")
 	}
@@ -54,10 +54,10 @@ func TestReadAuditAndBodies(t *testing.T) {
 	if _, err := b.File(archive.Sum([]byte("other"))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing body: %v", err)
 	}
-	audit := filepath.Join(dir, "audit.log")
-	os.WriteFile(audit, []byte(`{"url":"http://a/x","decision":"allow"}`+"\n\n"+`{"url":"http://a/y","decision":"disallow"}`+"\nnot json\n"), 0o644)
+	auditFile := filepath.Join(dir, "audit.log")
+	os.WriteFile(auditFile, []byte(`{"url":"http://a/x","decision":"allow"}`+"\n\n"+`{"url":"http://a/y","decision":"disallow"}`+"\nnot json\n"), 0o644)
 	var urls []string
-	err = ReadAudit([]string{audit}, func(r *proxy.AuditRecord, _ string, _ int) error {
+	err = ReadAudit([]string{auditFile}, func(r *audit.Record, _ string, _ int) error {
 		urls = append(urls, r.URL)
 		return nil
 	})

@@ -5,8 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 
-	"github.com/robotsgate/robotsgate/policy"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -35,21 +34,21 @@ func judgement(d robots.Decision) Judgement {
 // itself, bypass clients, ignored sites, trap limits, an intercepted
 // CONNECT, an unavailable or unreachable robots.txt, an archive that was
 // off).
-func RestsOnRobots(rec *proxy.AuditRecord) bool { return rec.RobotsSHA256 != "" }
+func RestsOnRobots(rec *audit.Record) bool { return rec.RobotsSHA256 != "" }
 
 // IsHostDecision reports whether rec is the decision on a blind tunnel (a
 // CONNECT that was not intercepted), which judges the host and not a path
 // (policy.Engine.DecideHost). An intercepted CONNECT does not rest on
 // robots.txt; the requests inside it have records of their own.
-func IsHostDecision(rec *proxy.AuditRecord) bool { return rec.Method == http.MethodConnect }
+func IsHostDecision(rec *audit.Record) bool { return rec.Method == http.MethodConnect }
 
 // ReplayJudgement judges rec again with f as the proxy judged it: a blind
-// tunnel's CONNECT with policy.JudgeHost, as policy.Engine.DecideHost
+// tunnel's CONNECT with robots.Group.DecideHost, as policy.Engine.DecideHost
 // does; any other request with Replay (the record's agent, target and
 // strict_paths).
-func ReplayJudgement(f *robots.File, rec *proxy.AuditRecord) Judgement {
+func ReplayJudgement(f *robots.File, rec *audit.Record) Judgement {
 	if IsHostDecision(rec) {
-		return judgement(policy.JudgeHost(f.GroupForUserAgent(rec.Agent)))
+		return judgement(f.GroupForUserAgent(rec.Agent).DecideHost())
 	}
 	return judgement(Replay(f, rec))
 }
@@ -61,7 +60,7 @@ func ReplayJudgement(f *robots.File, rec *proxy.AuditRecord) Judgement {
 // ...: refusals that are not robots.txt rules), and a rule it names must
 // be the replayed one. A monitor-mode record (enforced false) states what
 // would have been decided, and agrees the same way.
-func (j Judgement) Agrees(rec *proxy.AuditRecord) bool {
+func (j Judgement) Agrees(rec *audit.Record) bool {
 	if !j.Allowed {
 		return rec.Decision == "disallow" && rec.Rule == j.Rule && rec.Line == j.Line
 	}
@@ -108,7 +107,7 @@ func (v Verification) Missing() bool {
 // Verify replays rec against the archived body it names and compares the
 // replay with what the record says (Judgement.Agrees). Each body is read
 // and parsed once (File).
-func (b *Bodies) Verify(rec *proxy.AuditRecord) Verification {
+func (b *Bodies) Verify(rec *audit.Record) Verification {
 	if !RestsOnRobots(rec) {
 		return Verification{Outcome: NotJudged}
 	}

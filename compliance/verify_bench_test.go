@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -43,7 +43,7 @@ var benchAgents = []struct{ ua, agent string }{
 // writeCorpus writes under dir an archive (dir/archive: a robots.txt
 // body for each of origins origins, stored with archive.Writer) and an
 // audit log (dir/audit.log: lines records, JSON lines of
-// proxy.AuditRecord) whose decisions are the ones the bodies give, with
+// audit.Record) whose decisions are the ones the bodies give, with
 // the mix of a crawl: allowed and disallowed paths, rate-limited and
 // monitor-mode records, CONNECTs judged by host, and records that do not
 // rest on robots.txt (robots.txt itself). It returns the audit log's path
@@ -74,8 +74,8 @@ func writeCorpus(tb testing.TB, dir string, lines, origins int) (string, int) {
 	}
 	w.Close()
 
-	audit := filepath.Join(dir, "audit.log")
-	f, err := os.Create(audit)
+	auditPath := filepath.Join(dir, "audit.log")
+	f, err := os.Create(auditPath)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func writeCorpus(tb testing.TB, dir string, lines, origins int) (string, int) {
 		default:
 			target = fmt.Sprintf("/articles/%d/%d?ref=home", n%1000, n)
 		}
-		rec := proxy.AuditRecord{
+		rec := audit.Record{
 			Time: start.Add(time.Duration(n) * time.Millisecond), Client: "10.0.0.5:" + strconv.Itoa(40000+n%20000),
 			Mode: "enforce", UserAgent: a.ua, Agent: a.agent, Method: "GET", URL: origin + target,
 			RobotsStatus: "ok", RobotsURL: origin + "/robots.txt", RobotsSHA256: sums[i], StrictPaths: true,
@@ -146,13 +146,13 @@ func writeCorpus(tb testing.TB, dir string, lines, origins int) (string, int) {
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	return audit, judged
+	return auditPath, judged
 }
 
 // verifyAll is what robotsgate verify does with the corpus.
-func verifyAll(tb testing.TB, dir, audit string) (verified int) {
+func verifyAll(tb testing.TB, dir, auditPath string) (verified int) {
 	bodies := NewBodies(filepath.Join(dir, "archive"))
-	err := VerifyAudit([]string{audit}, bodies, 0, func(rec *proxy.AuditRecord, file string, line int, v Verification) error {
+	err := VerifyAudit([]string{auditPath}, bodies, 0, func(rec *audit.Record, file string, line int, v Verification) error {
 		switch v.Outcome {
 		case Verified:
 			verified++
@@ -177,12 +177,12 @@ func BenchmarkVerify(b *testing.B) {
 		lines = v
 	}
 	dir := b.TempDir()
-	audit, judged := writeCorpus(b, dir, lines, benchOrigins)
-	if st, err := os.Stat(audit); err == nil {
+	auditPath, judged := writeCorpus(b, dir, lines, benchOrigins)
+	if st, err := os.Stat(auditPath); err == nil {
 		b.SetBytes(st.Size())
 	}
 	for b.Loop() {
-		if got := verifyAll(b, dir, audit); got != judged {
+		if got := verifyAll(b, dir, auditPath); got != judged {
 			b.Fatalf("%d verified, want %d", got, judged)
 		}
 	}
@@ -193,8 +193,8 @@ func BenchmarkVerify(b *testing.B) {
 // on robots.txt.
 func TestVerifyCorpus(t *testing.T) {
 	dir := t.TempDir()
-	audit, judged := writeCorpus(t, dir, 5000, 300)
-	if got := verifyAll(t, dir, audit); got != judged || judged < 4500 {
+	auditPath, judged := writeCorpus(t, dir, 5000, 300)
+	if got := verifyAll(t, dir, auditPath); got != judged || judged < 4500 {
 		t.Errorf("%d verified, want %d (of 5000)", got, judged)
 	}
 }
@@ -218,6 +218,6 @@ func TestWriteVerifyCorpus(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	audit, judged := writeCorpus(t, dir, lines, benchOrigins)
-	t.Logf("%s: %d records, %d resting on robots.txt; archive %s", audit, lines, judged, filepath.Join(dir, "archive"))
+	auditPath, judged := writeCorpus(t, dir, lines, benchOrigins)
+	t.Logf("%s: %d records, %d resting on robots.txt; archive %s", auditPath, lines, judged, filepath.Join(dir, "archive"))
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -22,22 +22,22 @@ func TestAgrees(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		j    Judgement
-		rec  proxy.AuditRecord
+		rec  audit.Record
 		want bool
 	}{
-		{"disallow by the same rule", refused, proxy.AuditRecord{Decision: "disallow", Rule: "Disallow: /private", Line: 2}, true},
-		{"disallow recorded as allow", refused, proxy.AuditRecord{Decision: "allow", Rule: "Disallow: /private", Line: 2}, false},
-		{"disallow by another line", refused, proxy.AuditRecord{Decision: "disallow", Rule: "Disallow: /private", Line: 5}, false},
-		{"disallow by another rule", refused, proxy.AuditRecord{Decision: "disallow", Rule: "Disallow: /", Line: 2}, false},
-		{"disallow without its rule", refused, proxy.AuditRecord{Decision: "disallow"}, false},
-		{"monitor: disallow not enforced", refused, proxy.AuditRecord{Decision: "disallow", Mode: "monitor", Rule: "Disallow: /private", Line: 2}, true},
-		{"allow by the same rule", allowed, proxy.AuditRecord{Decision: "allow", Rule: "Allow: /private/ok", Line: 3}, true},
-		{"allow naming no rule", allowed, proxy.AuditRecord{Decision: "allow"}, true},
-		{"allow naming another rule", allowed, proxy.AuditRecord{Decision: "allow", Rule: "Allow: /private", Line: 3}, false},
-		{"allowed by robots.txt, rate-limited", allowed, proxy.AuditRecord{Decision: "rate-limited", Rule: "Allow: /private/ok", Line: 3}, true},
-		{"allowed by robots.txt, usage-denied", none, proxy.AuditRecord{Decision: "usage-denied"}, true},
-		{"allowed recorded as disallow", none, proxy.AuditRecord{Decision: "disallow"}, false},
-		{"no rule replayed, one recorded", none, proxy.AuditRecord{Decision: "allow", Rule: "Allow: /x", Line: 4}, false},
+		{"disallow by the same rule", refused, audit.Record{Decision: "disallow", Rule: "Disallow: /private", Line: 2}, true},
+		{"disallow recorded as allow", refused, audit.Record{Decision: "allow", Rule: "Disallow: /private", Line: 2}, false},
+		{"disallow by another line", refused, audit.Record{Decision: "disallow", Rule: "Disallow: /private", Line: 5}, false},
+		{"disallow by another rule", refused, audit.Record{Decision: "disallow", Rule: "Disallow: /", Line: 2}, false},
+		{"disallow without its rule", refused, audit.Record{Decision: "disallow"}, false},
+		{"monitor: disallow not enforced", refused, audit.Record{Decision: "disallow", Mode: "monitor", Rule: "Disallow: /private", Line: 2}, true},
+		{"allow by the same rule", allowed, audit.Record{Decision: "allow", Rule: "Allow: /private/ok", Line: 3}, true},
+		{"allow naming no rule", allowed, audit.Record{Decision: "allow"}, true},
+		{"allow naming another rule", allowed, audit.Record{Decision: "allow", Rule: "Allow: /private", Line: 3}, false},
+		{"allowed by robots.txt, rate-limited", allowed, audit.Record{Decision: "rate-limited", Rule: "Allow: /private/ok", Line: 3}, true},
+		{"allowed by robots.txt, usage-denied", none, audit.Record{Decision: "usage-denied"}, true},
+		{"allowed recorded as disallow", none, audit.Record{Decision: "disallow"}, false},
+		{"no rule replayed, one recorded", none, audit.Record{Decision: "allow", Rule: "Allow: /x", Line: 4}, false},
 	} {
 		if got := c.j.Agrees(&c.rec); got != c.want {
 			t.Errorf("%s: Agrees = %v, want %v", c.name, got, c.want)
@@ -49,11 +49,11 @@ func TestAgrees(t *testing.T) {
 // only when every path is, whatever "/" alone would get.
 func TestReplayJudgementOfAHost(t *testing.T) {
 	f := robots.Parse([]byte("User-agent: *\nDisallow: /\nAllow: /public\n\nUser-agent: Closed\nDisallow: /\n"))
-	get := &proxy.AuditRecord{Method: "GET", Agent: "Bot", URL: "https://example.com/"}
+	get := &audit.Record{Method: "GET", Agent: "Bot", URL: "https://example.com/"}
 	if j := ReplayJudgement(f, get); j.Allowed || j.Rule != "Disallow: /" || j.Line != 2 {
 		t.Errorf("GET /: %+v, want refused by Disallow: / (line 2)", j)
 	}
-	connect := &proxy.AuditRecord{Method: "CONNECT", Agent: "Bot", URL: "https://example.com:443/"}
+	connect := &audit.Record{Method: "CONNECT", Agent: "Bot", URL: "https://example.com:443/"}
 	if j := ReplayJudgement(f, connect); !j.Allowed || j.Rule != "Disallow: /" || j.Line != 2 {
 		t.Errorf("CONNECT: %+v, want allowed (paths cannot be judged), rule Disallow: / (line 2)", j)
 	}
@@ -80,8 +80,8 @@ func TestBodiesVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := NewBodies(dir)
-	rec := func(decision, url, sha string) *proxy.AuditRecord {
-		r := &proxy.AuditRecord{Method: "GET", Agent: "Bot", URL: url, Decision: decision, RobotsSHA256: sha}
+	rec := func(decision, url, sha string) *audit.Record {
+		r := &audit.Record{Method: "GET", Agent: "Bot", URL: url, Decision: decision, RobotsSHA256: sha}
 		if decision == "disallow" {
 			r.Rule, r.Line = "Disallow: /private", 2
 		}
@@ -89,7 +89,7 @@ func TestBodiesVerify(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		rec     *proxy.AuditRecord
+		rec     *audit.Record
 		want    Outcome
 		missing bool
 	}{
@@ -131,7 +131,7 @@ func TestVerifyAuditIsReadAuditInParallel(t *testing.T) {
 		}
 	}
 	var want []string
-	wantErr := ReadAudit(files, func(r *proxy.AuditRecord, file string, line int) error {
+	wantErr := ReadAudit(files, func(r *audit.Record, file string, line int) error {
 		want = append(want, fmt.Sprintf("%s:%d %s", filepath.Base(file), line, r.URL))
 		return nil
 	})
@@ -141,7 +141,7 @@ func TestVerifyAuditIsReadAuditInParallel(t *testing.T) {
 	b := NewBodies(dir)
 	for _, workers := range []int{1, 2, 7} {
 		var got []string
-		err := VerifyAudit(files, b, workers, func(r *proxy.AuditRecord, file string, line int, v Verification) error {
+		err := VerifyAudit(files, b, workers, func(r *audit.Record, file string, line int, v Verification) error {
 			if v.Outcome != NotJudged {
 				t.Errorf("%s:%d: %+v, want NotJudged", file, line, v)
 			}
@@ -157,7 +157,7 @@ func TestVerifyAuditIsReadAuditInParallel(t *testing.T) {
 		// An error of fn stops the reading.
 		n := 0
 		stop := errors.New("stop")
-		err = VerifyAudit(files, b, workers, func(*proxy.AuditRecord, string, int, Verification) error {
+		err = VerifyAudit(files, b, workers, func(*audit.Record, string, int, Verification) error {
 			if n++; n == 700 {
 				return stop
 			}
@@ -169,7 +169,7 @@ func TestVerifyAuditIsReadAuditInParallel(t *testing.T) {
 	}
 	missing := append(files[:1:1], filepath.Join(dir, "nope.log"))
 	n := 0
-	err := VerifyAudit(missing, b, 2, func(*proxy.AuditRecord, string, int, Verification) error { n++; return nil })
+	err := VerifyAudit(missing, b, 2, func(*audit.Record, string, int, Verification) error { n++; return nil })
 	if !errors.Is(err, fs.ErrNotExist) || n != 1485 {
 		t.Errorf("a missing second file: %v after %d records", err, n)
 	}

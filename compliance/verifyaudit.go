@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // batchLines is how many audit lines travel together between the reader,
@@ -25,7 +25,7 @@ type batch struct {
 	lines []int  // each line's number in its file
 	err   error  // reading failed after these lines (the file's error)
 
-	recs []proxy.AuditRecord
+	recs []audit.Record
 	vs   []Verification
 	bad  int   // index of the first line that is not a record, len(ends) if none
 	perr error // why it is not one
@@ -48,12 +48,12 @@ func (b *batch) reset(file string) {
 // error naming the file (and line), after fn has seen the records before
 // it; so is an error fn returns (reading stops). Memory: a few batches of
 // lines per worker, and b's parsed bodies.
-func VerifyAudit(files []string, b *Bodies, workers int, fn func(rec *proxy.AuditRecord, file string, line int, v Verification) error) error {
+func VerifyAudit(files []string, b *Bodies, workers int, fn func(rec *audit.Record, file string, line int, v Verification) error) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	if workers == 1 { // nothing to share: no hand-offs
-		return ReadAudit(files, func(rec *proxy.AuditRecord, file string, line int) error {
+		return ReadAudit(files, func(rec *audit.Record, file string, line int) error {
 			return fn(rec, file, line, b.Verify(rec))
 		})
 	}
@@ -164,13 +164,13 @@ func readBatches(files []string, free chan *batch, quit chan struct{}, send func
 func (bt *batch) verify(b *Bodies) {
 	n := len(bt.ends)
 	if cap(bt.recs) < n {
-		bt.recs, bt.vs = make([]proxy.AuditRecord, n), make([]Verification, n)
+		bt.recs, bt.vs = make([]audit.Record, n), make([]Verification, n)
 	}
 	bt.recs, bt.vs = bt.recs[:n], bt.vs[:n]
 	start := 0
 	for i, end := range bt.ends {
 		rec := &bt.recs[i]
-		*rec = proxy.AuditRecord{}
+		*rec = audit.Record{}
 		if err := json.Unmarshal(bt.buf[start:end], rec); err != nil {
 			bt.bad, bt.perr = i, fmt.Errorf("%s:%d: not an audit record: %w", bt.file, bt.lines[i], err)
 			return
@@ -182,7 +182,7 @@ func (bt *batch) verify(b *Bodies) {
 }
 
 // consume calls fn for the batches' records in order.
-func consume(order, free chan *batch, fn func(*proxy.AuditRecord, string, int, Verification) error) error {
+func consume(order, free chan *batch, fn func(*audit.Record, string, int, Verification) error) error {
 	for bt := range order {
 		<-bt.done
 		for i := range bt.bad {

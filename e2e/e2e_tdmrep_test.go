@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/proxy"
 )
 
@@ -242,7 +243,7 @@ log:
 	}
 	var refusals, plainWithTDM int
 	for line := range strings.Lines(string(data)) {
-		var rec proxy.AuditRecord
+		var rec audit.Record
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
 		}
@@ -349,7 +350,7 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 	}
 	// The fetch contacted the origin: the audit log says so.
 	data, err := os.ReadFile(auditPath)
-	var rec proxy.AuditRecord
+	var rec audit.Record
 	if err != nil || json.Unmarshal(data, &rec) != nil || rec.URL != o.URL+"/page" || rec.UpstreamStatus != 200 || rec.Status != 0 ||
 		!strings.Contains(rec.Note, "fetched to explain") || len(rec.Usage) != len(want) {
 		t.Errorf("audit log after /explain?fetch=1 (%v): %s", err, data)

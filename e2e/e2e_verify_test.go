@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // versionedOrigin is an origin whose robots.txt the test changes. It sends
@@ -265,7 +265,7 @@ func TestE2EVerifyCrawlWhileRobotsTxtChanges(t *testing.T) {
 	tamper := -1 // the line of the v2 refusal of A /b/y
 	var connect, monitored bool
 	for i, line := range lines {
-		var rec proxy.AuditRecord
+		var rec audit.Record
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("audit.log:%d: %v", i+1, err)
 		}

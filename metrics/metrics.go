@@ -43,7 +43,7 @@ type Metrics struct {
 	// trust robotsgate's CA).
 	ClientTLSFailures *prometheus.CounterVec
 	// UsageRefusals counts requests refused by an AI-usage signal, by the
-	// kind of signal ("tdmrep", "x-robots-tag"...: policy.SignalKinds),
+	// kind of signal ("tdmrep", "x-robots-tag"...: audit.SignalKinds),
 	// monitor-mode refusals included as in Requests.
 	UsageRefusals *prometheus.CounterVec
 	// ReloadSuccessful is 1 when the last configuration reload applied

@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -44,9 +45,9 @@ const (
 )
 
 var verdictNames = [...]string{
-	Allow: "allow", Disallow: "disallow", Unreachable: "unreachable",
-	UsageDenied: "usage-denied", TrapDenied: "trap-denied", TrapBudget: "trap-denied",
-	RateLimited: "rate-limited", PacingDown: "pacing-unavailable", UsageUnknown: "usage-unknown",
+	Allow: audit.Allow, Disallow: audit.Disallow, Unreachable: audit.Unreachable,
+	UsageDenied: audit.UsageDenied, TrapDenied: audit.TrapDenied, TrapBudget: audit.TrapDenied,
+	RateLimited: audit.RateLimited, PacingDown: audit.PacingUnavailable, UsageUnknown: audit.UsageUnknown,
 }
 
 // String returns the decision name used in headers and logs ("disallow").
@@ -363,7 +364,7 @@ func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) 
 	d.Robots = res
 	switch {
 	case res.File != nil:
-		d.Rule = JudgeHost(res.File.GroupForUserAgent(req.Agent()))
+		d.Rule = res.File.GroupForUserAgent(req.Agent()).DecideHost()
 		if !d.Rule.Allowed {
 			d.Verdict = Disallow
 		}
@@ -372,18 +373,6 @@ func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) 
 		d.RetryAfter = ceilSeconds(res.Expires().Sub(e.cfg.Now()))
 	}
 	return d, nil
-}
-
-// JudgeHost is DecideHost's judgement of a host by the robots.txt group g
-// that applies to the agent: the rule is the one that decides "/", and the
-// host is refused only when g refuses every path (Group.DisallowsAll);
-// otherwise it is allowed, whatever that rule says, since the paths of a
-// blind tunnel cannot be judged. robotsgate verify replays CONNECT records
-// with it.
-func JudgeHost(g robots.Group) robots.Decision {
-	d := g.Decide("/")
-	d.Allowed = !g.DisallowsAll()
-	return d
 }
 
 // ceilSeconds rounds up to whole seconds, at least one (Retry-After).

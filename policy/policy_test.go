@@ -200,26 +200,3 @@ func TestClientsDefaultDeny(t *testing.T) {
 		}
 	}
 }
-
-func TestJudgeHost(t *testing.T) {
-	for _, c := range []struct {
-		body    string
-		allowed bool
-		rule    string
-		line    int
-	}{
-		{"User-agent: *\nDisallow: /\n", false, "Disallow: /", 2},
-		{"User-agent: *\nDisallow: /\nAllow: /public\n", true, "Disallow: /", 2}, // paths cannot be judged
-		{"User-agent: *\nDisallow: /private\n", true, "", 0},
-		{"User-agent: other\nDisallow: /\n", true, "", 0},
-	} {
-		d := JudgeHost(robots.Parse([]byte(c.body)).GroupForUserAgent("Bot"))
-		rule := ""
-		if d.Matched {
-			rule = d.Rule.String()
-		}
-		if d.Allowed != c.allowed || rule != c.rule || (d.Matched && d.Rule.Line != c.line) {
-			t.Errorf("%q: allowed %v rule %q line %d; want %v %q %d", c.body, d.Allowed, rule, d.Rule.Line, c.allowed, c.rule, c.line)
-		}
-	}
-}

@@ -6,64 +6,22 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
-// The kinds of AI-usage signal (UsageSignal.Signal), also the label values
-// of robotsgate_usage_refusals_total{signal}: where a signal was read.
-const (
-	SignalRobotsContentUsage   = "robots-content-usage"   // a robots.txt Content-Usage line (IETF aipref)
-	SignalRobotsContentSignal  = "robots-content-signal"  // a robots.txt Content-Signal line (Cloudflare)
-	SignalTDMRep               = "tdmrep"                 // the entry of /.well-known/tdmrep.json that applies
-	SignalTDMRepUnknown        = "tdmrep-unknown"         // tdmrep.json could not be fetched (usage-unknown)
-	SignalHeaderTDMReservation = "tdm-reservation-header" // a tdm-reservation response header
-	SignalHeaderContentUsage   = "content-usage-header"   // a Content-Usage response header
-	SignalXRobotsTag           = "x-robots-tag"           // an X-Robots-Tag response header with noai or noimageai
-	SignalMetaTDMReservation   = "meta-tdm-reservation"   // <meta name="tdm-reservation"> in an HTML head
-	SignalMetaRobots           = "meta-robots"            // noai or noimageai in <meta name="robots"> or an agent's tag
-)
-
-// SignalKinds lists every kind of AI-usage signal, for metrics.
-var SignalKinds = []string{
-	SignalRobotsContentUsage, SignalRobotsContentSignal, SignalTDMRep, SignalTDMRepUnknown,
-	SignalHeaderTDMReservation, SignalHeaderContentUsage, SignalXRobotsTag,
-	SignalMetaTDMReservation, SignalMetaRobots,
-}
-
-// KnownPurposes are the purposes robotsgate knows the vocabulary of: a
-// UsageSignal says which of them (and of the client's own) it refuses.
+// KnownPurposes are the purposes robotsgate knows the vocabulary of: an
+// audit.UsageSignal says which of them (and of the client's own) it refuses.
 var KnownPurposes = []string{"train-ai", "train-genai", "ai-train", "tdm", "search", "ai-input", "ai-use"}
-
-// UsageSignal is one AI-usage signal found for a request, whether or not it
-// refuses anything: what the audit record's "usage", /explain's
-// "usage_signals" and check list. Its JSON field names are a stable
-// interface.
-type UsageSignal struct {
-	// Signal is its kind (SignalRobotsContentUsage...).
-	Signal string `json:"signal"`
-	// Value is what the origin wrote, at most about 256 bytes:
-	// "train-ai=n", "FooBot: noai", "1".
-	Value string `json:"value"`
-	// Where says where it was read: "robots.txt line 4",
-	// "tdmrep.json[0] (location \"/*\")", "response header",
-	// "<meta name=\"robots\">".
-	Where string `json:"where"`
-	// Policy is the tdm-policy URL given with a TDM reservation, if any.
-	Policy string `json:"policy,omitempty"`
-	// Refuses are the purposes it refuses, of KnownPurposes and the
-	// client's, in that order; empty when it refuses none (a consent,
-	// tdm-reservation 0, a scope naming another agent).
-	Refuses []string `json:"refuses"`
-}
 
 // UsageSignals lists the AI-usage signals of the decision's robots.txt
 // (the Content-Usage lines of the group for the target, the file's
 // Content-Signal lines) and tdmrep.json (the entry that applies to the
 // target, when the file was consulted), for a client with purposes (nil
 // otherwise: the audit of other clients costs nothing).
-func (d *Decision) UsageSignals() []UsageSignal {
+func (d *Decision) UsageSignals() []audit.UsageSignal {
 	purposes := d.Request.Client.Purposes
 	if len(purposes) == 0 {
 		return nil
@@ -73,22 +31,22 @@ func (d *Decision) UsageSignals() []UsageSignal {
 
 // ExplainSignals is UsageSignals for /explain and check, whatever the
 // client's purposes: every signal, with the purposes each refuses.
-func (d *Decision) ExplainSignals() []UsageSignal {
+func (d *Decision) ExplainSignals() []audit.UsageSignal {
 	return d.usageSignals(d.Request.Client.Purposes)
 }
 
-func (d *Decision) usageSignals(purposes []string) []UsageSignal {
-	var out []UsageSignal
+func (d *Decision) usageSignals(purposes []string) []audit.UsageSignal {
+	var out []audit.UsageSignal
 	if d.Robots != nil && d.Robots.File != nil {
 		for _, p := range d.Rule.Group.ContentUsage(d.Request.Target) {
-			out = append(out, prefSignal(SignalRobotsContentUsage, p, prefRefuses(p, purposes, false)))
+			out = append(out, prefSignal(audit.SignalRobotsContentUsage, p, prefRefuses(p, purposes, false)))
 		}
 		for _, p := range d.Robots.File.ContentSignals() {
-			out = append(out, prefSignal(SignalRobotsContentSignal, p, prefRefuses(p, purposes, true)))
+			out = append(out, prefSignal(audit.SignalRobotsContentSignal, p, prefRefuses(p, purposes, true)))
 		}
 	}
 	if e := d.TDM.Entry; e != nil {
-		s := UsageSignal{Signal: SignalTDMRep, Value: "tdm-reservation " + e.Reservation.String(), Where: e.String(),
+		s := audit.UsageSignal{Signal: audit.SignalTDMRep, Value: "tdm-reservation " + e.Reservation.String(), Where: e.String(),
 			Policy: e.Policy, Refuses: []string{}}
 		if e.Reservation == tdmrep.Reserved {
 			s.Refuses = trainingRefuses()
@@ -98,8 +56,8 @@ func (d *Decision) usageSignals(purposes []string) []UsageSignal {
 	return out
 }
 
-func prefSignal(kind string, p robots.Pref, refuses []string) UsageSignal {
-	return UsageSignal{Signal: kind, Value: p.Name + "=" + p.Value, Where: fmt.Sprintf("robots.txt line %d", p.Line), Refuses: refuses}
+func prefSignal(kind string, p robots.Pref, refuses []string) audit.UsageSignal {
+	return audit.UsageSignal{Signal: kind, Value: p.Name + "=" + p.Value, Where: fmt.Sprintf("robots.txt line %d", p.Line), Refuses: refuses}
 }
 
 // candidates are the purposes a signal is checked against: KnownPurposes,
@@ -146,10 +104,10 @@ func trainingRefuses() []string { return slices.Clone(trainingPurposes) }
 // fields, for a request judged as agent by a client with purposes: every
 // tdm-reservation and Content-Usage field line, and every X-Robots-Tag
 // line naming noai or noimageai (whichever agent it is scoped to).
-func HeaderSignals(h http.Header, agent string, purposes []string) []UsageSignal {
-	var out []UsageSignal
+func HeaderSignals(h http.Header, agent string, purposes []string) []audit.UsageSignal {
+	var out []audit.UsageSignal
 	for _, v := range h.Values("Tdm-Reservation") {
-		s := UsageSignal{Signal: SignalHeaderTDMReservation, Value: quoteValue(v), Where: "response header tdm-reservation", Refuses: []string{}}
+		s := audit.UsageSignal{Signal: audit.SignalHeaderTDMReservation, Value: quoteValue(v), Where: "response header tdm-reservation", Refuses: []string{}}
 		if strings.TrimSpace(v) == "1" {
 			s.Refuses, s.Policy = trainingRefuses(), quoteValue(h.Get("Tdm-Policy"))
 		}
@@ -164,14 +122,14 @@ func HeaderSignals(h http.Header, agent string, purposes []string) []UsageSignal
 				}
 			}
 		}
-		out = append(out, UsageSignal{Signal: SignalHeaderContentUsage, Value: quoteValue(v), Where: "response header Content-Usage", Refuses: refuses})
+		out = append(out, audit.UsageSignal{Signal: audit.SignalHeaderContentUsage, Value: quoteValue(v), Where: "response header Content-Usage", Refuses: refuses})
 	}
 	image := isImage(h.Get("Content-Type"))
 	for _, v := range h.Values("X-Robots-Tag") {
 		if !mentionsNoAI(v) {
 			continue
 		}
-		s := UsageSignal{Signal: SignalXRobotsTag, Value: quoteValue(v), Where: "response header X-Robots-Tag", Refuses: []string{}}
+		s := audit.UsageSignal{Signal: audit.SignalXRobotsTag, Value: quoteValue(v), Where: "response header X-Robots-Tag", Refuses: []string{}}
 		if _, ok := robotsTagRefusal(v, agent, image); ok {
 			s.Refuses = trainingRefuses()
 		}
@@ -183,19 +141,19 @@ func HeaderSignals(h http.Header, agent string, purposes []string) []UsageSignal
 // MetaSignals lists the AI-usage signals among an HTML head's meta tags,
 // for a request judged as agent: <meta name="tdm-reservation">, and the
 // tags named robots or for the agent that name noai or noimageai.
-func MetaSignals(metas []htmlmeta.Meta, agent string) []UsageSignal {
-	var out []UsageSignal
+func MetaSignals(metas []htmlmeta.Meta, agent string) []audit.UsageSignal {
+	var out []audit.UsageSignal
 	for _, m := range metas {
 		where := `<meta name="` + quoteValue(m.Name) + `">`
 		switch {
 		case m.Name == "tdm-reservation":
-			s := UsageSignal{Signal: SignalMetaTDMReservation, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
+			s := audit.UsageSignal{Signal: audit.SignalMetaTDMReservation, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
 			if m.Content == "1" {
 				s.Refuses, s.Policy = trainingRefuses(), quoteValue(metaPolicy(metas))
 			}
 			out = append(out, s)
 		case (m.Name == "robots" || robots.NamesAgent(agent, m.Name)) && mentionsNoAI(m.Content):
-			s := UsageSignal{Signal: SignalMetaRobots, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
+			s := audit.UsageSignal{Signal: audit.SignalMetaRobots, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
 			if _, ok := MetaRefusal([]htmlmeta.Meta{m}, agent, trainingPurposes); ok {
 				s.Refuses = trainingRefuses()
 			}
@@ -225,37 +183,37 @@ func quoteValue(v string) string {
 	return v
 }
 
-// Kind is the ResponseSignal's kind (SignalHeaderTDMReservation...).
+// Kind is the ResponseSignal's kind (audit.SignalHeaderTDMReservation...).
 func (s ResponseSignal) Kind() string {
 	switch {
 	case s.Meta && s.Source == "tdm-reservation":
-		return SignalMetaTDMReservation
+		return audit.SignalMetaTDMReservation
 	case s.Meta:
-		return SignalMetaRobots
+		return audit.SignalMetaRobots
 	case s.Source == "tdm-reservation":
-		return SignalHeaderTDMReservation
+		return audit.SignalHeaderTDMReservation
 	case s.Source == "Content-Usage":
-		return SignalHeaderContentUsage
+		return audit.SignalHeaderContentUsage
 	default:
-		return SignalXRobotsTag
+		return audit.SignalXRobotsTag
 	}
 }
 
 // RefusedBy names the kind of signal that refused the request
-// (SignalTDMRep...) for a UsageDenied or UsageUnknown decision made before
+// (audit.SignalTDMRep...) for a UsageDenied or UsageUnknown decision made before
 // the request was forwarded; "" for any other decision.
 func (d *Decision) RefusedBy() string {
 	switch {
 	case d.Verdict == UsageUnknown:
-		return SignalTDMRepUnknown
+		return audit.SignalTDMRepUnknown
 	case d.Verdict != UsageDenied:
 		return ""
 	case d.TDM.Reserved():
-		return SignalTDMRep
+		return audit.SignalTDMRep
 	case d.PrefSignal:
-		return SignalRobotsContentSignal
+		return audit.SignalRobotsContentSignal
 	default:
-		return SignalRobotsContentUsage
+		return audit.SignalRobotsContentUsage
 	}
 }
 

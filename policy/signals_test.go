@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -13,7 +14,7 @@ import (
 )
 
 // signalsText renders signals compactly: "kind value [refuses...]".
-func signalsText(signals []UsageSignal) string {
+func signalsText(signals []audit.UsageSignal) string {
 	var parts []string
 	for _, s := range signals {
 		parts = append(parts, fmt.Sprintf("%s %s %v", s.Signal, s.Value, s.Refuses))
@@ -94,12 +95,12 @@ func TestDecisionUsageSignalsAndWhatRefused(t *testing.T) {
 	}{
 		{Decision{Verdict: Allow}, ""},
 		{Decision{Verdict: Disallow}, ""},
-		{Decision{Verdict: UsageUnknown}, SignalTDMRepUnknown},
-		{Decision{Verdict: UsageDenied, TDM: tf.Match("/")}, SignalTDMRep},
-		{Decision{Verdict: UsageDenied, PrefSignal: true}, SignalRobotsContentSignal},
-		{Decision{Verdict: UsageDenied}, SignalRobotsContentUsage},
+		{Decision{Verdict: UsageUnknown}, audit.SignalTDMRepUnknown},
+		{Decision{Verdict: UsageDenied, TDM: tf.Match("/")}, audit.SignalTDMRep},
+		{Decision{Verdict: UsageDenied, PrefSignal: true}, audit.SignalRobotsContentSignal},
+		{Decision{Verdict: UsageDenied}, audit.SignalRobotsContentUsage},
 	} {
-		if got := tt.d.RefusedBy(); got != tt.want || got != "" && !slices.Contains(SignalKinds, got) {
+		if got := tt.d.RefusedBy(); got != tt.want || got != "" && !slices.Contains(audit.SignalKinds, got) {
 			t.Errorf("RefusedBy of %v: %q, want %q", tt.d.Verdict, got, tt.want)
 		}
 	}

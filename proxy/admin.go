@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots"
@@ -79,9 +80,9 @@ type Explanation struct {
 	// purposes each refuses: robots.txt's and tdmrep.json's, and with
 	// fetch=1 the response's headers and HTML head; FetchError says why
 	// the response could not be read.
-	UsageSignals []policy.UsageSignal `json:"usage_signals"`
-	FetchError   string               `json:"fetch_error,omitempty"`
-	Error        string               `json:"error,omitempty"`
+	UsageSignals []audit.UsageSignal `json:"usage_signals"`
+	FetchError   string              `json:"fetch_error,omitempty"`
+	Error        string              `json:"error,omitempty"`
 }
 
 // TDMRepInfo describes the tdmrep.json read for an explanation.
@@ -107,7 +108,7 @@ type RobotsInfo struct {
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ua := cmp.Or(q.Get("ua"), q.Get("agent"))
-	e := Explanation{URL: q.Get("url"), UserAgent: ua, Purposes: policy.ParsePurposes(q.Get("purposes")), UsageSignals: []policy.UsageSignal{}}
+	e := Explanation{URL: q.Get("url"), UserAgent: ua, Purposes: policy.ParsePurposes(q.Get("purposes")), UsageSignals: []audit.UsageSignal{}}
 	status := http.StatusOK
 	if e.URL == "" {
 		e.Error, status = "missing url parameter (and agent= or ua=, purposes=, fetch=1)", http.StatusBadRequest
@@ -149,7 +150,7 @@ func explainError(err error) (decision, message string, status int) {
 	var denied *egress.DeniedError
 	var port *portError
 	if errors.As(err, &denied) || errors.As(err, &port) {
-		return decisionEgressDenied, err.Error(), http.StatusOK
+		return audit.EgressDenied, err.Error(), http.StatusOK
 	}
 	return "", err.Error(), http.StatusBadRequest
 }
@@ -247,7 +248,7 @@ func formatAge(d time.Duration) string {
 
 // recordTarget is what the status page shows of a record's request: its
 // URL, or "host:port (CONNECT)" for a CONNECT.
-func recordTarget(rec AuditRecord) string {
+func recordTarget(rec audit.Record) string {
 	if rec.Method == http.MethodConnect {
 		return connectTarget(rec.URL)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
 )
@@ -21,7 +22,7 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 	req := ctx.Req
 	o, err := origin.New("https", host)
 	if err != nil {
-		return s.rejectConnect(ctx, plainResponse(req, http.StatusBadRequest, decisionBadRequest, "http_request_error", "The CONNECT target is not a valid host:port."))
+		return s.rejectConnect(ctx, plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The CONNECT target is not a valid host:port."))
 	}
 	st := s.settings()
 	client, err := st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization"))
@@ -98,7 +99,7 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 		default:
 			s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", o.HostPort(),
 				"client", connect.RemoteAddr, "first_bytes", fmt.Sprintf("%q", first), "err", err)
-			slot.refine(decisionUnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
+			slot.refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
 			conn.Close()
 		}
 	}
@@ -143,14 +144,14 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodConnect {
-		s.respond(w, plainResponse(r, http.StatusMethodNotAllowed, decisionBadRequest, "http_request_error", "CONNECT inside a tunnel is not supported."))
+		s.respond(w, plainResponse(r, http.StatusMethodNotAllowed, audit.BadRequest, "http_request_error", "CONNECT inside a tunnel is not supported."))
 		return
 	}
 	if r.Host == "" {
 		r.Host = info.origin.HostPort()
 	}
 	if !info.sameOrigin(r.Host) {
-		s.respond(w, plainResponse(r, http.StatusMisdirectedRequest, decisionMisdirected, "http_request_error",
+		s.respond(w, plainResponse(r, http.StatusMisdirectedRequest, audit.Misdirected, "http_request_error",
 			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptrace"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
@@ -20,7 +21,7 @@ import (
 // further than the head, and the fetch is written to the audit log (client
 // by, the asker's address; note "fetched to explain"). A failed fetch is
 // returned as the error, with the signals found before it.
-func (s *Server) UsageSignals(ctx context.Context, d *policy.Decision, fetch bool, by string) ([]policy.UsageSignal, error) {
+func (s *Server) UsageSignals(ctx context.Context, d *policy.Decision, fetch bool, by string) ([]audit.UsageSignal, error) {
 	if err := s.settings().engine.ConsultTDM(ctx, d); err != nil {
 		return nil, err
 	}
@@ -37,7 +38,7 @@ func (s *Server) UsageSignals(ctx context.Context, d *policy.Decision, fetch boo
 
 // fetchSignals requests d's URL (paced) and reads the AI-usage signals of
 // its response: header fields, and the meta tags of an HTML head.
-func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision, by string) (found []policy.UsageSignal, err error) {
+func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision, by string) (found []audit.UsageSignal, err error) {
 	st := s.settings()
 	start := time.Now()
 	permit, err := st.engine.Pace(ctx, d)
@@ -77,13 +78,13 @@ func (s *Server) fetchSignals(ctx context.Context, d *policy.Decision, by string
 
 // auditExplainFetch records a fetch made to explain a URL: the origin was
 // contacted, though no client received the response (status 0).
-func (s *Server) auditExplainFetch(rec *AuditRecord, start time.Time, found []policy.UsageSignal, err error) {
+func (s *Server) auditExplainFetch(rec *audit.Record, start time.Time, found []audit.UsageSignal, err error) {
 	rec.Usage = append(rec.Usage, found...)
 	note := "fetched to explain its AI-usage signals (headers and HTML head read, the body not relayed)"
 	if err != nil {
 		note += ": " + err.Error()
 	}
-	addNote(rec, note)
+	rec.AddNote(note)
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.audit.write(rec)
+	s.auditLog.Write(rec)
 }

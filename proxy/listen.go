@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // Connections reach net/http's servers through the listeners here: the
@@ -172,7 +174,7 @@ func guardFraming(h http.Handler) http.Handler {
 				status = http.StatusRequestHeaderFieldsTooLarge
 			}
 			w.Header().Set("Connection", "close")
-			writeResponse(w, plainResponse(r, status, decisionBadRequest, "http_request_error", msg))
+			writeResponse(w, plainResponse(r, status, audit.BadRequest, "http_request_error", msg))
 			return
 		}
 		if g := guardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {

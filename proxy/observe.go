@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 )
@@ -21,11 +22,11 @@ type auditSlotKey struct{}
 
 // auditSlot collects what is known of a request while it is handled.
 type auditSlot struct {
-	rec      AuditRecord // set by the decision (held here: one allocation less per request)
-	decided  bool        // rec is set; false for requests refused before a decision
-	upstream int         // the origin's status code, 0 if not forwarded
-	status   int         // the status written on a hijacked connection, if any
-	decision string      // and its X-Robotsgate-Decision
+	rec      audit.Record // set by the decision (held here: one allocation less per request)
+	decided  bool         // rec is set; false for requests refused before a decision
+	upstream int          // the origin's status code, 0 if not forwarded
+	status   int          // the status written on a hijacked connection, if any
+	decision string       // and its X-Robotsgate-Decision
 	permit   pacing.Permit
 	paced    bool          // held for a Crawl-delay slot (permit.Sent applies)
 	waited   time.Duration // held for the pacing slot
@@ -37,7 +38,10 @@ type auditSlot struct {
 	// purposes are the client's purposes the origin's response is judged
 	// for (Decision.ResponsePurposes); nil for most clients.
 	purposes []string
-	w        recordingWriter
+	// refusedBy is the kind of signal that refused the request
+	// (audit.SignalKinds), for robotsgate_usage_refusals_total.
+	refusedBy string
+	w         recordingWriter
 }
 
 // refine changes the decision recorded for a CONNECT once it is known what
@@ -64,7 +68,7 @@ func auditSlotOf(ctx context.Context) *auditSlot {
 func recordDecision(req *http.Request, start time.Time, d *policy.Decision) {
 	if slot := auditSlotOf(req.Context()); slot != nil {
 		slot.rec, slot.decided = newAuditRecord(start, req.RemoteAddr, req.Method, d), true
-		slot.purposes = d.ResponsePurposes()
+		slot.purposes, slot.refusedBy = d.ResponsePurposes(), d.RefusedBy()
 	}
 }
 
@@ -109,18 +113,18 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	slot.permit.Release()
 	rec := &slot.rec
 	if !slot.decided {
-		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), decisionBadRequest)
-		rec = &AuditRecord{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: requestURL(r),
+		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), audit.BadRequest)
+		rec = &audit.Record{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: requestURL(r),
 			UserAgent: r.UserAgent(), Decision: decision, Enforced: true}
 	}
 	rec.UpstreamStatus = slot.upstream
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.audit.write(rec)
+	s.auditLog.Write(rec)
 	s.metrics.CountRequest(rec.Decision, r.Method)
-	if rec.refusedBy != "" {
-		s.metrics.UsageRefusals.WithLabelValues(rec.refusedBy).Inc()
+	if slot.refusedBy != "" {
+		s.metrics.UsageRefusals.WithLabelValues(slot.refusedBy).Inc()
 	}
 	s.stats.add(rec)
 }

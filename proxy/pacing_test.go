@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 )
 
@@ -197,7 +198,7 @@ func TestMaxWaitExceededIs429WithRetryAfter(t *testing.T) {
 	// Recorded as client-closed (499), not as a refusal (regression:
 	// rate-limited, 503, counted as refused).
 	recs := waitAudit(t, cfg.Log.Audit, 3)
-	if r := recs[len(recs)-1]; r["decision"] != "client-closed" || r["status"] != float64(statusClientClosed) || !strings.HasSuffix(r["url"].(string), "/second") {
+	if r := recs[len(recs)-1]; r["decision"] != "client-closed" || r["status"] != float64(audit.StatusClientClosed) || !strings.HasSuffix(r["url"].(string), "/second") {
 		t.Errorf("the held request's audit record: %v", r)
 	}
 	if _, refusing, _, _ := p.srv.stats.snapshot(10); len(refusing) != 1 || refusing[0].Refused != 1 {

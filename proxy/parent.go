@@ -20,6 +20,7 @@ import (
 	"github.com/elazarl/goproxy"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 )
 
@@ -184,7 +185,7 @@ func (u *upstream) parentFailure(req *http.Request, pe *parentError, err error) 
 		}
 		u.log.Warn("upstream failed through the parent proxy", "url", req.URL.Host, "parent", parent, "status", status, "err", err)
 	}
-	return plainResponse(req, status, decisionUpstreamError, proxyStatus, body)
+	return plainResponse(req, status, audit.UpstreamError, proxyStatus, body)
 }
 
 // dialParent connects to the parent proxy itself: no egress check (the

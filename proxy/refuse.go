@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
@@ -156,7 +157,7 @@ func (s *Server) rateLimitMessage(d *policy.Decision, retryAfter int) string {
 // client-denied (clients_default: deny, no proxy users), else 407.
 func (s *Server) identifyRefusal(req *http.Request, st *settings, err error) *http.Response {
 	if errors.Is(err, policy.ErrClientDenied) {
-		return plainResponse(req, http.StatusForbidden, decisionClientDenied, "http_request_denied",
+		return plainResponse(req, http.StatusForbidden, audit.ClientDenied, "http_request_denied",
 			"This client may not use this proxy: no clients entry matches it and clients_default is deny.")
 	}
 	return s.authRequired(req, st)
@@ -164,7 +165,7 @@ func (s *Server) identifyRefusal(req *http.Request, st *settings, err error) *ht
 
 // authRequired is the 407 for a request without valid proxy credentials.
 func (s *Server) authRequired(req *http.Request, st *settings) *http.Response {
-	resp := plainResponse(req, http.StatusProxyAuthRequired, decisionAuthRequired, "http_request_denied",
+	resp := plainResponse(req, http.StatusProxyAuthRequired, audit.AuthRequired, "http_request_denied",
 		"This proxy requires authentication (Proxy-Authorization: Basic).")
 	resp.Header.Set("Proxy-Authenticate", fmt.Sprintf("Basic realm=%q", st.engine.Realm()))
 	return resp
@@ -193,10 +194,10 @@ func (s *Server) egressRefusal(req *http.Request, err error) *http.Response {
 	case errors.As(err, &denied):
 		return egressDenied(req, denied)
 	case errors.As(err, &port):
-		return render(req, &explanation{Decision: decisionEgressDenied, Status: http.StatusForbidden, Message: port.Error() + "."}, "destination_ip_prohibited")
+		return render(req, &explanation{Decision: audit.EgressDenied, Status: http.StatusForbidden, Message: port.Error() + "."}, "destination_ip_prohibited")
 	}
 	s.log.Info("destination lookup failed", "host", req.Host, "err", err)
-	return plainResponse(req, http.StatusBadGateway, decisionUpstreamError, "dns_error", "The destination's name could not be resolved.")
+	return plainResponse(req, http.StatusBadGateway, audit.UpstreamError, "dns_error", "The destination's name could not be resolved.")
 }
 
 func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response {
@@ -212,7 +213,7 @@ func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response 
 	case egress.SelfAddress:
 		msg = "The destination is this proxy itself."
 	}
-	return render(req, &explanation{Decision: decisionEgressDenied, Status: http.StatusForbidden, Message: msg}, "destination_ip_prohibited")
+	return render(req, &explanation{Decision: audit.EgressDenied, Status: http.StatusForbidden, Message: msg}, "destination_ip_prohibited")
 }
 
 // plainResponse renders a refusal that is only a message.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 			}
 			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
 				w.Header().Set("Connection", "close") // the rest of the body may never come
-				s.respond(w, plainResponse(req, http.StatusRequestTimeout, decisionClientTimeout, "http_request_error",
+				s.respond(w, plainResponse(req, http.StatusRequestTimeout, audit.ClientTimeout, "http_request_error",
 					"The request body stalled for longer than timeouts.client_body."))
 				return
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
@@ -96,7 +97,7 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return plainResponse(req, http.StatusBadRequest, decisionBadRequest, "http_request_error", "The request URL has no valid http or https origin.")
+		return plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The request URL has no valid http or https origin.")
 	}
 	client := tunnelClient(tunnel)
 	if tunnel == nil {
@@ -128,14 +129,10 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	return nil
 }
 
-// statusClientClosed is what the audit records for a request whose client
-// left before it was answered (nginx's 499); nobody receives it.
-const statusClientClosed = 499
-
 // clientClosed is the answer to a request whose client left while it was
 // judged or held: decision client-closed, not a refusal.
 func clientClosed(req *http.Request, message string) *http.Response {
-	return plainResponse(req, statusClientClosed, decisionClientClosed, "http_request_denied", message)
+	return plainResponse(req, audit.StatusClientClosed, audit.ClientClosed, "http_request_denied", message)
 }
 
 // pace holds an allowed request until its slot; the permit is released
@@ -235,7 +232,7 @@ func prepareUpstream(req *http.Request, target string) {
 }
 
 func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
-	s.respond(w, plainResponse(req, http.StatusBadRequest, decisionBadRequest, "http_request_error",
+	s.respond(w, plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error",
 		"This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 }
 

@@ -42,6 +42,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
@@ -101,7 +102,7 @@ type Server struct {
 	tunnelLn            *tunnelListener
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
-	audit               *auditLog
+	auditLog            *audit.Writer
 	stats               *stats
 	archive             *archive.Writer // nil: archive.dir is ""
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
@@ -147,7 +148,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := s.newResolver(cfg, roots); err != nil {
 		return nil, err
 	}
-	if s.audit, err = openAudit(cfg.Log.Audit); err != nil {
+	if s.auditLog, err = audit.Open(cfg.Log.Audit); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.openPacingStore(cfg.Pacing); err != nil {
@@ -158,8 +159,12 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	s.startDenyListWatch()
 	s.registerGauges()
-	s.metrics.PrepareRequests("allow", "disallow", "unreachable", decisionEgressDenied, "rate-limited", decisionUpstreamError, decisionClientClosed)
-	for _, kind := range policy.SignalKinds { // every label shown from the start, at 0
+	var decisions []string
+	for _, d := range audit.Decisions() { // every decision's counters without a lock per request
+		decisions = append(decisions, d.Name)
+	}
+	s.metrics.PrepareRequests(decisions...)
+	for _, kind := range audit.SignalKinds { // every label shown from the start, at 0
 		s.metrics.UsageRefusals.WithLabelValues(kind)
 	}
 	s.upstream = newUpstream(s.dial, s.proxyFor, roots, s.log, s.metrics)
@@ -293,7 +298,7 @@ func (s *Server) registerGauges() {
 }
 
 // ReopenAudit reopens the audit log file, for log rotation (SIGHUP).
-func (s *Server) ReopenAudit() error { return s.audit.reopen() }
+func (s *Server) ReopenAudit() error { return s.auditLog.Reopen() }
 
 // Reload applies a new configuration to the parts that can change while
 // running: clients, sites, the trap guard, robots.strict_paths, egress,
@@ -488,7 +493,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.tdmrep.Close()
 	s.resolver.Close()
 	s.upstream.close()
-	s.audit.close()
+	s.auditLog.Close()
 	if s.archive != nil {
 		s.archive.Close()
 	}

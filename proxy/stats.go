@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
@@ -83,15 +84,15 @@ const (
 	kindClient   = "client"           // what the client did to itself: left, failed the TLS handshake
 )
 
-// decisionTable indexes Decisions() for counting: a read-only map, built
+// decisionTable indexes audit.Decisions() for counting: a read-only map, built
 // once.
 var decisionTable = func() (t struct {
-	infos []DecisionInfo
+	infos []audit.DecisionInfo
 	index map[string]int
 	kinds []string
 }) {
 	t.index = map[string]int{}
-	for _, d := range Decisions() {
+	for _, d := range audit.Decisions() {
 		if _, dup := t.index[d.Name]; dup {
 			continue // trap-denied is listed for two verdicts
 		}
@@ -104,9 +105,9 @@ var decisionTable = func() (t struct {
 
 // decisionKind sorts a decision: upstream-error is a failure of the
 // origin (or of its name's lookup), not a refusal by robots.txt.
-func decisionKind(d DecisionInfo) string {
+func decisionKind(d audit.DecisionInfo) string {
 	switch {
-	case d.Name == decisionUpstreamError:
+	case d.Name == audit.UpstreamError:
 		return kindUpstream
 	case d.Refusal:
 		return kindRefused
@@ -129,7 +130,7 @@ func kindOf(decision string) (kind string, index int) {
 // origin never answered (no upstream status) and the proxy answered 502 or
 // 504 in its place. Its decision stays allow, as in the audit log and the
 // requests metric.
-func failedUpstream(rec *AuditRecord) bool {
+func failedUpstream(rec *audit.Record) bool {
 	return rec.UpstreamStatus == 0 && (rec.Status == http.StatusBadGateway || rec.Status == http.StatusGatewayTimeout)
 }
 
@@ -179,7 +180,7 @@ func (s *stats) holding(origin string, interval time.Duration, delta int64, wait
 	}
 }
 
-func (s *stats) add(rec *AuditRecord) {
+func (s *stats) add(rec *audit.Record) {
 	kind, i := kindOf(rec.Decision)
 	s.decisions[i].Add(1)
 	if kind == kindAllowed && failedUpstream(rec) {
@@ -211,11 +212,11 @@ func (s *stats) add(rec *AuditRecord) {
 
 // recordRing keeps the latest statsRefusals records.
 type recordRing struct {
-	recs []*AuditRecord
+	recs []*audit.Record
 	next int
 }
 
-func (r *recordRing) push(rec *AuditRecord) {
+func (r *recordRing) push(rec *audit.Record) {
 	if len(r.recs) < statsRefusals {
 		r.recs = append(r.recs, rec)
 	} else {
@@ -225,8 +226,8 @@ func (r *recordRing) push(rec *AuditRecord) {
 }
 
 // newestFirst copies the records, the newest first.
-func (r *recordRing) newestFirst() []AuditRecord {
-	out := make([]AuditRecord, 0, len(r.recs))
+func (r *recordRing) newestFirst() []audit.Record {
+	out := make([]audit.Record, 0, len(r.recs))
 	for i := range len(r.recs) {
 		out = append(out, *r.recs[(r.next-1-i+statsRefusals)%statsRefusals])
 	}
@@ -235,7 +236,7 @@ func (r *recordRing) newestFirst() []AuditRecord {
 
 // originKey names the origin a record counts for: the scheme://authority
 // of its URL, or "host:port (CONNECT)" for a CONNECT.
-func originKey(rec *AuditRecord) string {
+func originKey(rec *audit.Record) string {
 	if rec.Method == "CONNECT" {
 		return connectTarget(rec.URL)
 	}
@@ -274,7 +275,7 @@ func originOf(u string) string {
 // statsView is what the status page shows of the statistics.
 type statsView struct {
 	Busiest, Refusing, Failing, Paced []originStats
-	Recent, RecentFailures            []AuditRecord
+	Recent, RecentFailures            []audit.Record
 	Decisions                         []decisionCount
 	Reload                            *reloadResult
 }
@@ -326,7 +327,7 @@ func (s *stats) view(n int, now time.Time) statsView {
 
 // snapshot returns the n busiest origins, the n with most refusals, the n
 // paced with the longest intervals, and the latest refusals, newest first.
-func (s *stats) snapshot(n int) (busiest, refusing, paced []originStats, recent []AuditRecord) {
+func (s *stats) snapshot(n int) (busiest, refusing, paced []originStats, recent []audit.Record) {
 	v := s.view(n, time.Now())
 	return v.Busiest, v.Refusing, v.Paced, v.Recent
 }

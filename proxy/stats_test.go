@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 func TestMinuteRing(t *testing.T) {
@@ -70,7 +72,7 @@ func TestConnectTarget(t *testing.T) {
 func TestStatsSortsRecords(t *testing.T) {
 	s := newStats()
 	now := time.Now()
-	for _, r := range []AuditRecord{
+	for _, r := range []audit.Record{
 		{URL: "http://a.test/x", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200},
 		{URL: "http://a.test/private", Decision: "disallow", Enforced: true, Status: 403},
 		{URL: "http://a.test/monitored", Decision: "disallow", Enforced: false, Status: 200, UpstreamStatus: 200},
@@ -138,7 +140,7 @@ func TestStatsSortsRecords(t *testing.T) {
 func TestStatsKeepsTheLatestRefusals(t *testing.T) {
 	s := newStats()
 	for i := range statsRefusals + 7 {
-		s.add(&AuditRecord{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: time.Now()})
+		s.add(&audit.Record{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: time.Now()})
 	}
 	_, _, _, recent := s.snapshot(10)
 	if len(recent) != statsRefusals || recent[0].URL != fmt.Sprintf("http://a.test/%d", statsRefusals+6) ||
@@ -156,7 +158,7 @@ func TestStatsCountsConcurrently(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 500 {
-				s.add(&AuditRecord{URL: "http://a.test/", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200, Time: now})
+				s.add(&audit.Record{URL: "http://a.test/", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200, Time: now})
 			}
 		})
 	}

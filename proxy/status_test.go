@@ -25,6 +25,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // The status page: server-rendered HTML without JavaScript, checked as
@@ -297,7 +299,7 @@ func TestStatusPageKeepsUpstreamFailuresApartFromRefusals(t *testing.T) {
 }
 
 // Every decision value is counted since start and shown, zeros included,
-// in the order of Decisions(), with its kind.
+// in the order of audit.Decisions(), with its kind.
 func TestStatusPageCountsDecisionsByKind(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxyWith(t, testConfig(t, nil), Options{Resolver: failingResolver{}})
@@ -315,12 +317,12 @@ func TestStatusPageCountsDecisionsByKind(t *testing.T) {
 		t.Fatalf("header %q", rows[0])
 	}
 	var names []string
-	for _, d := range Decisions() {
+	for _, d := range audit.Decisions() {
 		names = append(names, d.Name)
 	}
 	names = slices.Compact(names)
 	if got := column(t, rows, "Decision"); !slices.Equal(got, names) {
-		t.Errorf("decisions shown %q, want every value of Decisions() %q", got, names)
+		t.Errorf("decisions shown %q, want every value of audit.Decisions() %q", got, names)
 	}
 	want := map[string][3]string{ // kind, status, count
 		"allow":          {"allowed", "none", "2"},

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // A client that does not trust robotsgate's CA fails the handshake of an
@@ -135,5 +137,5 @@ func (s *Server) clientTLSFailed(err error, clientAddr, host string, slot *audit
 	if s.tlsFails.record(reason, ip, host, explain, time.Now()) && reason != tlsClosed {
 		s.log.Warn("client TLS handshake failed", "client", clientAddr, "host", host, "reason", reason, "explain", explain, "err", err)
 	}
-	slot.refine(decisionClientTLSFailed, explain)
+	slot.refine(audit.ClientTLSFailed, explain)
 }

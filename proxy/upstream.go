@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/metrics"
 )
@@ -75,7 +76,7 @@ func (u *upstream) failure(req *http.Request, err error) *http.Response {
 	case proxyStatus == "http_upgrade_failed":
 		body = "The origin switched protocols where the request did not ask for it."
 	}
-	return plainResponse(req, status, decisionUpstreamError, proxyStatus, body)
+	return plainResponse(req, status, audit.UpstreamError, proxyStatus, body)
 }
 
 // classifyUpstreamError maps a transport error to a status code and an RFC

@@ -66,7 +66,7 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	if !refused && s.settings().cfg.Usage.ScanHTML && policy.MetaConcerns(slot.purposes) && hasHTMLBody(resp) {
 		metas, note := scanHead(resp)
 		if note != "" {
-			addNote(rec, note)
+			rec.AddNote(note)
 		}
 		rec.Usage = append(rec.Usage, policy.MetaSignals(metas, rec.Agent)...)
 		sig, refused = policy.MetaRefusal(metas, rec.Agent, slot.purposes)
@@ -74,27 +74,19 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	if !refused {
 		return nil
 	}
-	rec.Decision, rec.refusedBy = policy.UsageDenied.String(), sig.Kind()
+	rec.Decision, slot.refusedBy = policy.UsageDenied.String(), sig.Kind()
 	if rec.Mode == policy.Monitor.String() {
 		rec.Enforced = false
-		addNote(rec, fmt.Sprintf("the origin's response (%d) would be withheld: %s (monitor mode: delivered)", resp.StatusCode, sig.Explain()))
+		rec.AddNote(fmt.Sprintf("the origin's response (%d) would be withheld: %s (monitor mode: delivered)", resp.StatusCode, sig.Explain()))
 		s.log.Info("response would be refused (monitor mode): delivered", "url", rec.URL, "signal", sig.String(),
 			"purpose", sig.Purpose, "client", rec.Client, "client_rule", rec.ClientRule)
 		return nil
 	}
 	err := &usageRefusedError{signal: sig, url: rec.URL, userAgent: rec.UserAgent, upstreamStatus: resp.StatusCode}
-	addNote(rec, err.Error())
+	rec.AddNote(err.Error())
 	s.log.Info("response refused", "url", rec.URL, "signal", sig.String(), "purpose", sig.Purpose,
 		"upstream_status", resp.StatusCode, "client", rec.Client, "client_rule", rec.ClientRule)
 	return err
-}
-
-// addNote adds to an audit record's note.
-func addNote(rec *AuditRecord, note string) {
-	if rec.Note != "" {
-		note = rec.Note + "; " + note
-	}
-	rec.Note = note
 }
 
 // hasHTMLBody reports whether resp is an HTML page with a body to scan.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/compliance"
-	"github.com/robotsgate/robotsgate/proxy"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -153,7 +153,7 @@ func newAggregator(opts Options) *aggregator {
 		origins: map[string]*originAgg{},
 		missing: map[string]bool{},
 	}
-	for _, d := range proxy.Decisions() {
+	for _, d := range audit.Decisions() {
 		a.refusal[d.Name] = d.Refusal
 	}
 	if opts.Archive != "" {
@@ -167,7 +167,7 @@ func (a *aggregator) inRange(t time.Time) bool {
 }
 
 // record takes one audit record into account.
-func (a *aggregator) record(rec *proxy.AuditRecord) error {
+func (a *aggregator) record(rec *audit.Record) error {
 	if !a.inRange(rec.Time) {
 		a.outside++
 		return nil
@@ -221,7 +221,7 @@ func (a *aggregator) record(rec *proxy.AuditRecord) error {
 }
 
 // kindOf classifies a record.
-func (a *aggregator) kindOf(rec *proxy.AuditRecord) kind {
+func (a *aggregator) kindOf(rec *audit.Record) kind {
 	switch {
 	case rec.Decision == "allow":
 		return kindAllowed
@@ -251,7 +251,7 @@ func (c *Counts) add(k kind, forwarded bool) {
 }
 
 // pace takes a forwarded request into its key's gaps.
-func (a *aggregator) pace(o *originAgg, rec *proxy.AuditRecord) {
+func (a *aggregator) pace(o *originAgg, rec *audit.Record) {
 	p := o.keys[rec.Group]
 	if p == nil {
 		p = &paceAgg{group: rec.Group, asked: map[Asked]int64{}}
@@ -279,7 +279,7 @@ func (a *aggregator) pace(o *originAgg, rec *proxy.AuditRecord) {
 // agent, and whether it is known: not when the archive lacks the body or
 // the record names none although robots.txt was read (the archive was
 // off).
-func (a *aggregator) asked(rec *proxy.AuditRecord) (Asked, bool) {
+func (a *aggregator) asked(rec *audit.Record) (Asked, bool) {
 	if rec.RobotsSHA256 == "" {
 		// No body: robots.txt unavailable (no rules, no delay) or not
 		// consulted; unknown when a body was read but not archived.
@@ -559,7 +559,7 @@ func (a *aggregator) stat(b *Body) {
 func (a *aggregator) decisionCounts(m map[string]int64) []DecisionCount {
 	out := []DecisionCount{}
 	known := map[string]bool{}
-	for _, d := range proxy.Decisions() {
+	for _, d := range audit.Decisions() {
 		known[d.Name] = true
 		if n := m[d.Name]; n > 0 {
 			out = append(out, DecisionCount{Decision: d.Name, Refusal: d.Refusal, Count: n})

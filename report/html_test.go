@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -42,12 +42,12 @@ func TestWriteHTML(t *testing.T) {
 	body := []byte("User-agent: *\nCrawl-delay: 1\nDisallow: /x</pre><script>alert(1)</script>\n# <img src=\"https://tracker.example/p.gif\">\n")
 	sha := archive.Sum(body)
 	writeArchive(t, arch, []archive.Fetch{{Time: at(0), Origin: "http://a.example", HTTPStatus: 200, Outcome: "ok", SHA256: sha}}, map[string][]byte{sha: body})
-	audit := writeAudit(t, dir, "audit.log", []proxy.AuditRecord{
+	auditPath := writeAudit(t, dir, "audit.log", []audit.Record{
 		allowed("http://a.example/1", sha, 0, 0),
 		allowed("http://a.example/2", sha, 500*time.Millisecond, 0), // too soon
 		refused("http://a.example/x</pre><script>alert(1)</script>", sha, "Disallow: /x</pre><script>alert(1)</script>", 3, sec),
 	})
-	r, err := Build(Options{Audit: []string{audit}, Archive: arch, Now: at(time.Hour)})
+	r, err := Build(Options{Audit: []string{auditPath}, Archive: arch, Now: at(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +109,8 @@ func externalRefs(page string) []string {
 // report, which still renders.
 func TestBuildEmptyRange(t *testing.T) {
 	dir := t.TempDir()
-	audit := writeAudit(t, dir, "audit.log", []proxy.AuditRecord{allowed("http://a.example/1", "", 0, 0)})
-	r, err := Build(Options{Audit: []string{audit}, Since: at(time.Hour)})
+	auditPath := writeAudit(t, dir, "audit.log", []audit.Record{allowed("http://a.example/1", "", 0, 0)})
+	r, err := Build(Options{Audit: []string{auditPath}, Since: at(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

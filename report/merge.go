@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/compliance"
-	"github.com/robotsgate/robotsgate/proxy"
 )
 
 // readMerged calls fn for every record of the audit files, each read once
@@ -17,9 +17,9 @@ import (
 // sharing a pacing store, each with its log) come out interleaved, as
 // rotated files of one log come out one after the other. Memory: one
 // reader and a few records per file.
-func readMerged(files []string, fn func(*proxy.AuditRecord) error) error {
+func readMerged(files []string, fn func(*audit.Record) error) error {
 	if len(files) == 1 {
-		return compliance.ReadAudit(files, func(r *proxy.AuditRecord, _ string, _ int) error { return fn(r) })
+		return compliance.ReadAudit(files, func(r *audit.Record, _ string, _ int) error { return fn(r) })
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -27,16 +27,16 @@ func readMerged(files []string, fn func(*proxy.AuditRecord) error) error {
 		close(done)
 		wg.Wait()
 	}()
-	chans := make([]chan proxy.AuditRecord, len(files))
+	chans := make([]chan audit.Record, len(files))
 	errs := make([]error, len(files))
 	for i, name := range files {
-		ch := make(chan proxy.AuditRecord, 64)
+		ch := make(chan audit.Record, 64)
 		chans[i] = ch
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(ch)
-			errs[i] = compliance.ReadAudit([]string{name}, func(r *proxy.AuditRecord, _ string, _ int) error {
+			errs[i] = compliance.ReadAudit([]string{name}, func(r *audit.Record, _ string, _ int) error {
 				select {
 				case ch <- *r:
 					return nil
@@ -75,12 +75,12 @@ func readMerged(files []string, fn func(*proxy.AuditRecord) error) error {
 var errStopped = errors.New("report: reading stopped")
 
 // ended is when the record's request ended, when it was logged.
-func ended(r *proxy.AuditRecord) time.Time {
+func ended(r *audit.Record) time.Time {
 	return r.Time.Add(time.Duration(r.DurationMS * float64(time.Millisecond)))
 }
 
 type queued struct {
-	rec proxy.AuditRecord
+	rec audit.Record
 	end time.Time
 	src int
 }

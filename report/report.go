@@ -108,7 +108,7 @@ type Counts struct {
 type DecisionCount struct {
 	Decision string `json:"decision"`
 	// Refusal reports whether the decision is a refusal by the proxy
-	// (proxy.DecisionInfo.Refusal).
+	// (audit.DecisionInfo.Refusal).
 	Refusal bool  `json:"refusal"`
 	Count   int64 `json:"count"`
 }

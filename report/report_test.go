@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // t0 is the start of the generated traffic.
@@ -25,7 +25,7 @@ const sec = time.Second
 
 // writeAudit writes records as an audit log (JSON lines, as the proxy
 // writes them) and returns its path.
-func writeAudit(t *testing.T, dir, name string, recs []proxy.AuditRecord) string {
+func writeAudit(t *testing.T, dir, name string, recs []audit.Record) string {
 	t.Helper()
 	var buf bytes.Buffer
 	for i := range recs {
@@ -59,8 +59,8 @@ func writeArchive(t *testing.T, dir string, fetches []archive.Fetch, bodies map[
 
 // allowed is a forwarded request of an enforced client, arrived at
 // arrival and held wait.
-func allowed(url, sha string, arrival, wait time.Duration) proxy.AuditRecord {
-	return proxy.AuditRecord{
+func allowed(url, sha string, arrival, wait time.Duration) audit.Record {
+	return audit.Record{
 		Time: at(arrival), Client: "10.0.0.5:40000", Mode: "enforce", UserAgent: "ResearchBot/2.0", Agent: "ResearchBot/2.0",
 		Group: "*", Method: "GET", URL: url, Decision: "allow", Enforced: true, RobotsStatus: "ok", RobotsSHA256: sha,
 		WaitMS: float64(wait.Microseconds()) / 1000, UpstreamStatus: 200, Status: 200,
@@ -68,7 +68,7 @@ func allowed(url, sha string, arrival, wait time.Duration) proxy.AuditRecord {
 	}
 }
 
-func refused(url, sha, rule string, line int, arrival time.Duration) proxy.AuditRecord {
+func refused(url, sha, rule string, line int, arrival time.Duration) audit.Record {
 	r := allowed(url, sha, arrival, 0)
 	r.Decision, r.Rule, r.Line, r.UpstreamStatus, r.Status = "disallow", rule, line, 0, 403
 	return r
@@ -176,7 +176,7 @@ func TestBuild(t *testing.T) {
 	}, map[string][]byte{slowSHA: slowBody, v1SHA: v1, v2SHA: v2})
 
 	ms := time.Millisecond
-	recs := []proxy.AuditRecord{
+	recs := []audit.Record{
 		// Before -since: left out.
 		allowed(slow+"/early", slowSHA, -2*sec, 0),
 		// Four requests arriving together, held 0, 505, 1010, 1515 ms,
@@ -188,18 +188,18 @@ func TestBuild(t *testing.T) {
 		// Too soon: 300 ms after /d left.
 		allowed(slow+"/e", slowSHA, 1815*ms, 0),
 		// OtherBot has its own schedule (3 s), one request.
-		func() proxy.AuditRecord {
+		func() audit.Record {
 			r := allowed(slow+"/other", slowSHA, 100*ms, 0)
 			r.Agent, r.Group = "OtherBot", "OtherBot"
 			return r
 		}(),
 		// Not paced: robots.txt itself, a monitored client.
-		func() proxy.AuditRecord {
+		func() audit.Record {
 			r := allowed(slow+"/robots.txt", "", 200*ms, 0)
 			r.RobotsStatus = "" // not consulted
 			return r
 		}(),
-		func() proxy.AuditRecord {
+		func() audit.Record {
 			r := allowed(slow+"/monitored", slowSHA, 1820*ms, 0)
 			r.Mode = "monitor"
 			return r
@@ -209,25 +209,25 @@ func TestBuild(t *testing.T) {
 		allowed(site+"/public", v1SHA, 3*sec, 0),
 		refused(site+"/private/3", v2SHA, "Disallow: /private", 3, 11*sec),
 		refused(site+"/drafts/x", v2SHA, "Disallow: /drafts", 4, 12*sec),
-		func() proxy.AuditRecord { // only logged
+		func() audit.Record { // only logged
 			r := refused(site+"/drafts/y", v2SHA, "Disallow: /drafts", 4, 13*sec)
 			r.Mode, r.Enforced, r.UpstreamStatus, r.Status = "monitor", false, 200, 200
 			return r
 		}(),
-		func() proxy.AuditRecord {
+		func() audit.Record {
 			r := allowed(site+"/gone", v2SHA, 14*sec, 0)
 			r.Decision, r.UpstreamStatus, r.Status = "upstream-error", 0, 502
 			return r
 		}(),
-		func() proxy.AuditRecord { // refused before it was judged
-			return proxy.AuditRecord{Time: at(15 * sec), Client: "10.0.0.9:5000", Method: "CONNECT", URL: "//10.1.1.1:22",
+		func() audit.Record { // refused before it was judged
+			return audit.Record{Time: at(15 * sec), Client: "10.0.0.9:5000", Method: "CONNECT", URL: "//10.1.1.1:22",
 				Decision: "egress-denied", Enforced: true, Status: 403}
 		}(),
 		// After -until: left out.
 		allowed(slow+"/late", slowSHA, time.Minute, 0),
 	}
-	audit := writeAudit(t, dir, "audit.log", recs)
-	r, err := Build(Options{Audit: []string{audit}, Archive: arch, Since: at(0), Until: at(30 * sec), Now: at(time.Hour)})
+	auditPath := writeAudit(t, dir, "audit.log", recs)
+	r, err := Build(Options{Audit: []string{auditPath}, Archive: arch, Since: at(0), Until: at(30 * sec), Now: at(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestBuildMergesFiles(t *testing.T) {
 	body := []byte("User-agent: *\nCrawl-delay: 1\n")
 	sha := archive.Sum(body)
 	writeArchive(t, arch, []archive.Fetch{{Time: at(0), Origin: "http://a.example", HTTPStatus: 200, Outcome: "ok", SHA256: sha}}, map[string][]byte{sha: body})
-	var one, two []proxy.AuditRecord
+	var one, two []audit.Record
 	for i := range 20 {
 		r := allowed(fmt.Sprintf("http://a.example/%d", i), sha, time.Duration(i)*1010*time.Millisecond, 0)
 		if i%2 == 0 {
@@ -406,8 +406,8 @@ func TestBuildSkipsOtherFiles(t *testing.T) {
 		{Time: at(0), Origin: "http://a.example", RobotsURL: "http://a.example/robots.txt", HTTPStatus: 200, Outcome: "ok", SHA256: sha},
 		{Time: at(sec), Origin: "http://a.example", RobotsURL: "http://a.example/.well-known/tdmrep.json", HTTPStatus: 200, Outcome: "ok", SHA256: tdmSHA},
 	}, map[string][]byte{sha: body, tdmSHA: tdm})
-	audit := writeAudit(t, dir, "audit.log", []proxy.AuditRecord{allowed("http://a.example/1", sha, 2*sec, 0)})
-	r, err := Build(Options{Audit: []string{audit}, Archive: arch})
+	auditPath := writeAudit(t, dir, "audit.log", []audit.Record{allowed("http://a.example/1", sha, 2*sec, 0)})
+	r, err := Build(Options{Audit: []string{auditPath}, Archive: arch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,12 +424,12 @@ func TestBuildWithoutBodies(t *testing.T) {
 	if err := os.MkdirAll(arch, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	audit := writeAudit(t, dir, "audit.log", []proxy.AuditRecord{
+	auditPath := writeAudit(t, dir, "audit.log", []audit.Record{
 		allowed("http://a.example/1", archive.Sum([]byte("gone")), 0, 0),
 		allowed("http://a.example/2", archive.Sum([]byte("gone")), sec, 0),
 	})
 	for _, dir := range []string{arch, ""} {
-		r, err := Build(Options{Audit: []string{audit}, Archive: dir})
+		r, err := Build(Options{Audit: []string{auditPath}, Archive: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -471,8 +471,8 @@ func TestTimeline(t *testing.T) {
 // TestWriteJSON: the JSON holds the same figures and reads back.
 func TestWriteJSON(t *testing.T) {
 	dir := t.TempDir()
-	audit := writeAudit(t, dir, "audit.log", []proxy.AuditRecord{refused("http://a.example/p?q=<b>&x", "", "Disallow: /p", 2, 0)})
-	r, err := Build(Options{Audit: []string{audit}})
+	auditPath := writeAudit(t, dir, "audit.log", []audit.Record{refused("http://a.example/p?q=<b>&x", "", "Disallow: /p", 2, 0)})
+	r, err := Build(Options{Audit: []string{auditPath}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func short12(sha string) string { return sha[:12] }
 // that is not a record, fails the report, naming it.
 func TestBuildUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	good := writeAudit(t, dir, "good.log", []proxy.AuditRecord{allowed("http://a.example/1", "", 0, 0)})
+	good := writeAudit(t, dir, "good.log", []audit.Record{allowed("http://a.example/1", "", 0, 0)})
 	bad := filepath.Join(dir, "bad.log")
 	if err := os.WriteFile(bad, []byte("{\"url\":\"http://a.example/\"}\nnot a record\n"), 0o644); err != nil {
 		t.Fatal(err)

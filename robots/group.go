@@ -243,6 +243,17 @@ func requestPath(target string) string {
 	return target
 }
 
+// DecideHost judges a host without seeing its paths (a tunnel that is not
+// intercepted): the rule is the one that decides "/", and the host is
+// refused only when the group refuses every path (DisallowsAll); otherwise
+// it is allowed, whatever that rule says. The proxy decides blind tunnels
+// with it, and robotsgate verify replays their records with it.
+func (g Group) DecideHost() Decision {
+	d := g.Decide("/")
+	d.Allowed = !g.DisallowsAll()
+	return d
+}
+
 // DisallowsAll reports whether the group refuses every path: a disallow rule
 // matching every path ("/", "*", "/*") and no allow rule at all. It is the
 // one decision possible about a host without seeing its paths (a tunnel that

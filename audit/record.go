@@ -1,0 +1,68 @@
+// Package audit is the audit log's vocabulary and its writer: the record
+// written for every decision (one JSON line each), the decision values with
+// their status codes, and the AI-usage signals a record lists. The proxy
+// writes records; the evidence commands (verify, report) read them and
+// import this package, not the proxy.
+//
+// It must not import any other robotsgate package: it is what the proxy
+// and the offline readers share, and an offline reader must not pull in the
+// proxy's dependencies.
+package audit
+
+import "time"
+
+// Record is one line of the audit log: one JSON object per decision,
+// written when the response has been sent. The field names are a stable
+// interface (documented in docs/operations.md); new fields may be added,
+// existing ones keep their name and meaning.
+type Record struct {
+	Time           time.Time `json:"time"`            // when the request arrived (RFC 3339, UTC)
+	Client         string    `json:"client"`          // client address (ip:port)
+	User           string    `json:"user"`            // authenticated proxy user, "" if none
+	ClientRule     string    `json:"client_rule"`     // the clients entry that matched, "" if none
+	Mode           string    `json:"mode"`            // enforce, monitor, bypass
+	UserAgent      string    `json:"user_agent"`      // the User-Agent header
+	Agent          string    `json:"agent"`           // what the request was judged as (fixed agent or header)
+	Group          string    `json:"group"`           // the robots.txt group that judged it ("*", a token, "")
+	Method         string    `json:"method"`          // HTTP method (CONNECT for tunnels)
+	URL            string    `json:"url"`             // origin + request-target as sent
+	Decision       string    `json:"decision"`        // allow, disallow, unreachable, egress-denied...
+	Enforced       bool      `json:"enforced"`        // false when a refusal was only logged (monitor mode)
+	Rule           string    `json:"rule"`            // the deciding robots.txt rule, "" if none
+	Line           int       `json:"line"`            // its line number, 0 if none
+	Canonical      string    `json:"canonical"`       // the canonical target that decided (evasion guard)
+	Note           string    `json:"note"`            // why robots.txt was not consulted, or what refused
+	RobotsStatus   string    `json:"robots_status"`   // ok, unavailable, unreachable, "" if not consulted
+	RobotsURL      string    `json:"robots_url"`      // where robots.txt was read
+	RobotsError    string    `json:"robots_error"`    // why robots.txt could not be fetched (dns_error, http_5xx...), "" if it was
+	RobotsSHA256   string    `json:"robots_sha256"`   // the archived robots.txt body that judged it, "" if none (archive.dir)
+	StrictPaths    bool      `json:"strict_paths"`    // the robots.strict_paths setting that judged it
+	WaitMS         float64   `json:"wait_ms"`         // time held for a pacing slot
+	UpstreamStatus int       `json:"upstream_status"` // the origin's status code, 0 if not forwarded
+	Status         int       `json:"status"`          // the status code sent to the client
+	Bytes          int64     `json:"bytes"`           // response body bytes sent to the client
+	DurationMS     float64   `json:"duration_ms"`     // from arrival to the end of the response
+
+	// The tdmrep.json consulted for a client with a TDM purpose, absent
+	// for the others: its status (ok, unavailable, unreachable), why it
+	// could not be fetched (as robots_error), the archived body that
+	// judged it, and the index of the entry that applied (absent if none).
+	TDMRepStatus string `json:"tdmrep_status,omitempty"`
+	TDMRepError  string `json:"tdmrep_error,omitempty"`
+	TDMRepSHA256 string `json:"tdmrep_sha256,omitempty"`
+	TDMEntry     *int   `json:"tdm_entry,omitempty"`
+
+	// Usage lists the AI-usage signals found for a client with purposes
+	// (robots.txt lines, the tdmrep.json entry, response headers, meta
+	// tags), with the purposes each refuses; absent for other clients and
+	// when none was found.
+	Usage []UsageSignal `json:"usage,omitempty"`
+}
+
+// AddNote adds to a record's note, after what it says already.
+func (r *Record) AddNote(note string) {
+	if r.Note != "" {
+		note = r.Note + "; " + note
+	}
+	r.Note = note
+}

@@ -1,0 +1,44 @@
+package audit
+
+// The kinds of AI-usage signal (UsageSignal.Signal), also the label values
+// of robotsgate_usage_refusals_total{signal}: where a signal was read.
+const (
+	SignalRobotsContentUsage   = "robots-content-usage"   // a robots.txt Content-Usage line (IETF aipref)
+	SignalRobotsContentSignal  = "robots-content-signal"  // a robots.txt Content-Signal line (Cloudflare)
+	SignalTDMRep               = "tdmrep"                 // the entry of /.well-known/tdmrep.json that applies
+	SignalTDMRepUnknown        = "tdmrep-unknown"         // tdmrep.json could not be fetched (usage-unknown)
+	SignalHeaderTDMReservation = "tdm-reservation-header" // a tdm-reservation response header
+	SignalHeaderContentUsage   = "content-usage-header"   // a Content-Usage response header
+	SignalXRobotsTag           = "x-robots-tag"           // an X-Robots-Tag response header with noai or noimageai
+	SignalMetaTDMReservation   = "meta-tdm-reservation"   // <meta name="tdm-reservation"> in an HTML head
+	SignalMetaRobots           = "meta-robots"            // noai or noimageai in <meta name="robots"> or an agent's tag
+)
+
+// SignalKinds lists every kind of AI-usage signal, for metrics.
+var SignalKinds = []string{
+	SignalRobotsContentUsage, SignalRobotsContentSignal, SignalTDMRep, SignalTDMRepUnknown,
+	SignalHeaderTDMReservation, SignalHeaderContentUsage, SignalXRobotsTag,
+	SignalMetaTDMReservation, SignalMetaRobots,
+}
+
+// UsageSignal is one AI-usage signal found for a request, whether or not it
+// refuses anything: what the audit record's "usage", /explain's
+// "usage_signals" and check list. Its JSON field names are a stable
+// interface.
+type UsageSignal struct {
+	// Signal is its kind (SignalRobotsContentUsage...).
+	Signal string `json:"signal"`
+	// Value is what the origin wrote, at most about 256 bytes:
+	// "train-ai=n", "FooBot: noai", "1".
+	Value string `json:"value"`
+	// Where says where it was read: "robots.txt line 4",
+	// "tdmrep.json[0] (location \"/*\")", "response header",
+	// "<meta name=\"robots\">".
+	Where string `json:"where"`
+	// Policy is the tdm-policy URL given with a TDM reservation, if any.
+	Policy string `json:"policy,omitempty"`
+	// Refuses are the purposes it refuses, of the known purposes and the
+	// client's, in that order; empty when it refuses none (a consent,
+	// tdm-reservation 0, a scope naming another agent).
+	Refuses []string `json:"refuses"`
+}
