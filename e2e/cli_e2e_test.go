@@ -83,7 +83,7 @@ func runBinStdin(t *testing.T, dir, stdin string, args ...string) (stdout, stder
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, robotsgateBin, args...)
+	cmd := exec.CommandContext(ctx, binary(t), args...)
 	cmd.Dir, cmd.Env, cmd.Stdin = dir, binEnv(), strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

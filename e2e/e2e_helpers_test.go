@@ -80,6 +80,48 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// binary returns the robotsgate binary that TestMain built, once the tests
+// have read every file it is built from (readSources).
+func binary(t *testing.T) string {
+	t.Helper()
+	sourcesOnce.Do(func() { sourcesErr = readSources("..") })
+	if sourcesErr != nil {
+		t.Fatalf("reading the sources of the binary: %v", sourcesErr)
+	}
+	return robotsgateBin
+}
+
+var (
+	sourcesOnce sync.Once
+	sourcesErr  error
+)
+
+// readSources reads every file the binary is built from (the module's Go
+// files outside this package, go.mod, go.sum, embedded templates). This
+// package imports none of them, so without these reads go test's cache would
+// replay an old result after a change to the command: it hashes the files a
+// test opens while its tests run, and neither TestMain before m.Run nor the
+// go build it runs is seen.
+func readSources(root string) error {
+	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == ".git" || d.Name() == "e2e" || d.Name() == "node_modules") && path != root:
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		}
+		name := d.Name()
+		if strings.HasSuffix(name, "_test.go") || !(strings.HasSuffix(name, ".go") || name == "go.mod" || name == "go.sum" ||
+			strings.HasSuffix(name, ".html") || strings.HasSuffix(name, ".css") || strings.HasSuffix(name, ".tmpl")) {
+			return nil
+		}
+		_, err = os.ReadFile(path)
+		return err
+	})
+}
+
 // buildBinary builds the robotsgate command into out. Under `go test -race` the binary
 // is built with the race detector too, and the tests fail on any race it
 // reports (see proc.stop).
@@ -166,7 +208,7 @@ func tryStartServe(t *testing.T, dir string, args ...string) (*proc, error) {
 	t.Helper()
 	p := &proc{
 		t:    t,
-		cmd:  exec.Command(robotsgateBin, append([]string{"serve"}, args...)...),
+		cmd:  exec.Command(binary(t), append([]string{"serve"}, args...)...),
 		out:  newLogBuffer(),
 		done: make(chan struct{}),
 	}
@@ -314,7 +356,7 @@ func (b *logBuffer) waitFor(d time.Duration, stop <-chan struct{}, cond func(str
 // stdout, stderr and exit code.
 func runBin(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return runProgram(t, dir, binEnv(), robotsgateBin, args...)
+	return runProgram(t, dir, binEnv(), binary(t), args...)
 }
 
 // runProgram runs name with args in dir with env, bounded by a timeout.
