@@ -90,31 +90,35 @@ func check(configPath, userAgent string, client policy.Client, fetch bool, urls 
 	code := exitAllowed
 	for _, u := range urls {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
-		d, err := srv.Decide(ctx, u, userAgent, client)
-		var verdict, why string
-		var signals []audit.UsageSignal
-		var fetchErr error
-		c := exitAllowed
-		switch {
-		case err != nil:
-			verdict, why, c = destinationError(err)
-		default:
-			verdict, why = strings.ToUpper(d.Verdict.String()), describe(&d)
-			switch d.Verdict {
-			case policy.Allow:
-			case policy.Unreachable, policy.UsageUnknown:
-				c = exitUnreachable
-			default:
-				c = exitRefused
-			}
-			signals, fetchErr = srv.UsageSignals(ctx, &d, fetch, "check")
-		}
+		x, err := srv.Explain(ctx, u, userAgent, client, fetch, "check")
 		cancel()
+		if err != nil {
+			return exitCheckUsage, err // checkURL accepted it: not expected
+		}
+		verdict, why, c := verdictOf(&x)
 		fmt.Fprintf(s.out, "%-9s %s  %s\n", verdict, u, why)
-		printSignals(s.out, signals, fetchErr, fetch)
+		printSignals(s.out, x.Signals, x.FetchErr, fetch)
 		code = max(code, c)
 	}
 	return code, nil
+}
+
+// verdictOf is check's line for an explained URL: the verdict, why, and
+// the exit status it gives.
+func verdictOf(x *proxy.Explained) (verdict, why string, code int) {
+	if x.Refused != nil {
+		return destinationError(x.Refused)
+	}
+	d := &x.Decision
+	switch d.Verdict {
+	case policy.Allow:
+		code = exitAllowed
+	case policy.Unreachable, policy.UsageUnknown:
+		code = exitUnreachable
+	default:
+		code = exitRefused
+	}
+	return strings.ToUpper(d.Verdict.String()), describe(d), code
 }
 
 // checkURL says what is wrong with a URL check cannot judge.
@@ -129,21 +133,21 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// destinationError classifies an error of proxy.Server.Decide, whose URL is
-// valid (checkURL): the egress rules refuse the destination (its address,
-// host or port), or its name could not be looked up, so robots.txt cannot
-// be fetched either.
+// destinationError classifies a refusal made before a decision
+// (proxy.Explained.Refused): the egress rules refuse the destination (its
+// address, host or port), or its name could not be looked up or time ran
+// out, so robots.txt cannot be fetched either.
 func destinationError(err error) (verdict, why string, code int) {
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) || errors.Is(err, context.DeadlineExceeded) {
-		return "UNREACHABLE", fmt.Sprintf("(robots.txt cannot be fetched: %v)", unwrap(err)), exitUnreachable
+		return "UNREACHABLE", fmt.Sprintf("(robots.txt cannot be fetched: %v)", err), exitUnreachable
 	}
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
 		return "EGRESS-DENIED", fmt.Sprintf("(%v; %s)", denied, egressKey(denied.Class)), exitRefused
 	}
 	// The other refusal of the destination check: egress.allow_ports.
-	return "EGRESS-DENIED", fmt.Sprintf("(%v)", unwrap(err)), exitRefused
+	return "EGRESS-DENIED", fmt.Sprintf("(%v)", err), exitRefused
 }
 
 // egressKey says which configuration key decides a refusal of the egress
@@ -164,14 +168,6 @@ func egressKey(c egress.Class) string {
 	return "egress.allow_networks can allow it"
 }
 
-// unwrap drops the "decide URL: " of Decide's errors.
-func unwrap(err error) error {
-	if inner := errors.Unwrap(err); inner != nil {
-		return inner
-	}
-	return err
-}
-
 // describe explains a decision in one line: what decided it and, for an
 // allowed request, the pacing that would apply.
 func describe(d *policy.Decision) string {
@@ -188,6 +184,9 @@ func describe(d *policy.Decision) string {
 		if d.Note != "" {
 			why += "; " + d.Note
 		}
+	}
+	if r := d.Response; r != nil {
+		why += fmt.Sprintf("; the origin's response (%d) would be withheld: %s", r.UpstreamStatus, r.Signal.Explain())
 	}
 	if d.Verdict == policy.Allow {
 		if why != "" {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,11 @@ type Guard struct {
 	// Self are the proxy's own listening addresses: connecting to them would
 	// loop requests through the proxy.
 	Self []netip.AddrPort
+	// AllowPorts are the only destination ports allowed (egress.allow_ports),
+	// checked on every connection; empty allows any. TunnelPorts are the
+	// ports a tunnel that is not intercepted may reach
+	// (egress.tunnel_ports; CheckPort); empty allows none.
+	AllowPorts, TunnelPorts []uint16
 	// Resolver resolves host names; nil means net.DefaultResolver.
 	Resolver Resolver
 	// Dial connects to the checked IP literal; nil means a net.Dialer with
@@ -71,6 +77,34 @@ func (e *DeniedError) Error() string {
 		return fmt.Sprintf("egress denied: %s (%s)", e.Host, e.Class)
 	}
 	return fmt.Sprintf("egress denied: %s resolves to %s (%s)", e.Host, e.IP, e.Class)
+}
+
+// PortError reports a destination port the port rules refuse.
+type PortError struct {
+	Port uint16
+	// Tunnel: the port is not open to tunnels without interception
+	// (TunnelPorts); otherwise it is not in AllowPorts.
+	Tunnel bool
+}
+
+// Error names the port and the rule.
+func (e *PortError) Error() string {
+	if e.Tunnel {
+		return fmt.Sprintf("port %d is not open to tunnels without interception (egress.tunnel_ports)", e.Port)
+	}
+	return fmt.Sprintf("port %d is not allowed (egress.allow_ports)", e.Port)
+}
+
+// CheckPort applies AllowPorts to every destination and, for a tunnel that
+// is not intercepted (blindTunnel), TunnelPorts; it returns a *PortError.
+func (g *Guard) CheckPort(port uint16, blindTunnel bool) error {
+	if len(g.AllowPorts) > 0 && !slices.Contains(g.AllowPorts, port) {
+		return &PortError{Port: port}
+	}
+	if blindTunnel && !slices.Contains(g.TunnelPorts, port) {
+		return &PortError{Port: port, Tunnel: true}
+	}
+	return nil
 }
 
 // CheckName applies the host lists to a host name (or IP literal) as asked
@@ -148,8 +182,8 @@ func (g *Guard) CheckHost(ctx context.Context, host string, port uint16) error {
 	return nil
 }
 
-// DialContext resolves addr's host once, refuses the connection if any of
-// its addresses is denied, and otherwise dials the checked addresses in turn
+// DialContext refuses a port AllowPorts does not list, resolves addr's host
+// once, refuses the connection if any of its addresses is denied, and otherwise dials the checked addresses in turn
 // by IP literal, so the address connected to is the one that was checked.
 func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, portText, err := net.SplitHostPort(addr)
@@ -159,6 +193,9 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	port, err := strconv.ParseUint(portText, 10, 16)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: bad port: %w", addr, err)
+	}
+	if err := g.CheckPort(uint16(port), false); err != nil {
+		return nil, err
 	}
 	if err := g.CheckName(host); err != nil {
 		return nil, err

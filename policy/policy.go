@@ -100,6 +100,9 @@ type Decision struct {
 	// when it reserves TDM rights.
 	TDMRep *tdmcache.Result
 	TDM    tdmrep.Match
+	// Response is the signal of the origin's response that refused the
+	// request (ApplyResponse); nil until a response refused it.
+	Response *ResponseRefusal
 	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget,
 	// RateLimited, PacingDown, UsageUnknown).
 	RetryAfter time.Duration
@@ -114,6 +117,9 @@ type Decision struct {
 	// StrictPaths is the robots.strict_paths setting that judged the
 	// request (the evasion guard on or off), for replaying the decision.
 	StrictPaths bool
+	// ScanHTML is the usage.scan_html setting the response is to be judged
+	// with (ResponseJudge).
+	ScanHTML bool
 	// Limit is what rate-limited the request (RateLimited): one of
 	// pacing.ReasonSlot, ReasonConcurrency, ReasonOverMaxDelay; Asked is
 	// the interval robots.txt asked for, for ReasonOverMaxDelay.
@@ -144,8 +150,11 @@ type Config struct {
 	TDMUnknown config.UsageOnUnknown
 	// StrictPaths also judges the canonical path (robots.Group.DecideStrict).
 	StrictPaths bool
-	Clients     []config.Client
-	Auth        config.Auth
+	// ScanHTML reads the meta tags of HTML responses for their AI-usage
+	// signals (usage.scan_html; Decision.ResponseJudge).
+	ScanHTML bool
+	Clients  []config.Client
+	Auth     config.Auth
 	// DenyUnmatched refuses clients no Clients entry matches
 	// (clients_default: deny): ErrClientDenied, or ErrAuthRequired when
 	// proxy users are configured.
@@ -194,7 +203,7 @@ func (e *Engine) Realm() string { return e.clients.Realm() }
 // Decide judges one request. The only error is ctx's, when the caller gave
 // up while robots.txt (or tdmrep.json) was being fetched.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
-	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths}
+	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML}
 	if note, skip := e.skipRobots(&req); skip {
 		d.Note = note
 		e.schedule(&d, 0)

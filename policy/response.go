@@ -106,34 +106,7 @@ func HeaderRefusal(h http.Header, agent string, purposes []string) (ResponseSign
 	if len(purposes) == 0 {
 		return ResponseSignal{}, false
 	}
-	if p, ok := firstOf(purposes, trainingPurposes); ok {
-		for _, v := range h.Values("Tdm-Reservation") {
-			if strings.TrimSpace(v) == "1" {
-				return signal("tdm-reservation", false, v, "1", p, h.Get("Tdm-Policy")), true
-			}
-		}
-	}
-	for _, v := range h.Values("Content-Usage") {
-		prefs := robots.ParseContentUsage(v)
-		for _, p := range purposes {
-			names, ok := vocabulary[p]
-			if !ok {
-				names.usage = []string{p}
-			}
-			if pref, ok := refusing(prefs, names.usage, "n"); ok {
-				return signal("Content-Usage", false, v, pref.Name+"="+pref.Value, p, ""), true
-			}
-		}
-	}
-	if p, ok := firstOf(purposes, trainingPurposes); ok {
-		image := isImage(h.Get("Content-Type"))
-		for _, v := range h.Values("X-Robots-Tag") {
-			if d, ok := robotsTagRefusal(v, agent, image); ok {
-				return signal("X-Robots-Tag", false, v, d, p, ""), true
-			}
-		}
-	}
-	return ResponseSignal{}, false
+	return firstRefusal(headerFindings(h, agent, purposes), purposes)
 }
 
 // MetaConcerns reports whether a page's meta tags can refuse one of
@@ -150,25 +123,10 @@ func MetaConcerns(purposes []string) bool {
 // matched as robots.txt matches user-agent lines). noimageai never
 // refuses a page (see above).
 func MetaRefusal(metas []htmlmeta.Meta, agent string, purposes []string) (ResponseSignal, bool) {
-	p, ok := firstOf(purposes, trainingPurposes)
-	if !ok {
+	if !MetaConcerns(purposes) {
 		return ResponseSignal{}, false
 	}
-	for _, m := range metas {
-		switch {
-		case m.Name == "tdm-reservation":
-			if m.Content == "1" {
-				return signal(m.Name, true, m.Content, "1", p, metaPolicy(metas)), true
-			}
-		case m.Name == "robots" || robots.NamesAgent(agent, m.Name):
-			for _, d := range directives(m.Content) {
-				if strings.EqualFold(d, "noai") {
-					return signal(m.Name, true, m.Content, "noai", p, ""), true
-				}
-			}
-		}
-	}
-	return ResponseSignal{}, false
+	return firstRefusal(metaFindings(metas, agent), purposes)
 }
 
 func metaPolicy(metas []htmlmeta.Meta) string {
@@ -178,10 +136,6 @@ func metaPolicy(metas []htmlmeta.Meta) string {
 		}
 	}
 	return ""
-}
-
-func signal(source string, meta bool, value, directive, purpose, policy string) ResponseSignal {
-	return ResponseSignal{Source: source, Meta: meta, Value: quoteValue(value), Directive: directive, Purpose: purpose, Policy: quoteValue(policy)}
 }
 
 // firstOf returns the first of purposes that is in set.

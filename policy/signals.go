@@ -105,62 +105,14 @@ func trainingRefuses() []string { return slices.Clone(trainingPurposes) }
 // tdm-reservation and Content-Usage field line, and every X-Robots-Tag
 // line naming noai or noimageai (whichever agent it is scoped to).
 func HeaderSignals(h http.Header, agent string, purposes []string) []audit.UsageSignal {
-	var out []audit.UsageSignal
-	for _, v := range h.Values("Tdm-Reservation") {
-		s := audit.UsageSignal{Signal: audit.SignalHeaderTDMReservation, Value: quoteValue(v), Where: "response header tdm-reservation", Refuses: []string{}}
-		if strings.TrimSpace(v) == "1" {
-			s.Refuses, s.Policy = trainingRefuses(), quoteValue(h.Get("Tdm-Policy"))
-		}
-		out = append(out, s)
-	}
-	for _, v := range h.Values("Content-Usage") {
-		refuses := []string{}
-		for _, p := range robots.ParseContentUsage(v) {
-			for _, r := range prefRefuses(p, purposes, false) {
-				if !slices.Contains(refuses, r) {
-					refuses = append(refuses, r)
-				}
-			}
-		}
-		out = append(out, audit.UsageSignal{Signal: audit.SignalHeaderContentUsage, Value: quoteValue(v), Where: "response header Content-Usage", Refuses: refuses})
-	}
-	image := isImage(h.Get("Content-Type"))
-	for _, v := range h.Values("X-Robots-Tag") {
-		if !mentionsNoAI(v) {
-			continue
-		}
-		s := audit.UsageSignal{Signal: audit.SignalXRobotsTag, Value: quoteValue(v), Where: "response header X-Robots-Tag", Refuses: []string{}}
-		if _, ok := robotsTagRefusal(v, agent, image); ok {
-			s.Refuses = trainingRefuses()
-		}
-		out = append(out, s)
-	}
-	return out
+	return signalsOf(headerFindings(h, agent, purposes))
 }
 
 // MetaSignals lists the AI-usage signals among an HTML head's meta tags,
 // for a request judged as agent: <meta name="tdm-reservation">, and the
 // tags named robots or for the agent that name noai or noimageai.
 func MetaSignals(metas []htmlmeta.Meta, agent string) []audit.UsageSignal {
-	var out []audit.UsageSignal
-	for _, m := range metas {
-		where := `<meta name="` + quoteValue(m.Name) + `">`
-		switch {
-		case m.Name == "tdm-reservation":
-			s := audit.UsageSignal{Signal: audit.SignalMetaTDMReservation, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
-			if m.Content == "1" {
-				s.Refuses, s.Policy = trainingRefuses(), quoteValue(metaPolicy(metas))
-			}
-			out = append(out, s)
-		case (m.Name == "robots" || robots.NamesAgent(agent, m.Name)) && mentionsNoAI(m.Content):
-			s := audit.UsageSignal{Signal: audit.SignalMetaRobots, Value: quoteValue(m.Content), Where: where, Refuses: []string{}}
-			if _, ok := MetaRefusal([]htmlmeta.Meta{m}, agent, trainingPurposes); ok {
-				s.Refuses = trainingRefuses()
-			}
-			out = append(out, s)
-		}
-	}
-	return out
+	return signalsOf(metaFindings(metas, agent))
 }
 
 // mentionsNoAI reports whether a robots directive list names noai or
@@ -200,14 +152,17 @@ func (s ResponseSignal) Kind() string {
 }
 
 // RefusedBy names the kind of signal that refused the request
-// (audit.SignalTDMRep...) for a UsageDenied or UsageUnknown decision made before
-// the request was forwarded; "" for any other decision.
+// (audit.SignalTDMRep...) for a UsageDenied or UsageUnknown decision, made
+// before the request was forwarded or on its response; "" for any other
+// decision.
 func (d *Decision) RefusedBy() string {
 	switch {
 	case d.Verdict == UsageUnknown:
 		return audit.SignalTDMRepUnknown
 	case d.Verdict != UsageDenied:
 		return ""
+	case d.Response != nil:
+		return d.Response.Signal.Kind()
 	case d.TDM.Reserved():
 		return audit.SignalTDMRep
 	case d.PrefSignal:

@@ -110,21 +110,22 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	ua := cmp.Or(q.Get("ua"), q.Get("agent"))
 	e := Explanation{URL: q.Get("url"), UserAgent: ua, Purposes: policy.ParsePurposes(q.Get("purposes")), UsageSignals: []audit.UsageSignal{}}
 	status := http.StatusOK
+	fetch := q.Get("fetch") == "1" || q.Get("fetch") == "true"
 	if e.URL == "" {
 		e.Error, status = "missing url parameter (and agent= or ua=, purposes=, fetch=1)", http.StatusBadRequest
-	} else if d, err := s.Decide(r.Context(), e.URL, ua, policy.Client{Purposes: e.Purposes}); err != nil {
-		e.Decision, e.Error, status = explainError(err)
+	} else if x, err := s.Explain(r.Context(), e.URL, ua, policy.Client{Purposes: e.Purposes}, fetch, r.RemoteAddr); err != nil {
+		e.Error, status = err.Error(), http.StatusBadRequest
+	} else if x.Refused != nil {
+		e.Decision, e.Error, status = explainError(x.Refused)
 	} else {
-		fillExplanation(&e, &d, time.Now())
-		if wait, err := s.settings().engine.NextSlot(r.Context(), &d); err == nil {
-			e.NextSlot = wait.Seconds()
+		d := &x.Decision
+		fillExplanation(&e, d, time.Now())
+		e.NextSlot = x.NextSlot.Seconds()
+		if x.FetchErr != nil {
+			e.FetchError = x.FetchErr.Error()
 		}
-		signals, err := s.UsageSignals(r.Context(), &d, q.Get("fetch") == "1" || q.Get("fetch") == "true", r.RemoteAddr)
-		if err != nil {
-			e.FetchError = err.Error()
-		}
-		e.UsageSignals = append(e.UsageSignals, signals...)
-		e.TDMRep = tdmrepInfo(&d)
+		e.UsageSignals = append(e.UsageSignals, x.Signals...)
+		e.TDMRep = tdmrepInfo(d)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -148,7 +149,7 @@ func tdmrepInfo(d *policy.Decision) *TDMRepInfo {
 
 func explainError(err error) (decision, message string, status int) {
 	var denied *egress.DeniedError
-	var port *portError
+	var port *egress.PortError
 	if errors.As(err, &denied) || errors.As(err, &port) {
 		return audit.EgressDenied, err.Error(), http.StatusOK
 	}
@@ -157,6 +158,9 @@ func explainError(err error) (decision, message string, status int) {
 
 func fillExplanation(e *Explanation, d *policy.Decision, now time.Time) {
 	e.Decision, e.Note = d.Verdict.String(), d.Note
+	if d.Response != nil {
+		e.Note = withheldNote(d.Response, !d.Refused())
+	}
 	e.Interval, e.PaceKey = d.Interval.Seconds(), d.PaceKey
 	if d.Robots == nil {
 		return

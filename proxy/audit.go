@@ -20,6 +20,9 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 		r.Rule, r.Line, r.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
 	}
 	r.StrictPaths = d.StrictPaths
+	if d.Response != nil {
+		r.AddNote(withheldNote(d.Response, !d.Refused()))
+	}
 	r.Usage = d.UsageSignals()
 	if t := d.TDMRep; t != nil {
 		r.TDMRepStatus, r.TDMRepSHA256 = t.Status.String(), t.SHA256

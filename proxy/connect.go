@@ -25,31 +25,15 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 		return s.rejectConnect(ctx, plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The CONNECT target is not a valid host:port."))
 	}
 	st := s.settings()
-	client, err := st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization"))
-	if err != nil {
-		return s.rejectConnect(ctx, s.identifyRefusal(req, st, err))
-	}
 	mitm := st.mitmHost(o.Host)
-	if err := s.checkDestination(req.Context(), o, !mitm); err != nil {
-		return s.rejectConnect(ctx, s.egressRefusal(req, err))
+	adm := s.admit(req.Context(), st, admission{origin: o, target: "/", method: req.Method, userAgent: req.UserAgent(),
+		clientAddr: req.RemoteAddr, remote: remoteIP(req), proxyAuth: req.Header.Get("Proxy-Authorization"),
+		connect: true, intercept: mitm})
+	if resp := s.refusalOf(req, st, &adm); resp != nil {
+		return s.rejectConnect(ctx, resp)
 	}
 	if mitm {
-		if slot := auditSlotOf(req.Context()); slot != nil {
-			d := policy.Decision{Request: policy.Request{Origin: o, Target: "/", UserAgent: req.UserAgent(), Client: client},
-				Note: "tunnel intercepted: each request in it is judged"}
-			slot.rec, slot.decided = newAuditRecord(time.Now(), req.RemoteAddr, req.Method, &d), true
-		}
-		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o, client)}, host
-	}
-	start := time.Now()
-	d, err := st.engine.DecideHost(req.Context(), policy.Request{Origin: o, UserAgent: req.UserAgent(), Client: client})
-	if err != nil {
-		return s.rejectConnect(ctx, plainResponse(req, http.StatusServiceUnavailable, "unreachable", "http_request_denied", "The request was cancelled while robots.txt was fetched."))
-	}
-	s.logDecision(req, &d)
-	recordDecision(req, start, &d)
-	if d.Refused() {
-		return s.rejectConnect(ctx, s.refusal(req, &d))
+		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o, adm.d.Request.Client)}, host
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, host
 }

@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
-	"strconv"
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
@@ -33,22 +30,11 @@ func FetchClient(cfg config.Config) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &settings{cfg: cfg}
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		_, portText, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		if port, err := strconv.ParseUint(portText, 10, 16); err != nil || !st.portAllowed(uint16(port), false) {
-			return nil, &portError{port: uint16(port)}
-		}
-		return guard.DialContext(ctx, network, addr)
-	}
 	return &http.Client{
 		Timeout: cfg.Robots.FetchTimeout.Duration(),
 		Transport: &http.Transport{
 			Proxy:           nil,
-			DialContext:     dial,
+			DialContext:     guard.DialContext,
 			TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		},
 	}, nil

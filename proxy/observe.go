@@ -20,43 +20,63 @@ import (
 
 type auditSlotKey struct{}
 
-// auditSlot collects what is known of a request while it is handled.
+// auditSlot collects what is known of a request while it is handled; its
+// audit record is made from it when the request is done (finish).
 type auditSlot struct {
-	rec      audit.Record // set by the decision (held here: one allocation less per request)
-	decided  bool         // rec is set; false for requests refused before a decision
-	upstream int          // the origin's status code, 0 if not forwarded
-	status   int          // the status written on a hijacked connection, if any
-	decision string       // and its X-Robotsgate-Decision
+	d        policy.Decision // the decision, when decided
+	decided  bool            // false for requests refused before a decision
+	upstream int             // the origin's status code, 0 if not forwarded
+	status   int             // the status written on a hijacked connection, if any
+	decision string          // and its X-Robotsgate-Decision
 	permit   pacing.Permit
 	paced    bool          // held for a Crawl-delay slot (permit.Sent applies)
 	waited   time.Duration // held for the pacing slot
+	// tunnel is what an intercepted CONNECT's tunnel became, when it
+	// became something else than a tunnel of judged requests
+	// (unknown-protocol, client-tls-failed); tunnelNote replaces the
+	// decision's note.
+	tunnel, tunnelNote string
 	// body wraps the origin's response body (one allocation less per
 	// request); upstreamErr is how that body failed, if it did.
 	body        upstreamBody
 	upstreamErr error
 	reqBody     *idleBody // the client's request body, if any
-	// purposes are the client's purposes the origin's response is judged
-	// for (Decision.ResponsePurposes); nil for most clients.
-	purposes []string
-	// refusedBy is the kind of signal that refused the request
-	// (audit.SignalKinds), for robotsgate_usage_refusals_total.
-	refusedBy string
-	w         recordingWriter
+	// response is the judgement of the origin's response (its AI-usage
+	// signals), for a client with purposes; notes are what the record's
+	// note adds to the decision's (a head not scanned, a body cut off).
+	response policy.ResponseJudgement
+	notes    string
+	rec      audit.Record // made at the end (held here: one allocation less per request)
+	w        recordingWriter
 }
 
-// refine changes the decision recorded for a CONNECT once it is known what
-// the tunnel became (unknown-protocol, client-tls-failed).
+// decide records the decision of the request and the pacing permit it holds.
+func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
+	s.d, s.decided = *d, true
+	s.permit, s.waited, s.paced = permit, d.Waited, d.Interval > 0
+}
+
+// refine records what an intercepted CONNECT's tunnel became
+// (unknown-protocol, client-tls-failed).
 func (s *auditSlot) refine(decision, note string) {
 	if s != nil && s.decided {
-		s.rec.Decision, s.rec.Note = decision, note
+		s.tunnel, s.tunnelNote = decision, note
 	}
 }
 
-// note replaces the recorded decision's note.
+// note replaces the note of an intercepted CONNECT's record.
 func (s *auditSlot) note(note string) {
 	if s != nil && s.decided {
-		s.rec.Note = note
+		s.tunnelNote = note
 	}
+}
+
+// addNote adds to what the record's note says.
+func (s *auditSlot) addNote(note string) {
+	if s.notes != "" {
+		note = s.notes + "; " + note
+	}
+	s.notes = note
 }
 
 func auditSlotOf(ctx context.Context) *auditSlot {
@@ -64,12 +84,22 @@ func auditSlotOf(ctx context.Context) *auditSlot {
 	return s
 }
 
-// recordDecision stores the decision's record for the end of the request.
-func recordDecision(req *http.Request, start time.Time, d *policy.Decision) {
-	if slot := auditSlotOf(req.Context()); slot != nil {
-		slot.rec, slot.decided = newAuditRecord(start, req.RemoteAddr, req.Method, d), true
-		slot.purposes, slot.refusedBy = d.ResponsePurposes(), d.RefusedBy()
+// record makes the audit record of a decided request: what the decision
+// tells, then what happened to it.
+func (s *auditSlot) record(start time.Time, remoteAddr, method string) *audit.Record {
+	s.rec = newAuditRecord(start, remoteAddr, method, &s.d)
+	rec := &s.rec
+	if s.tunnel != "" {
+		rec.Decision = s.tunnel
 	}
+	if s.tunnelNote != "" {
+		rec.Note = s.tunnelNote
+	}
+	rec.Usage = append(rec.Usage, s.response.Signals...)
+	if s.notes != "" {
+		rec.AddNote(s.notes)
+	}
+	return rec
 }
 
 // observe wraps the handler of the proxy port and of every tunnel's server.
@@ -103,7 +133,7 @@ func (s *Server) aborted(rw *recordingWriter, slot *auditSlot, p any) {
 	case slot.upstreamErr != nil:
 		s.metrics.UpstreamErrors.WithLabelValues("http_response_incomplete").Inc()
 		s.log.Info("upstream body ended early: the client's response is aborted", "err", slot.upstreamErr)
-		slot.note("the origin's body ended early (" + slot.upstreamErr.Error() + "): the response was aborted")
+		slot.addNote("the origin's body ended early (" + slot.upstreamErr.Error() + "): the response was aborted")
 	case p != http.ErrAbortHandler:
 		s.log.Error("panic serving a request", "panic", p)
 	}
@@ -111,8 +141,10 @@ func (s *Server) aborted(rw *recordingWriter, slot *auditSlot, p any) {
 
 func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, start time.Time) {
 	slot.permit.Release()
-	rec := &slot.rec
-	if !slot.decided {
+	var rec *audit.Record
+	if slot.decided {
+		rec = slot.record(start, r.RemoteAddr, r.Method)
+	} else {
 		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), audit.BadRequest)
 		rec = &audit.Record{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: requestURL(r),
 			UserAgent: r.UserAgent(), Decision: decision, Enforced: true}
@@ -123,8 +155,8 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.auditLog.Write(rec)
 	s.metrics.CountRequest(rec.Decision, r.Method)
-	if slot.refusedBy != "" {
-		s.metrics.UsageRefusals.WithLabelValues(slot.refusedBy).Inc()
+	if kind := slot.d.RefusedBy(); slot.decided && kind != "" {
+		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()
 	}
 	s.stats.add(rec)
 }

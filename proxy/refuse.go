@@ -86,6 +86,11 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		}
 	case policy.UsageDenied:
 		e.Status = http.StatusForbidden
+		if r := d.Response; r != nil { // judged on the response, not on robots.txt
+			e.Message = "The origin's response was withheld: " + r.Signal.Explain() + "."
+			e.Group, e.RobotsURL, e.RobotsInfo = "", "", ""
+			break
+		}
 		e.Message = "the site's AI-usage preferences refuse this client's purpose: " + d.Note + "."
 		e.tdmRep(d)
 	case policy.UsageUnknown:
@@ -189,7 +194,7 @@ func unreachableReason(d *policy.Decision) string {
 // egressRefusal renders a destination refused before anything was sent.
 func (s *Server) egressRefusal(req *http.Request, err error) *http.Response {
 	var denied *egress.DeniedError
-	var port *portError
+	var port *egress.PortError
 	switch {
 	case errors.As(err, &denied):
 		return egressDenied(req, denied)

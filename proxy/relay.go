@@ -36,7 +36,7 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			var refused *usageRefusedError
 			if errors.As(err, &refused) { // nothing of the origin's response was written
-				s.respond(w, refused.response(req))
+				s.respond(w, s.refusal(req, &refused.d))
 				return
 			}
 			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
@@ -98,7 +98,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}
 		resp.Body = &slot.body
 	}
-	if len(slot.purposes) > 0 && resp.StatusCode != http.StatusSwitchingProtocols {
+	if slot.decided && resp.StatusCode != http.StatusSwitchingProtocols && slot.d.ResponseJudge().Refuses() {
 		return s.judgeResponse(resp, slot) // its AI-usage signals (usage.go)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
@@ -99,30 +100,16 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	if err != nil {
 		return plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The request URL has no valid http or https origin.")
 	}
-	client := tunnelClient(tunnel)
-	if tunnel == nil {
-		if client, err = st.engine.Identify(remoteIP(req), req.Header.Get("Proxy-Authorization")); err != nil {
-			return s.identifyRefusal(req, st, err)
-		}
-		if err := s.checkDestination(req.Context(), o, false); err != nil {
-			return s.egressRefusal(req, err)
-		}
-	}
 	target := requestTarget(req)
-	start := time.Now()
-	d, err := st.engine.Decide(req.Context(), policy.Request{Origin: o, Target: target, UserAgent: req.UserAgent(), Client: client})
-	if err != nil {
-		return clientClosed(req, "The client left while robots.txt was fetched.")
+	a := admission{origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr, hold: true}
+	if tunnel != nil {
+		a.client, a.checked = &tunnel.client, true
+	} else {
+		a.remote, a.proxyAuth = remoteIP(req), req.Header.Get("Proxy-Authorization")
 	}
-	if d.Verdict == policy.Allow {
-		if err := s.pace(req, st, &d); err != nil {
-			return clientClosed(req, "The client left while the request was held.")
-		}
-	}
-	s.logDecision(req, &d)
-	recordDecision(req, start, &d)
-	if d.Refused() {
-		return s.refusal(req, &d)
+	adm := s.admit(req.Context(), st, a)
+	if resp := s.refusalOf(req, st, &adm); resp != nil {
+		return resp
 	}
 	identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
@@ -135,22 +122,22 @@ func clientClosed(req *http.Request, message string) *http.Response {
 	return plainResponse(req, audit.StatusClientClosed, audit.ClientClosed, "http_request_denied", message)
 }
 
-// pace holds an allowed request until its slot; the permit is released
-// when the response is done (observe). The error is the client leaving.
-func (s *Server) pace(req *http.Request, st *settings, d *policy.Decision) error {
+// pace holds an allowed request until its slot; the caller releases the
+// permit when the response is done. The error is the client leaving.
+func (s *Server) pace(ctx context.Context, st *settings, d *policy.Decision) (pacing.Permit, error) {
 	var origin string
 	if d.Interval > 0 {
 		origin = d.Request.Origin.String()
 		s.metrics.PacingHeld.Inc()
 		s.stats.holding(origin, d.Interval, +1, 0)
 	}
-	permit, err := st.engine.Pace(req.Context(), d)
+	permit, err := st.engine.Pace(ctx, d)
 	if d.Interval > 0 {
 		s.metrics.PacingHeld.Dec()
 		s.stats.holding(origin, d.Interval, -1, d.Waited)
 	}
 	if err != nil {
-		return err
+		return permit, err
 	}
 	if d.Verdict == policy.PacingDown {
 		s.metrics.StoreErrors.Inc()
@@ -158,19 +145,7 @@ func (s *Server) pace(req *http.Request, st *settings, d *policy.Decision) error
 	if d.Interval > 0 && d.Verdict == policy.Allow {
 		s.metrics.PacingWaitSeconds.Observe(d.Waited.Seconds())
 	}
-	if slot := auditSlotOf(req.Context()); slot != nil {
-		slot.permit, slot.waited, slot.paced = permit, d.Waited, d.Interval > 0
-	} else {
-		permit.Release()
-	}
-	return nil
-}
-
-func tunnelClient(t *tunnelInfo) policy.Client {
-	if t == nil {
-		return policy.Client{}
-	}
-	return t.client
+	return permit, nil
 }
 
 func remoteIP(req *http.Request) netip.Addr {
@@ -237,14 +212,14 @@ func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
 }
 
 // logDecision writes the one log line of a decision.
-func (s *Server) logDecision(req *http.Request, d *policy.Decision) {
-	if d.Verdict == policy.Allow && !s.log.Enabled(req.Context(), slog.LevelDebug) {
+func (s *Server) logDecision(ctx context.Context, a *admission, d *policy.Decision) {
+	if d.Verdict == policy.Allow && !s.log.Enabled(ctx, slog.LevelDebug) {
 		return // the common case costs nothing
 	}
 	attrs := []any{
-		"decision", d.Verdict.String(), "method", req.Method,
+		"decision", d.Verdict.String(), "method", a.method,
 		"url", d.Request.Origin.URL(d.Request.Target), "group", d.Group(),
-		"client", req.RemoteAddr, "client_rule", d.Request.Client.Name, "mode", d.Request.Client.Mode.String(),
+		"client", a.clientAddr, "client_rule", d.Request.Client.Name, "mode", d.Request.Client.Mode.String(),
 	}
 	if d.Rule.Matched {
 		attrs = append(attrs, "rule", d.Rule.Rule.String(), "line", d.Rule.Rule.Line)

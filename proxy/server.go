@@ -31,7 +31,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"net/url"
 	"os"
 	"path"
 	"strings"
@@ -326,6 +325,7 @@ func (s *Server) Reload(cfg config.Config) error {
 		TDMRep:        s.tdmrep,
 		TDMUnknown:    cfg.Usage.OnUnknown,
 		StrictPaths:   cfg.Robots.StrictPaths,
+		ScanHTML:      cfg.Usage.ScanHTML,
 		Clients:       cfg.Clients,
 		Auth:          cfg.Auth,
 		DenyUnmatched: cfg.ClientsDefault == config.ClientsDeny,
@@ -361,6 +361,7 @@ func newGuard(e config.Egress, lists *egress.DenyLists, r egress.Resolver, dial 
 	g := &egress.Guard{
 		BlockPrivate: e.BlockPrivateNetworks, Resolver: r, Dial: dial, DialTimeout: dialTimeout,
 		AllowHosts: lower(e.AllowHosts), DenyHosts: lower(e.DenyHosts), DenyLists: lists, Self: self,
+		AllowPorts: ports(e.AllowPorts), TunnelPorts: ports(e.TunnelPorts),
 	}
 	for _, c := range e.AllowNetworks {
 		p, err := netip.ParsePrefix(c)
@@ -407,6 +408,15 @@ func upstreamRoots(file string) (*x509.CertPool, error) {
 	return roots, nil
 }
 
+// ports converts validated port numbers.
+func ports(ps []int) []uint16 {
+	out := make([]uint16, len(ps))
+	for i, p := range ps {
+		out[i] = uint16(p)
+	}
+	return out
+}
+
 func lower(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, v := range ss {
@@ -441,7 +451,16 @@ func (s *Server) setSelf(addr net.Addr) {
 		}
 	}
 	s.self.Store(&self)
-	_ = s.Reload(s.settings().cfg) // the same configuration, now with the guard knowing self
+	for { // the running settings with a guard that knows self (a Reload from now on reads s.self)
+		old := s.settings()
+		g := *old.guard
+		g.Self = self
+		next := *old
+		next.guard = &g
+		if s.current.CompareAndSwap(old, &next) {
+			return
+		}
+	}
 }
 
 // Serve accepts proxy connections on ln until Shutdown. Destinations equal
@@ -518,43 +537,14 @@ func (st *settings) mitmHost(host string) bool {
 	return true
 }
 
-// portAllowed applies egress.allow_ports (every destination) and, for blind
-// tunnels, egress.tunnel_ports.
-func (st *settings) portAllowed(port uint16, blindTunnel bool) bool {
-	in := func(ports []int) bool {
-		for _, p := range ports {
-			if p == int(port) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(st.cfg.Egress.AllowPorts) > 0 && !in(st.cfg.Egress.AllowPorts) {
-		return false
-	}
-	return !blindTunnel || in(st.cfg.Egress.TunnelPorts)
-}
-
 // checkDestination applies the port rules and the egress guard to a
 // destination before anything is sent to it.
 func (s *Server) checkDestination(ctx context.Context, o origin.Origin, blindTunnel bool) error {
-	st := s.settings()
-	if !st.portAllowed(o.Port, blindTunnel) {
-		return &portError{port: o.Port, tunnel: blindTunnel}
+	g := s.settings().guard
+	if err := g.CheckPort(o.Port, blindTunnel); err != nil {
+		return err
 	}
-	return st.guard.CheckHost(ctx, o.Host, o.Port)
-}
-
-type portError struct {
-	port   uint16
-	tunnel bool
-}
-
-func (e *portError) Error() string {
-	if e.tunnel {
-		return fmt.Sprintf("port %d is not open to tunnels without interception (egress.tunnel_ports)", e.port)
-	}
-	return fmt.Sprintf("port %d is not allowed (egress.allow_ports)", e.port)
+	return g.CheckHost(ctx, o.Host, o.Port)
 }
 
 // slogWriter adapts net/http's and goproxy's line loggers to slog.
@@ -575,27 +565,4 @@ func trimNewline(p []byte) []byte {
 		p = p[:len(p)-1]
 	}
 	return p
-}
-
-// Decide judges a URL as a request through the proxy with that User-Agent,
-// from that client, would be judged (egress guard, robots.txt, evasion
-// guard), without sending it. It serves `robotsgate check` and the admin
-// /explain endpoint.
-func (s *Server) Decide(ctx context.Context, rawURL, userAgent string, client policy.Client) (policy.Decision, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return policy.Decision{}, fmt.Errorf("decide %s: %w", rawURL, err)
-	}
-	o, err := origin.FromURL(u)
-	if err != nil {
-		return policy.Decision{}, fmt.Errorf("decide %s: %w", rawURL, err)
-	}
-	if err := s.checkDestination(ctx, o, false); err != nil {
-		return policy.Decision{}, fmt.Errorf("decide %s: %w", rawURL, err)
-	}
-	target := u.RequestURI()
-	if u.Opaque == "" && u.RawPath == "" && u.Path == "" && u.RawQuery == "" {
-		target = "/"
-	}
-	return s.settings().engine.Decide(ctx, policy.Request{Origin: o, Target: target, UserAgent: userAgent, Client: client})
 }

@@ -35,58 +35,58 @@ import (
 // scanned, and the audit note says so.
 
 // usageRefusedError is a response withheld because one of its AI-usage
-// signals refuses the client's purpose.
-type usageRefusedError struct {
-	signal         policy.ResponseSignal
-	url, userAgent string
-	upstreamStatus int
-}
+// signals refuses the client's purpose: the decision, made UsageDenied by
+// the response (policy.Decision.ApplyResponse).
+type usageRefusedError struct{ d policy.Decision }
 
 func (e *usageRefusedError) Error() string {
-	return fmt.Sprintf("the origin's response (%d) was withheld: %s", e.upstreamStatus, e.signal.Explain())
+	return withheldNote(e.d.Response, false)
 }
 
-// response renders the refusal: 403 usage-denied naming the signal.
-func (e *usageRefusedError) response(req *http.Request) *http.Response {
-	return render(req, &explanation{
-		Decision:  policy.UsageDenied.String(),
-		Status:    http.StatusForbidden,
-		Message:   "The origin's response was withheld: " + e.signal.Explain() + ".",
-		URL:       e.url,
-		UserAgent: e.userAgent,
-	}, "http_request_denied")
+// withheldNote is the audit record's note of a response that a signal
+// refused.
+func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
+	if monitor {
+		return fmt.Sprintf("the origin's response (%d) would be withheld: %s (monitor mode: delivered)", r.UpstreamStatus, r.Signal.Explain())
+	}
+	return fmt.Sprintf("the origin's response (%d) was withheld: %s", r.UpstreamStatus, r.Signal.Explain())
 }
 
-// judgeResponse checks the AI-usage signals of resp for the purposes of
-// slot; a non-nil error withholds the response (usageRefusedError).
+// judgeResponse judges the AI-usage signals of resp as the slot's decision
+// says (policy.ResponseJudge); a non-nil error withholds the response
+// (usageRefusedError).
 func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
-	rec := &slot.rec
-	rec.Usage = append(rec.Usage, policy.HeaderSignals(resp.Header, rec.Agent, slot.purposes)...)
-	sig, refused := policy.HeaderRefusal(resp.Header, rec.Agent, slot.purposes)
-	if !refused && s.settings().cfg.Usage.ScanHTML && policy.MetaConcerns(slot.purposes) && hasHTMLBody(resp) {
-		metas, note := scanHead(resp)
-		if note != "" {
-			rec.AddNote(note)
+	j := slot.d.ResponseJudge().Judge(resp.Header, headOf(resp, slot.addNote))
+	slot.response = j
+	if !j.Refused {
+		return nil
+	}
+	slot.d.ApplyResponse(j, resp.StatusCode)
+	d := &slot.d
+	if !j.Enforced {
+		s.log.Info("response would be refused (monitor mode): delivered", "url", d.Request.Origin.URL(d.Request.Target),
+			"signal", j.Refusal.String(), "purpose", j.Refusal.Purpose, "client", resp.Request.RemoteAddr, "client_rule", d.Request.Client.Name)
+		return nil
+	}
+	s.log.Info("response refused", "url", d.Request.Origin.URL(d.Request.Target), "signal", j.Refusal.String(), "purpose", j.Refusal.Purpose,
+		"upstream_status", resp.StatusCode, "client", resp.Request.RemoteAddr, "client_rule", d.Request.Client.Name)
+	return &usageRefusedError{d: *d}
+}
+
+// headOf returns what reads the meta tags of resp's HTML head (scanHead),
+// nil when resp is not an HTML page with a body; note receives why the head
+// was not read, if it was not.
+func headOf(resp *http.Response, note func(string)) func() []htmlmeta.Meta {
+	if !hasHTMLBody(resp) {
+		return nil
+	}
+	return func() []htmlmeta.Meta {
+		metas, why := scanHead(resp)
+		if why != "" {
+			note(why)
 		}
-		rec.Usage = append(rec.Usage, policy.MetaSignals(metas, rec.Agent)...)
-		sig, refused = policy.MetaRefusal(metas, rec.Agent, slot.purposes)
+		return metas
 	}
-	if !refused {
-		return nil
-	}
-	rec.Decision, slot.refusedBy = policy.UsageDenied.String(), sig.Kind()
-	if rec.Mode == policy.Monitor.String() {
-		rec.Enforced = false
-		rec.AddNote(fmt.Sprintf("the origin's response (%d) would be withheld: %s (monitor mode: delivered)", resp.StatusCode, sig.Explain()))
-		s.log.Info("response would be refused (monitor mode): delivered", "url", rec.URL, "signal", sig.String(),
-			"purpose", sig.Purpose, "client", rec.Client, "client_rule", rec.ClientRule)
-		return nil
-	}
-	err := &usageRefusedError{signal: sig, url: rec.URL, userAgent: rec.UserAgent, upstreamStatus: resp.StatusCode}
-	rec.AddNote(err.Error())
-	s.log.Info("response refused", "url", rec.URL, "signal", sig.String(), "purpose", sig.Purpose,
-		"upstream_status", resp.StatusCode, "client", rec.Client, "client_rule", rec.ClientRule)
-	return err
 }
 
 // hasHTMLBody reports whether resp is an HTML page with a body to scan.

@@ -1,0 +1,229 @@
+package policy
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/htmlmeta"
+	"github.com/robotsgate/robotsgate/robots"
+)
+
+// ResponseJudge is what a decision fixes, when it is made, for judging the
+// origin's response to the request (its AI-usage signals): the agent, the
+// client's purposes, monitor mode and usage.scan_html. The relay and
+// /explain and check judge responses with it alike, so that what they say is
+// what the proxy does.
+type ResponseJudge struct {
+	agent string
+	// purposes are the client's purposes a signal can refuse (see
+	// Decision.ResponsePurposes); nil: nothing refuses.
+	purposes []string
+	// listFor are the client's purposes, which the listed signals name
+	// among those they refuse.
+	listFor  []string
+	monitor  bool
+	scanHTML bool
+}
+
+// ResponseJudge returns how the response to the request d allowed is to be
+// judged.
+func (d *Decision) ResponseJudge() ResponseJudge {
+	return ResponseJudge{
+		agent: d.Request.Agent(), purposes: d.ResponsePurposes(), listFor: d.Request.Client.Purposes,
+		monitor: d.Request.Client.Mode == Monitor, scanHTML: d.ScanHTML,
+	}
+}
+
+// Refuses reports whether a response can be refused at all: the client has
+// purposes and robots.txt was consulted. The relay judges only then, so
+// that other clients pay nothing.
+func (j ResponseJudge) Refuses() bool { return len(j.purposes) > 0 }
+
+// ResponseJudgement is what an origin's response says of a request's
+// purposes.
+type ResponseJudgement struct {
+	// Signals are every AI-usage signal found in the response's header
+	// fields and, when its head was read, meta tags, with the purposes each
+	// refuses.
+	Signals []audit.UsageSignal
+	// Refusal is the first signal that refuses one of the client's
+	// purposes, when Refused.
+	Refusal ResponseSignal
+	Refused bool
+	// Enforced reports whether the refusal withholds the response; a
+	// monitored client's is only recorded, and the response delivered.
+	Enforced bool
+}
+
+// Judge judges a response by its header fields h and, when they refuse
+// nothing, usage.scan_html is on and a meta tag could refuse one of the
+// client's purposes, by the meta tags head returns (nil head: the response
+// is not an HTML page, or has no body).
+func (j ResponseJudge) Judge(h http.Header, head func() []htmlmeta.Meta) ResponseJudgement {
+	found := headerFindings(h, j.agent, j.listFor)
+	out := j.outcome(found)
+	if out.Refused || !j.scanHTML || head == nil || !MetaConcerns(j.purposes) {
+		return out
+	}
+	metas := head()
+	if len(metas) == 0 {
+		return out
+	}
+	return j.outcome(append(found, metaFindings(metas, j.agent)...))
+}
+
+// outcome lists the findings and picks the first that refuses one of the
+// client's purposes (the one of them listed first).
+func (j ResponseJudge) outcome(found []finding) ResponseJudgement {
+	out := ResponseJudgement{Enforced: !j.monitor}
+	for _, f := range found {
+		out.Signals = append(out.Signals, f.UsageSignal)
+		if out.Refused {
+			continue
+		}
+		for _, p := range j.purposes {
+			if slices.Contains(f.Refuses, p) {
+				out.Refusal, out.Refused = f.refusal(p), true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ResponseRefusal is the signal of an origin's response that refused the
+// request (Decision.Response), and the status the origin answered with.
+type ResponseRefusal struct {
+	Signal         ResponseSignal
+	UpstreamStatus int
+}
+
+// ApplyResponse makes the judgement of the response part of the decision:
+// a judgement that refuses turns the allowed request into UsageDenied (which
+// a monitored client's Refused still reports false for), naming the signal
+// in d.Response. The relay, /explain and check apply it alike.
+func (d *Decision) ApplyResponse(j ResponseJudgement, upstreamStatus int) {
+	if !j.Refused || d.Verdict != Allow {
+		return
+	}
+	d.Verdict, d.Response = UsageDenied, &ResponseRefusal{Signal: j.Refusal, UpstreamStatus: upstreamStatus}
+}
+
+// finding is one AI-usage signal of a response as it was found: what the
+// audit lists, and how a refusal by it is named.
+type finding struct {
+	audit.UsageSignal
+	source    string // the header field name or the meta tag's name
+	meta      bool
+	directive string // the refusing part of the value; for Content-Usage it depends on the purpose
+	value     string // the value as sent
+}
+
+// refusal names the finding as the signal that refuses purpose.
+func (f finding) refusal(purpose string) ResponseSignal {
+	directive := f.directive
+	if f.Signal == audit.SignalHeaderContentUsage {
+		pref, _ := refusing(robots.ParseContentUsage(f.value), usageNames(purpose), "n")
+		directive = pref.Name + "=" + pref.Value
+	}
+	return ResponseSignal{Source: f.source, Meta: f.meta, Value: f.Value, Directive: directive, Purpose: purpose, Policy: f.Policy}
+}
+
+// usageNames are the Content-Usage categories that stand for purpose.
+func usageNames(purpose string) []string {
+	if names, ok := vocabulary[purpose]; ok {
+		return names.usage
+	}
+	return []string{purpose}
+}
+
+// headerFindings are the AI-usage signals among a response's header fields,
+// in the order a refusal is looked for: every tdm-reservation field line,
+// every Content-Usage line, then every X-Robots-Tag line naming noai or
+// noimageai (whichever agent it is scoped to).
+func headerFindings(h http.Header, agent string, purposes []string) []finding {
+	var out []finding
+	for _, v := range h.Values("Tdm-Reservation") {
+		f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderTDMReservation, Value: quoteValue(v),
+			Where: "response header tdm-reservation", Refuses: []string{}}, source: "tdm-reservation", directive: "1", value: v}
+		if strings.TrimSpace(v) == "1" {
+			f.Refuses, f.Policy = trainingRefuses(), quoteValue(h.Get("Tdm-Policy"))
+		}
+		out = append(out, f)
+	}
+	for _, v := range h.Values("Content-Usage") {
+		refuses := []string{}
+		for _, p := range robots.ParseContentUsage(v) {
+			for _, r := range prefRefuses(p, purposes, false) {
+				if !slices.Contains(refuses, r) {
+					refuses = append(refuses, r)
+				}
+			}
+		}
+		out = append(out, finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderContentUsage, Value: quoteValue(v),
+			Where: "response header Content-Usage", Refuses: refuses}, source: "Content-Usage", value: v})
+	}
+	image := isImage(h.Get("Content-Type"))
+	for _, v := range h.Values("X-Robots-Tag") {
+		if !mentionsNoAI(v) {
+			continue
+		}
+		f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalXRobotsTag, Value: quoteValue(v),
+			Where: "response header X-Robots-Tag", Refuses: []string{}}, source: "X-Robots-Tag", value: v}
+		if d, ok := robotsTagRefusal(v, agent, image); ok {
+			f.Refuses, f.directive = trainingRefuses(), d
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// metaFindings are the AI-usage signals among an HTML head's meta tags, for
+// a request judged as agent, in document order: <meta
+// name="tdm-reservation"> (with the tdm-policy tag's URL), and the tags
+// named robots or for the agent (matched as robots.txt matches user-agent
+// lines) that name noai or noimageai. noimageai never refuses a page, whose
+// images are fetched, and judged, separately.
+func metaFindings(metas []htmlmeta.Meta, agent string) []finding {
+	var out []finding
+	for _, m := range metas {
+		where := `<meta name="` + quoteValue(m.Name) + `">`
+		switch {
+		case m.Name == "tdm-reservation":
+			f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalMetaTDMReservation, Value: quoteValue(m.Content),
+				Where: where, Refuses: []string{}}, source: m.Name, meta: true, directive: "1", value: m.Content}
+			if m.Content == "1" {
+				f.Refuses, f.Policy = trainingRefuses(), quoteValue(metaPolicy(metas))
+			}
+			out = append(out, f)
+		case (m.Name == "robots" || robots.NamesAgent(agent, m.Name)) && mentionsNoAI(m.Content):
+			f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalMetaRobots, Value: quoteValue(m.Content),
+				Where: where, Refuses: []string{}}, source: m.Name, meta: true, directive: "noai", value: m.Content}
+			for _, d := range directives(m.Content) {
+				if strings.EqualFold(d, "noai") {
+					f.Refuses = trainingRefuses()
+					break
+				}
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// signalsOf lists what was found.
+func signalsOf(found []finding) []audit.UsageSignal {
+	var out []audit.UsageSignal
+	for _, f := range found {
+		out = append(out, f.UsageSignal)
+	}
+	return out
+}
+
+// firstRefusal is the first finding that refuses one of purposes.
+func firstRefusal(found []finding, purposes []string) (ResponseSignal, bool) {
+	j := ResponseJudge{purposes: purposes}.outcome(found)
+	return j.Refusal, j.Refused
+}

@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/netip"
+
+	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/pacing"
+	"github.com/robotsgate/robotsgate/policy"
+)
+
+// Every way a request reaches robotsgate is decided by admit: an
+// absolute-form request on the proxy port, a CONNECT (intercepted, blind or
+// refused), a request inside an intercepted tunnel, /explain and check. Each
+// tells admit what it knows of the request; admit identifies the client,
+// checks the destination, asks the policy engine, holds the request for its
+// pacing slot, and logs and records the decision of proxied traffic. One
+// function renders the outcome as a response (refusalOf); /explain and
+// check render the same outcome as JSON and text.
+
+// admission is what is known of a request when it is judged.
+type admission struct {
+	origin    origin.Origin
+	target    string // the request-target in origin form; "/" for a CONNECT
+	method    string
+	userAgent string
+	// clientAddr is the client's address (ip:port), for the log.
+	clientAddr string
+	// client is who is asking when already known (inside a tunnel: from
+	// its CONNECT; /explain and check: the asker's purposes); nil:
+	// identify the client by its address and Proxy-Authorization.
+	client    *policy.Client
+	remote    netip.Addr
+	proxyAuth string
+	// checked: the destination was checked already (a request inside a
+	// tunnel, checked at its CONNECT).
+	checked bool
+	// connect is a CONNECT: intercepted (each request inside is judged on
+	// its own), or blind (only the host can be judged).
+	connect, intercept bool
+	// hold waits for the pacing slot: the request is to be sent.
+	hold bool
+}
+
+// admitted is the outcome of admission: the policy's decision, or a
+// refusal made before the policy could decide (refused).
+type admitted struct {
+	d       policy.Decision
+	decided bool
+	// refused is why the request was refused before or instead of a
+	// decision: an *identifyError, an egress refusal (*egress.DeniedError,
+	// *egress.PortError, or the name's lookup failing), or a *clientLeftError.
+	refused error
+	// permit is the pacing permit of a held request; release it when the
+	// request is done.
+	permit pacing.Permit
+}
+
+// identifyError is a client that Identify refused (policy.ErrClientDenied,
+// policy.ErrAuthRequired).
+type identifyError struct{ err error }
+
+func (e *identifyError) Error() string { return e.err.Error() }
+func (e *identifyError) Unwrap() error { return e.err }
+
+// clientLeftError is a client that went away (err, its context's) while
+// its request was judged or held.
+type clientLeftError struct {
+	while string
+	err   error
+}
+
+func (e *clientLeftError) Error() string { return "the client left " + e.while + ": " + e.err.Error() }
+func (e *clientLeftError) Unwrap() error { return e.err }
+
+// interceptedNote is the decision's note of an intercepted CONNECT.
+const interceptedNote = "tunnel intercepted: each request in it is judged"
+
+// admit judges one request (see above).
+func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admitted) {
+	var client policy.Client
+	if a.client != nil {
+		client = *a.client
+	} else {
+		c, err := st.engine.Identify(a.remote, a.proxyAuth)
+		if err != nil {
+			return admitted{refused: &identifyError{err}}
+		}
+		client = c
+	}
+	if !a.checked {
+		if err := s.checkDestination(ctx, a.origin, a.connect && !a.intercept); err != nil {
+			return admitted{refused: err}
+		}
+	}
+	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client}
+	var err error
+	switch {
+	case a.intercept:
+		out.d = policy.Decision{Request: req, Note: interceptedNote}
+	case a.connect:
+		out.d, err = st.engine.DecideHost(ctx, req)
+	default:
+		out.d, err = st.engine.Decide(ctx, req)
+	}
+	if err != nil {
+		return admitted{refused: &clientLeftError{"while robots.txt was fetched", err}}
+	}
+	if a.hold && out.d.Verdict == policy.Allow {
+		if out.permit, err = s.pace(ctx, st, &out.d); err != nil {
+			return admitted{refused: &clientLeftError{"while the request was held", err}}
+		}
+	}
+	out.decided = true
+	if slot := auditSlotOf(ctx); slot != nil {
+		s.logDecision(ctx, &a, &out.d)
+		slot.decide(&out.d, out.permit)
+	}
+	return out
+}
+
+// refusalOf renders the outcome of admission as the response to send, or
+// nil when the request may go on.
+func (s *Server) refusalOf(req *http.Request, st *settings, a *admitted) *http.Response {
+	var id *identifyError
+	var left *clientLeftError
+	switch {
+	case a.refused == nil && a.d.Refused():
+		return s.refusal(req, &a.d)
+	case a.refused == nil:
+		return nil
+	case errors.As(a.refused, &id):
+		return s.identifyRefusal(req, st, id.err)
+	case errors.As(a.refused, &left):
+		return clientClosed(req, "The client left "+left.while+".")
+	}
+	return s.egressRefusal(req, a.refused)
+}

@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/pacing"
+	"github.com/robotsgate/robotsgate/policy"
+)
+
+// Explained is the decision on a URL as /explain and check show it: the
+// proxy's decision on a request for it (admit, as for a request through
+// the proxy), with what it rests on.
+type Explained struct {
+	// Decision is the decision when the policy made one (Refused nil).
+	Decision policy.Decision
+	// Refused is why the request was refused before a decision: the egress
+	// rules refuse the destination (*egress.DeniedError, or a port rule),
+	// or its name could not be looked up (*net.DNSError), or time ran out.
+	Refused error
+	// NextSlot is how long a request judged alike would wait for its
+	// pacing slot now (not with Fetch: the fetch itself was held).
+	NextSlot time.Duration
+	// Signals are every AI-usage signal found for the URL, with the
+	// purposes each refuses: the robots.txt lines and the tdmrep.json
+	// entry that apply (the file is read for any client) and, when
+	// fetched, the response's header fields and HTML head, read as the
+	// relay reads them.
+	Signals []audit.UsageSignal
+	// Fetched: the URL was requested; FetchErr is why it was not, or why
+	// its response could not be read.
+	Fetched  bool
+	FetchErr error
+}
+
+// Explain decides rawURL as a request for it through the proxy, with that
+// User-Agent, from that client, would be decided, and with fetch also
+// requests it (GET, held for its pacing slot like a proxied request) and
+// judges its response as the relay does: a refusing signal makes the
+// decision usage-denied, as the proxy would withhold the response. The
+// fetch is written to the audit log (client by, note "fetched to
+// explain"), since the origin was contacted. The error is an invalid URL.
+func (s *Server) Explain(ctx context.Context, rawURL, userAgent string, client policy.Client, fetch bool, by string) (Explained, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return Explained{}, fmt.Errorf("explain %s: %w", rawURL, err)
+	}
+	o, err := origin.FromURL(u)
+	if err != nil {
+		return Explained{}, fmt.Errorf("explain %s: %w", rawURL, err)
+	}
+	target := u.RequestURI()
+	if u.Opaque == "" && u.RawPath == "" && u.Path == "" && u.RawQuery == "" {
+		target = "/"
+	}
+	st := s.settings()
+	start := time.Now()
+	adm := s.admit(ctx, st, admission{origin: o, target: target, method: http.MethodGet, userAgent: userAgent,
+		clientAddr: by, client: &client, hold: fetch})
+	if adm.refused != nil {
+		return Explained{Refused: adm.refused}, nil
+	}
+	defer adm.permit.Release()
+	e := Explained{Decision: adm.d}
+	d := &e.Decision
+	if err := st.engine.ConsultTDM(ctx, d); err != nil {
+		return Explained{Refused: &clientLeftError{"while tdmrep.json was fetched", err}}, nil
+	}
+	e.Signals = d.ExplainSignals()
+	switch {
+	case !fetch:
+		e.NextSlot, _ = st.engine.NextSlot(ctx, d)
+	case d.Verdict != policy.Allow:
+		e.FetchErr = fmt.Errorf("the response was not fetched: the request would be refused (%s)", d.Verdict)
+	default:
+		e.Fetched = true
+		e.FetchErr = s.fetchToExplain(ctx, st, &e, adm.permit, start, by)
+	}
+	return e, nil
+}
+
+// fetchToExplain requests the explained URL (its slot already held) and
+// judges its response as the relay does, reading its body no further than
+// the head.
+func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained, permit pacing.Permit, start time.Time, by string) (err error) {
+	d := &e.Decision
+	u := d.Request.Origin.URL(d.Request.Target)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: permit.Sent}),
+		http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", u, err)
+	}
+	req.Header.Set("User-Agent", d.Request.UserAgent) // "" sends none, as a client without one
+	identify(req, st.cfg.Identify)
+	s.log.Info("fetching a page to explain its AI-usage signals", "url", u, "user_agent", d.Request.UserAgent)
+	var notes []string
+	status := 0
+	defer func() { s.auditExplainFetch(e, start, status, notes, err, by) }() // the origin may have been contacted
+	resp, err := s.upstream.tr.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	status = resp.StatusCode
+	j := d.ResponseJudge().Judge(resp.Header, headOf(resp, func(n string) { notes = append(notes, n) }))
+	e.Signals = append(e.Signals, j.Signals...)
+	d.ApplyResponse(j, resp.StatusCode)
+	return nil
+}
+
+// auditExplainFetch records a fetch made to explain a URL: the origin was
+// contacted, though no client received the response (status 0).
+func (s *Server) auditExplainFetch(e *Explained, start time.Time, status int, notes []string, err error, by string) {
+	rec := newAuditRecord(start, by, http.MethodGet, &e.Decision)
+	rec.Usage = e.Signals // whatever the purposes: what was explained
+	rec.WaitMS = float64(e.Decision.Waited.Microseconds()) / 1000
+	rec.UpstreamStatus = status
+	for _, n := range notes {
+		rec.AddNote(n)
+	}
+	note := "fetched to explain its AI-usage signals (headers and HTML head read, the body not relayed)"
+	if err != nil {
+		note += ": " + err.Error()
+	}
+	rec.AddNote(note)
+	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	s.auditLog.Write(&rec)
+}
