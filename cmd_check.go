@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ const (
 // checkCommand is `robotsgate check [flags] URL...`.
 var checkCommand = &command{
 	name:     "check",
-	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] [-purposes LIST] [-fetch] URL...",
+	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] [-client ADDR] [-user NAME] [-purposes LIST] [-fetch] URL...",
 	summary:  "print the proxy's decision on URLs, without sending them",
 	details: "Prints, for each URL, the decision the proxy would make on a request for it, without\n" +
 		"sending the request: the verdict, the robots.txt rule and line that decided it, and the\n" +
@@ -40,9 +41,14 @@ var checkCommand = &command{
 		"it, through the configuration's egress rules. Then every AI-usage signal found for the URL, with the purposes each\n" +
 		"refuses: robots.txt's Content-Usage and Content-Signal lines, the tdmrep.json entry and,\n" +
 		"with -fetch, the response's header fields and HTML meta tags (the URL is then requested,\n" +
-		"with GET, if it is allowed).\n\n" +
+		"with GET, if it is allowed, and its response judged as the proxy judges it: a signal that\n" +
+		"refuses the client's purpose makes the decision usage-denied).\n\n" +
+		"The request is judged as from the default client (enforced, no purposes) unless -client\n" +
+		"and -user name one: then the clients entry that would identify it applies, with its mode,\n" +
+		"fixed agent and purposes, as in the proxy.\n\n" +
 		"Exit status: 0 every URL allowed, 1 a URL refused by robots.txt or by policy (egress\n" +
-		"rules, AI-usage preferences, crawler-trap limits, pacing.max_delay), 2 a robots.txt could\n" +
+		"rules, clients, AI-usage signals, crawler-trap limits, pacing.max_delay; for a monitored\n" +
+		"client, a decision the proxy would only log), 2 a robots.txt could\n" +
 		"not be fetched (everything on that origin is refused), or a tdmrep.json for a client with\n" +
 		"a text-and-data-mining purpose (usage-unknown), 3 usage or configuration error\n" +
 		"(bad flags, bad configuration file, invalid URL). With several URLs, the highest applies.",
@@ -51,22 +57,33 @@ var checkCommand = &command{
 		configPath := fs.String("config", "", "configuration `FILE` (YAML); the built-in defaults without one (which refuse\nloopback and private networks)")
 		agent := fs.String("agent", "", "judge as this agent `NAME`, a product token such as FooBot (default: no User-Agent,\njudged by the * group)")
 		ua := fs.String("ua", "", "judge as this User-Agent `HEADER`, as a client would send it (overrides -agent)")
-		purposes := fs.String("purposes", "", "judge for a client with these purposes, a comma-separated `LIST` such as\ntrain-ai,search (default: none)")
-		fetch := fs.Bool("fetch", false, "request each allowed URL (GET) to read its response's AI-usage signals")
+		purposes := fs.String("purposes", "", "judge for a client with these purposes, a comma-separated `LIST` such as\ntrain-ai,search (default: the client's, none for the default client)")
+		fetch := fs.Bool("fetch", false, "request each allowed URL (GET) and judge its response as the proxy would (AI-usage\nsignals of its header fields and HTML head)")
+		clientAddr := fs.String("client", "", "judge as a request from this IP `ADDR`, as the configuration's clients entries\nidentify it (mode, fixed agent, purposes)")
+		user := fs.String("user", "", "judge as a request authenticated as this proxy user `NAME` (its password taken as valid)")
 		return func(args []string, s stdio) (int, error) {
-			userAgent := *ua
-			if userAgent == "" {
-				userAgent = *agent
+			asker := proxy.Asker{UserAgent: *ua, User: *user, By: "check"}
+			if asker.UserAgent == "" {
+				asker.UserAgent = *agent
 			}
-			client := policy.Client{Purposes: policy.ParsePurposes(*purposes)}
-			return check(*configPath, userAgent, client, *fetch, args, s)
+			if *purposes != "" {
+				asker.Purposes = policy.ParsePurposes(*purposes)
+			}
+			if *clientAddr != "" {
+				addr, err := netip.ParseAddr(*clientAddr)
+				if err != nil {
+					return 0, usageError(fmt.Sprintf("-client %q: not an IP address", *clientAddr))
+				}
+				asker.Addr = addr
+			}
+			return check(*configPath, asker, *fetch, args, s)
 		}
 	},
 }
 
 // check prints the proxy's decision for each URL and returns the exit
 // status.
-func check(configPath, userAgent string, client policy.Client, fetch bool, urls []string, s stdio) (int, error) {
+func check(configPath string, asker proxy.Asker, fetch bool, urls []string, s stdio) (int, error) {
 	if len(urls) == 0 {
 		return 0, usageError("no URL to check")
 	}
@@ -90,7 +107,7 @@ func check(configPath, userAgent string, client policy.Client, fetch bool, urls 
 	code := exitAllowed
 	for _, u := range urls {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
-		x, err := srv.Explain(ctx, u, userAgent, client, fetch, "check")
+		x, err := srv.Explain(ctx, u, asker, fetch)
 		cancel()
 		if err != nil {
 			return exitCheckUsage, err // checkURL accepted it: not expected
@@ -141,6 +158,12 @@ func destinationError(err error) (verdict, why string, code int) {
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) || errors.Is(err, context.DeadlineExceeded) {
 		return "UNREACHABLE", fmt.Sprintf("(robots.txt cannot be fetched: %v)", err), exitUnreachable
+	}
+	switch {
+	case errors.Is(err, policy.ErrClientDenied):
+		return "CLIENT-DENIED", fmt.Sprintf("(%v)", err), exitRefused
+	case errors.Is(err, policy.ErrAuthRequired):
+		return "AUTH-REQUIRED", "(no clients entry with that user applies to that client)", exitRefused
 	}
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
@@ -194,7 +217,29 @@ func describe(d *policy.Decision) string {
 		}
 		why += describePacing(d)
 	}
+	if c := d.Request.Client; c.Agent != "" || len(c.Purposes) > 0 || c.Mode != policy.Enforce {
+		why += "; " + describeClient(c)
+	}
 	return "(" + why + ")"
+}
+
+// describeClient says how the clients entry that identified the client
+// changes its judgement: its mode, the agent it fixes, its purposes.
+func describeClient(c policy.Client) string {
+	var parts []string
+	if c.Mode != policy.Enforce {
+		parts = append(parts, c.Mode.String()+" mode")
+	}
+	if c.Agent != "" {
+		parts = append(parts, "judged as agent "+c.Agent)
+	}
+	if len(c.Purposes) > 0 {
+		parts = append(parts, "purposes "+strings.Join(c.Purposes, ", "))
+	}
+	if c.Name == "" {
+		return strings.Join(parts, ", ")
+	}
+	return "clients entry " + c.Name + ": " + strings.Join(parts, ", ")
 }
 
 // describePacing says how far apart requests like this one would start,

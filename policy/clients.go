@@ -174,6 +174,17 @@ func (c *Clients) Realm() string { return c.realm }
 // ErrAuthRequired.
 func (c *Clients) Identify(addr netip.Addr, proxyAuthorization string) (Client, error) {
 	user, pass, hasCreds := parseBasic(proxyAuthorization)
+	return c.identify(addr, user, hasCreds, func(r *clientRule) bool { return c.check(r, user, pass) })
+}
+
+// IdentifyAs returns the client Identify returns for a request from addr
+// that authenticated as user ("" for none) with the right password: for
+// /explain and check, which judge as a client without its credentials.
+func (c *Clients) IdentifyAs(addr netip.Addr, user string) (Client, error) {
+	return c.identify(addr, user, user != "", func(*clientRule) bool { return true })
+}
+
+func (c *Clients) identify(addr netip.Addr, user string, hasCreds bool, verify func(*clientRule) bool) (Client, error) {
 	addr = addr.Unmap()
 	for i := range c.rules {
 		r := &c.rules[i]
@@ -186,7 +197,7 @@ func (c *Clients) Identify(addr netip.Addr, proxyAuthorization string) (Client, 
 		if !hasCreds || user != r.user {
 			continue
 		}
-		if !c.check(r, user, pass) {
+		if !verify(r) {
 			return Client{}, ErrAuthRequired
 		}
 		cl := r.client

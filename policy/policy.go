@@ -197,6 +197,12 @@ func (e *Engine) Identify(addr netip.Addr, proxyAuthorization string) (Client, e
 	return e.clients.Identify(addr, proxyAuthorization)
 }
 
+// IdentifyAs returns the client a request from addr authenticated as user
+// would be (see Clients.IdentifyAs).
+func (e *Engine) IdentifyAs(addr netip.Addr, user string) (Client, error) {
+	return e.clients.IdentifyAs(addr, user)
+}
+
 // Realm is the realm of the 407 challenge.
 func (e *Engine) Realm() string { return e.clients.Realm() }
 

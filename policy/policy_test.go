@@ -77,6 +77,40 @@ func TestClientsIdentify(t *testing.T) {
 	}
 }
 
+// IdentifyAs, for /explain and check, identifies as Identify does for the
+// right password, without it: the same entry, or the same refusal.
+func TestClientsIdentifyAsTakesThePasswordAsValid(t *testing.T) {
+	clients, err := NewClients([]config.Client{
+		{CIDR: "192.168.0.0/24", User: "bob", PasswordBcrypt: hash(t, "b-pass"), Mode: config.ModeBypass},
+		{User: "alice", PasswordBcrypt: hash(t, "a-pass"), Agent: "ResearchBot", Purposes: []string{"train-ai"}},
+		{CIDR: "10.0.0.0/8", Mode: config.ModeMonitor},
+	}, config.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		addr, user string
+		want       string // the entry's name, "" for ErrAuthRequired
+	}{
+		{"8.8.8.8", "alice", "alice"},
+		{"192.168.0.7", "bob", "bob"},
+		{"192.168.1.7", "bob", ""}, // outside bob's CIDR
+		{"10.1.2.3", "", "10.0.0.0/8"},
+		{"10.1.2.3", "mallory", "10.0.0.0/8"}, // an unknown user falls through, as with Identify
+		{"8.8.8.8", "", ""},
+	}
+	for _, tt := range tests {
+		c, err := clients.IdentifyAs(netip.MustParseAddr(tt.addr), tt.user)
+		asked, _ := clients.Identify(netip.MustParseAddr(tt.addr), basic(tt.user, map[string]string{"alice": "a-pass", "bob": "b-pass"}[tt.user]))
+		switch {
+		case tt.want == "" && !errors.Is(err, ErrAuthRequired):
+			t.Errorf("IdentifyAs(%s, %q) = %+v, %v; want ErrAuthRequired", tt.addr, tt.user, c, err)
+		case tt.want != "" && (err != nil || c.Name != tt.want || c.Name != asked.Name || c.Agent != asked.Agent):
+			t.Errorf("IdentifyAs(%s, %q) = %+v, %v; want entry %s, as Identify with the password: %+v", tt.addr, tt.user, c, err, tt.want, asked)
+		}
+	}
+}
+
 func TestClientsWithoutUsersNeedNoAuth(t *testing.T) {
 	clients, err := NewClients([]config.Client{{CIDR: "10.0.0.0/8", Mode: config.ModeBypass}}, config.Auth{})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -72,8 +74,13 @@ type Explanation struct {
 	NextSlot     float64       `json:"next_slot_seconds"`
 	ContentUsage []robots.Pref `json:"content_usage,omitempty"`
 	Signals      []robots.Pref `json:"content_signals,omitempty"`
-	// Purposes are the client purposes judged (purposes=, comma-separated).
-	Purposes []string `json:"purposes,omitempty"`
+	// ClientRule is the clients entry that identified the client
+	// (client=, user=), Mode its mode and Agent the agent it fixes; Purposes
+	// are the client purposes judged (the entry's, or purposes=).
+	ClientRule string   `json:"client_rule,omitempty"`
+	Mode       string   `json:"mode,omitempty"`
+	Agent      string   `json:"agent,omitempty"`
+	Purposes   []string `json:"purposes,omitempty"`
 	// TDMRep is the origin's tdmrep.json as read for the URL.
 	TDMRep *TDMRepInfo `json:"tdmrep,omitempty"`
 	// UsageSignals are every AI-usage signal found for the URL, with the
@@ -113,7 +120,9 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	fetch := q.Get("fetch") == "1" || q.Get("fetch") == "true"
 	if e.URL == "" {
 		e.Error, status = "missing url parameter (and agent= or ua=, purposes=, fetch=1)", http.StatusBadRequest
-	} else if x, err := s.Explain(r.Context(), e.URL, ua, policy.Client{Purposes: e.Purposes}, fetch, r.RemoteAddr); err != nil {
+	} else if asker, err := askerOf(q, ua, r.RemoteAddr); err != nil {
+		e.Error, status = err.Error(), http.StatusBadRequest
+	} else if x, err := s.Explain(r.Context(), e.URL, asker, fetch); err != nil {
 		e.Error, status = err.Error(), http.StatusBadRequest
 	} else if x.Refused != nil {
 		e.Decision, e.Error, status = explainError(x.Refused)
@@ -135,6 +144,23 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	enc.Encode(e)
 }
 
+// askerOf reads who /explain judges for: ua, the client=ADDRESS and
+// user=NAME the clients entries identify, purposes= replacing theirs.
+func askerOf(q url.Values, ua, remoteAddr string) (Asker, error) {
+	a := Asker{UserAgent: ua, User: q.Get("user"), By: remoteAddr}
+	if q.Has("purposes") {
+		a.Purposes = policy.ParsePurposes(q.Get("purposes"))
+	}
+	if c := q.Get("client"); c != "" {
+		addr, err := netip.ParseAddr(c)
+		if err != nil {
+			return Asker{}, fmt.Errorf("client=%q: not an IP address", c)
+		}
+		a.Addr = addr
+	}
+	return a, nil
+}
+
 func tdmrepInfo(d *policy.Decision) *TDMRepInfo {
 	t := d.TDMRep
 	if t == nil {
@@ -150,14 +176,21 @@ func tdmrepInfo(d *policy.Decision) *TDMRepInfo {
 func explainError(err error) (decision, message string, status int) {
 	var denied *egress.DeniedError
 	var port *egress.PortError
-	if errors.As(err, &denied) || errors.As(err, &port) {
+	switch {
+	case errors.As(err, &denied) || errors.As(err, &port):
 		return audit.EgressDenied, err.Error(), http.StatusOK
+	case errors.Is(err, policy.ErrClientDenied):
+		return audit.ClientDenied, err.Error(), http.StatusOK
+	case errors.Is(err, policy.ErrAuthRequired):
+		return audit.AuthRequired, "no clients entry with that user applies to that client", http.StatusOK
 	}
 	return "", err.Error(), http.StatusBadRequest
 }
 
 func fillExplanation(e *Explanation, d *policy.Decision, now time.Time) {
 	e.Decision, e.Note = d.Verdict.String(), d.Note
+	c := d.Request.Client
+	e.ClientRule, e.Mode, e.Agent, e.Purposes = c.Name, c.Mode.String(), c.Agent, c.Purposes
 	if d.Response != nil {
 		e.Note = withheldNote(d.Response, !d.Refused())
 	}

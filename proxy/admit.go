@@ -34,6 +34,12 @@ type admission struct {
 	client    *policy.Client
 	remote    netip.Addr
 	proxyAuth string
+	// as: identify the client as a request from remote authenticated as
+	// asUser would be, credentials taken as valid (/explain and check).
+	as     bool
+	asUser string
+	// purposes, when not nil, replace the identified client's.
+	purposes []string
 	// checked: the destination was checked already (a request inside a
 	// tunnel, checked at its CONNECT).
 	checked bool
@@ -81,14 +87,22 @@ const interceptedNote = "tunnel intercepted: each request in it is judged"
 // admit judges one request (see above).
 func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admitted) {
 	var client policy.Client
-	if a.client != nil {
+	switch {
+	case a.client != nil:
 		client = *a.client
-	} else {
-		c, err := st.engine.Identify(a.remote, a.proxyAuth)
+	default:
+		var err error
+		if a.as {
+			client, err = st.engine.IdentifyAs(a.remote, a.asUser)
+		} else {
+			client, err = st.engine.Identify(a.remote, a.proxyAuth)
+		}
 		if err != nil {
 			return admitted{refused: &identifyError{err}}
 		}
-		client = c
+	}
+	if a.purposes != nil {
+		client.Purposes = a.purposes
 	}
 	if !a.checked {
 		if err := s.checkDestination(ctx, a.origin, a.connect && !a.intercept); err != nil {

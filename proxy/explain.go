@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -39,14 +40,31 @@ type Explained struct {
 	FetchErr error
 }
 
-// Explain decides rawURL as a request for it through the proxy, with that
-// User-Agent, from that client, would be decided, and with fetch also
-// requests it (GET, held for its pacing slot like a proxied request) and
-// judges its response as the relay does: a refusing signal makes the
-// decision usage-denied, as the proxy would withhold the response. The
-// fetch is written to the audit log (client by, note "fetched to
-// explain"), since the origin was contacted. The error is an invalid URL.
-func (s *Server) Explain(ctx context.Context, rawURL, userAgent string, client policy.Client, fetch bool, by string) (Explained, error) {
+// Asker is who /explain and check judge a URL for.
+type Asker struct {
+	// UserAgent is the User-Agent header the request would carry.
+	UserAgent string
+	// Addr and User identify the client as a request from Addr,
+	// authenticated as User, would be identified by the clients entries
+	// (its credentials taken as valid); both zero: the default client,
+	// enforced, without purposes.
+	Addr netip.Addr
+	User string
+	// Purposes, when not nil, replace the client's purposes.
+	Purposes []string
+	// By names the asker in the audit record of a fetch (its address, or
+	// "check").
+	By string
+}
+
+// Explain decides rawURL as a request for it through the proxy, from the
+// asker's client, would be decided, and with fetch also requests it (GET,
+// held for its pacing slot like a proxied request) and judges its response
+// as the relay does: a refusing signal makes the decision usage-denied, as
+// the proxy would withhold the response. The fetch is written to the audit
+// log (note "fetched to explain"), since the origin was contacted. The
+// error is an invalid URL.
+func (s *Server) Explain(ctx context.Context, rawURL string, asker Asker, fetch bool) (Explained, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return Explained{}, fmt.Errorf("explain %s: %w", rawURL, err)
@@ -61,8 +79,14 @@ func (s *Server) Explain(ctx context.Context, rawURL, userAgent string, client p
 	}
 	st := s.settings()
 	start := time.Now()
-	adm := s.admit(ctx, st, admission{origin: o, target: target, method: http.MethodGet, userAgent: userAgent,
-		clientAddr: by, client: &client, hold: fetch})
+	a := admission{origin: o, target: target, method: http.MethodGet, userAgent: asker.UserAgent, clientAddr: asker.By,
+		purposes: asker.Purposes, hold: fetch}
+	if asker.Addr.IsValid() || asker.User != "" {
+		a.as, a.remote, a.asUser = true, asker.Addr, asker.User
+	} else {
+		a.client = &policy.Client{}
+	}
+	adm := s.admit(ctx, st, a)
 	if adm.refused != nil {
 		return Explained{Refused: adm.refused}, nil
 	}
@@ -80,7 +104,7 @@ func (s *Server) Explain(ctx context.Context, rawURL, userAgent string, client p
 		e.FetchErr = fmt.Errorf("the response was not fetched: the request would be refused (%s)", d.Verdict)
 	default:
 		e.Fetched = true
-		e.FetchErr = s.fetchToExplain(ctx, st, &e, adm.permit, start, by)
+		e.FetchErr = s.fetchToExplain(ctx, st, &e, adm.permit, start, asker.By)
 	}
 	return e, nil
 }

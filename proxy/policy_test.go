@@ -17,7 +17,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/policy"
 )
 
 func withProxyUser(c *http.Client, p *testProxy, user, pass string) *http.Client {
@@ -167,7 +166,7 @@ func TestSiteIgnoringRobots(t *testing.T) {
 	if o.saw("/robots.txt") || o.saw("/.well-known/tdmrep.json") {
 		t.Errorf("ignored site: the origin was asked for %v", o.seen())
 	}
-	x, err := p.srv.Explain(t.Context(), o.URL+"/private/x", "", policy.Client{Mode: policy.Enforce, Purposes: []string{"train-ai"}}, false, "test")
+	x, err := p.srv.Explain(t.Context(), o.URL+"/private/x", Asker{Purposes: []string{"train-ai"}, By: "test"}, false)
 	d := x.Decision
 	if err != nil || x.Refused != nil || d.Interval != time.Millisecond || d.Robots != nil || d.ResponsePurposes() != nil {
 		t.Errorf("ignored site: interval %v (want the site's 1ms), robots.txt %v, response judged for %v (%v)", d.Interval, d.Robots, d.ResponsePurposes(), err)

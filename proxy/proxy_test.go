@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -71,8 +72,31 @@ func TestRefusalAsJSON(t *testing.T) {
 	want := explanation{Decision: "disallow", Status: 403, URL: o.URL + "/private/x", UserAgent: "TestBot", Group: "*",
 		Rule: "Disallow: /private", Line: 2, RobotsURL: o.URL + "/robots.txt", RobotsInfo: "ok"}
 	e.Message = ""
-	if e != want {
+	if !reflect.DeepEqual(e, want) {
 		t.Errorf("got %+v\nwant %+v", e, want)
+	}
+}
+
+// A refusal judged by a clients entry's fixed agent and purposes names the
+// entry, so that "Group: User-agent: *" for a curl request is explained.
+func TestRefusalNamesTheClientsEntryThatSetTheAgent(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	cfg := testConfig(t, nil)
+	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Agent: "ResearchBot", Purposes: []string{"search"}}}
+	p := startProxy(t, cfg)
+	resp, body := get(t, p.client(), o.URL+"/private/x", "User-Agent", "curl/7.88.1")
+	checkRefusal(t, resp, 403, "disallow", "http_request_denied")
+	for _, want := range []string{"User-Agent:  curl/7.88.1\n", "Agent:       ResearchBot (clients entry 127.0.0.0/8)\n",
+		"Purposes:    search (clients entry 127.0.0.0/8)\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, body)
+		}
+	}
+	_, body = get(t, p.client(), o.URL+"/private/x", "User-Agent", "curl/7.88.1", "Accept", "application/json")
+	var e explanation
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.ClientRule != "127.0.0.0/8" || e.Agent != "ResearchBot" ||
+		!reflect.DeepEqual(e.Purposes, []string{"search"}) {
+		t.Errorf("JSON refusal (%v): %s", err, body)
 	}
 }
 

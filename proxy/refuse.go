@@ -26,18 +26,25 @@ import (
 
 // explanation is the body of a refusal.
 type explanation struct {
-	Decision   string `json:"decision"`
-	Status     int    `json:"status"`
-	Message    string `json:"message"`
-	URL        string `json:"url,omitempty"`
-	UserAgent  string `json:"user_agent,omitempty"`
-	Group      string `json:"group,omitempty"`
-	Rule       string `json:"rule,omitempty"`
-	Line       int    `json:"line,omitempty"`
-	Canonical  string `json:"canonical_target,omitempty"`
-	RobotsURL  string `json:"robots_url,omitempty"`
-	RobotsInfo string `json:"robots_status,omitempty"`
-	RetryAfter int    `json:"retry_after,omitempty"`
+	Decision  string `json:"decision"`
+	Status    int    `json:"status"`
+	Message   string `json:"message"`
+	URL       string `json:"url,omitempty"`
+	UserAgent string `json:"user_agent,omitempty"`
+	// ClientRule is the clients entry that fixed the agent judged (Agent)
+	// or gave the purposes judged (Purposes), when one did: why the
+	// refusal names another agent than the User-Agent, or judges purposes
+	// the request does not state.
+	ClientRule string   `json:"client_rule,omitempty"`
+	Agent      string   `json:"agent,omitempty"`
+	Purposes   []string `json:"purposes,omitempty"`
+	Group      string   `json:"group,omitempty"`
+	Rule       string   `json:"rule,omitempty"`
+	Line       int      `json:"line,omitempty"`
+	Canonical  string   `json:"canonical_target,omitempty"`
+	RobotsURL  string   `json:"robots_url,omitempty"`
+	RobotsInfo string   `json:"robots_status,omitempty"`
+	RetryAfter int      `json:"retry_after,omitempty"`
 	// RobotsError is why robots.txt could not be fetched (Unreachable).
 	RobotsError string `json:"robots_error,omitempty"`
 	// TDMRepURL is the tdmrep.json that refused (its entry TDMEntry, with
@@ -57,6 +64,9 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		URL:       d.Request.Origin.URL(d.Request.Target),
 		UserAgent: d.Request.UserAgent,
 		Group:     d.Group(),
+	}
+	if c := d.Request.Client; c.Agent != "" || len(c.Purposes) > 0 {
+		e.ClientRule, e.Agent, e.Purposes = c.Name, c.Agent, c.Purposes
 	}
 	if d.Robots != nil {
 		e.RobotsURL = d.Robots.URL()
@@ -289,6 +299,16 @@ func (e *explanation) text() []byte {
 	}
 	field("URL", e.URL)
 	field("User-Agent", e.UserAgent)
+	entry := ""
+	if e.ClientRule != "" {
+		entry = " (clients entry " + e.ClientRule + ")"
+	}
+	if e.Agent != "" {
+		field("Agent", e.Agent+entry)
+	}
+	if len(e.Purposes) > 0 {
+		field("Purposes", strings.Join(e.Purposes, ", ")+entry)
+	}
 	field("Group", groupText(e.Group))
 	if e.Rule != "" {
 		field("Rule", fmt.Sprintf("%s (line %d)", e.Rule, e.Line))

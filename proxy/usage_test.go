@@ -257,7 +257,7 @@ func TestResponseSignalsHeadAndJSON(t *testing.T) {
 	resp, body := get(t, p.client(), o.URL+"/noai", "Accept", "application/json", "User-Agent", "Bot/1")
 	checkRefusal(t, resp, 403, "usage-denied", "")
 	want := `{"decision":"usage-denied","status":403,"message":"The origin's response was withheld: X-Robots-Tag: noarchive, noai (noai) refuses the purpose tdm.","url":"` +
-		o.URL + `/noai","user_agent":"Bot/1"}` + "\n"
+		o.URL + `/noai","user_agent":"Bot/1","client_rule":"127.0.0.0/8","purposes":["tdm"]}` + "\n"
 	if body != want {
 		t.Errorf("JSON refusal\n%s\nwant\n%s", body, want)
 	}
