@@ -107,7 +107,7 @@ func check(configPath string, asker proxy.Asker, fetch bool, urls []string, s st
 	code := exitAllowed
 	for _, u := range urls {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Robots.FetchTimeout.Duration()+5*time.Second)
-		x, err := srv.Explain(ctx, u, asker, fetch)
+		x, err := srv.Judge(ctx, u, asker, fetch)
 		cancel()
 		if err != nil {
 			return exitCheckUsage, err // checkURL accepted it: not expected

@@ -29,8 +29,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/proxy"
 )
 
 // decisionsRobots is the main origin's robots.txt; the line numbers are
@@ -208,13 +208,13 @@ func TestE2EProxyCheckAndExplainDecideAlike(t *testing.T) {
 	if am == nil {
 		t.Fatalf("no admin address in the start-up log:\n%s", p.out)
 	}
-	admin := am[1]
+	adminAddr := am[1]
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]decisionSeen{
 				"proxy":            proxyDecision(t, p.addr, auditPath, c),
 				"check -fetch":     checkDecision(t, dir, cfgPath, c),
-				"/explain?fetch=1": explainDecision(t, admin, c),
+				"/explain?fetch=1": explainDecision(t, adminAddr, c),
 			}
 			for way, g := range got {
 				if g.decision != c.decision || g.rule != c.rule || g.line != c.line {
@@ -328,14 +328,14 @@ func checkDecision(t *testing.T, dir, cfgPath string, c decisionCase) decisionSe
 }
 
 // explainDecision asks the admin listener, as the client.
-func explainDecision(t *testing.T, admin string, c decisionCase) decisionSeen {
+func explainDecision(t *testing.T, adminAddr string, c decisionCase) decisionSeen {
 	t.Helper()
 	q := url.Values{"url": {c.url}, "ua": {c.ua}, "client": {"127.0.0.1"}, "fetch": {"1"}}
 	if c.user != "" {
 		q.Set("user", c.user)
 	}
-	body := httpGet(t, "http://"+admin+"/explain?"+q.Encode())
-	var e proxy.Explanation
+	body := httpGet(t, "http://"+adminAddr+"/explain?"+q.Encode())
+	var e admin.Explanation
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Fatalf("/explain: %v\n%s", err, body)
 	}

@@ -24,9 +24,9 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/proxy"
 )
 
 // e2eTDMRep reserves /articles/ but, first in sequence, not
@@ -335,7 +335,7 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no admin address in the start-up log:\n%s", p.out)
 	}
-	var e proxy.Explanation
+	var e admin.Explanation
 	body := httpGet(t, "http://"+m[1]+"/explain?fetch=1&ua=FooBot&url="+url.QueryEscape(o.URL+"/page"))
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Fatalf("/explain: %v\n%s", err, body)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/admin"
 )
 
 func startAdmin(t *testing.T, p *testProxy) string {
@@ -50,7 +52,7 @@ func TestMetricsAfterRealTraffic(t *testing.T) {
 	o := startOrigin(t, "127.0.0.1", true, testRobots, 0)
 	plain := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxy(t, testConfig(t, o.Certificate()))
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	c := p.client()
 	get(t, c, plain.URL+"/public")
 	get(t, c, plain.URL+"/private/x")
@@ -61,7 +63,7 @@ func TestMetricsAfterRealTraffic(t *testing.T) {
 	c.CloseIdleConnections()
 	get(t, c, down.URL+"/down")
 
-	_, m := adminGet(t, admin, "/metrics")
+	_, m := adminGet(t, adminURL, "/metrics")
 	for sample, want := range map[string]string{
 		// /public twice, /up, and /down: allowed by robots.txt, then failed upstream
 		`robotsgate_requests_total{decision="allow",method="GET"}`:    "4",
@@ -85,11 +87,11 @@ func TestMetricsAfterRealTraffic(t *testing.T) {
 
 func TestHealthAndReadiness(t *testing.T) {
 	p := startProxy(t, testConfig(t, nil))
-	admin := startAdmin(t, p)
-	if code, body := adminGet(t, admin, "/healthz"); code != 200 || body != "ok\n" {
+	adminURL := startAdmin(t, p)
+	if code, body := adminGet(t, adminURL, "/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz %d %q", code, body)
 	}
-	if code, _ := adminGet(t, admin, "/readyz"); code != 200 {
+	if code, _ := adminGet(t, adminURL, "/readyz"); code != 200 {
 		t.Errorf("/readyz %d while serving", code)
 	}
 }
@@ -99,7 +101,7 @@ func TestHealthAndReadiness(t *testing.T) {
 func TestExplainEqualsTheProxysDecision(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots+"Crawl-delay: 2\nContent-Usage: /foo-only train-ai=n\n", 0)
 	p := startProxy(t, testConfig(t, nil))
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	for _, tt := range []struct{ target, ua string }{
 		{"/public", "curl/8"},
 		{"/private/x", "curl/8"},
@@ -115,8 +117,8 @@ func TestExplainEqualsTheProxysDecision(t *testing.T) {
 		if proxyDecision == "" {
 			proxyDecision = "allow"
 		}
-		_, body := adminGet(t, admin, "/explain?url="+url.QueryEscape(o.URL+tt.target)+"&ua="+url.QueryEscape(tt.ua))
-		var e Explanation
+		_, body := adminGet(t, adminURL, "/explain?url="+url.QueryEscape(o.URL+tt.target)+"&ua="+url.QueryEscape(tt.ua))
+		var e admin.Explanation
 		if err := json.Unmarshal([]byte(body), &e); err != nil {
 			t.Fatalf("explain: %v: %s", err, body)
 		}
@@ -127,20 +129,20 @@ func TestExplainEqualsTheProxysDecision(t *testing.T) {
 			t.Errorf("%s: explain's rule %q line %d, the proxy's %q", tt.target, e.Rule, e.Line, resp.Header.Get("Proxy-Status"))
 		}
 	}
-	_, body := adminGet(t, admin, "/explain?url="+url.QueryEscape(o.URL+"/foo-only")+"&agent=FooBot")
-	var e Explanation
+	_, body := adminGet(t, adminURL, "/explain?url="+url.QueryEscape(o.URL+"/foo-only")+"&agent=FooBot")
+	var e admin.Explanation
 	json.Unmarshal([]byte(body), &e)
 	if e.Group != "FooBot" || e.Rule != "Disallow: /foo-only" || e.Line != 6 || e.Robots == nil || e.Robots.Status != "ok" ||
 		e.CrawlDelay != 2 || len(e.ContentUsage) != 1 || e.ContentUsage[0].Value != "n" {
 		t.Errorf("explain for FooBot:\n%s", body)
 	}
-	_, body = adminGet(t, admin, "/explain?url="+url.QueryEscape(o.URL+"/public")+"&agent=FooBot")
-	e = Explanation{}
+	_, body = adminGet(t, adminURL, "/explain?url="+url.QueryEscape(o.URL+"/public")+"&agent=FooBot")
+	e = admin.Explanation{}
 	json.Unmarshal([]byte(body), &e)
 	if e.Decision != "allow" || e.Interval < 2 || e.NextSlot < 0 || e.PaceKey != o.URL+" FooBot" {
 		t.Errorf("pacing in explain: interval %v next slot %v key %q", e.Interval, e.NextSlot, e.PaceKey)
 	}
-	if code, _ := adminGet(t, admin, "/explain"); code != http.StatusBadRequest {
+	if code, _ := adminGet(t, adminURL, "/explain"); code != http.StatusBadRequest {
 		t.Errorf("/explain without url: %d", code)
 	}
 }
@@ -254,7 +256,7 @@ func TestStatusPageInHeadlessChromium(t *testing.T) {
 	}
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxy(t, testConfig(t, nil))
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	c := p.client()
 	get(t, c, o.URL+"/public")
 	get(t, c, o.URL+"/private/secret-page")
@@ -266,7 +268,7 @@ func TestStatusPageInHeadlessChromium(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", admin+"/")
+		"--user-data-dir="+t.TempDir(), "--dump-dom", adminURL+"/")
 	dom, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("chromium: %v", err)

@@ -57,14 +57,14 @@ type Asker struct {
 	By string
 }
 
-// Explain decides rawURL as a request for it through the proxy, from the
+// Judge decides rawURL as a request for it through the proxy, from the
 // asker's client, would be decided, and with fetch also requests it (GET,
 // held for its pacing slot like a proxied request) and judges its response
 // as the relay does: a refusing signal makes the decision usage-denied, as
 // the proxy would withhold the response. The fetch is written to the audit
 // log (note "fetched to explain"), since the origin was contacted. The
 // error is an invalid URL.
-func (s *Server) Explain(ctx context.Context, rawURL string, asker Asker, fetch bool) (Explained, error) {
+func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bool) (Explained, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return Explained{}, fmt.Errorf("explain %s: %w", rawURL, err)

@@ -166,7 +166,7 @@ func TestSiteIgnoringRobots(t *testing.T) {
 	if o.saw("/robots.txt") || o.saw("/.well-known/tdmrep.json") {
 		t.Errorf("ignored site: the origin was asked for %v", o.seen())
 	}
-	x, err := p.srv.Explain(t.Context(), o.URL+"/private/x", Asker{Purposes: []string{"train-ai"}, By: "test"}, false)
+	x, err := p.srv.Judge(t.Context(), o.URL+"/private/x", Asker{Purposes: []string{"train-ai"}, By: "test"}, false)
 	d := x.Decision
 	if err != nil || x.Refused != nil || d.Interval != time.Millisecond || d.Robots != nil || d.ResponsePurposes() != nil {
 		t.Errorf("ignored site: interval %v (want the site's 1ms), robots.txt %v, response judged for %v (%v)", d.Interval, d.Robots, d.ResponsePurposes(), err)

@@ -1,5 +1,7 @@
 // Package proxy is robotsgate's forward proxy: HTTP and CONNECT handling,
-// interception, relaying, refusals, the audit log and the admin endpoints.
+// interception, relaying, refusals and the audit log, and the source of the
+// admin listener (package admin). Every way a request comes in is decided by
+// one admission path (admit.go).
 // It judges every plain HTTP
 // request and every request inside an intercepted CONNECT tunnel by the
 // policy engine before anything of it leaves, renders refusals in one

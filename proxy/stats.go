@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"cmp"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/policy"
 )
@@ -27,7 +27,7 @@ type stats struct {
 	// skew is added to the clock of the per-minute counts (tests: traffic
 	// in earlier minutes).
 	skew   atomic.Int64
-	reload atomic.Pointer[reloadResult]
+	reload atomic.Pointer[admin.Reload]
 
 	mu       sync.Mutex // the rings (refusals and failures are rare)
 	recent   recordRing // the latest refusals
@@ -51,20 +51,10 @@ const (
 	ringRefusals
 )
 
-// originStats is a snapshot of one origin's counters for the status page.
+// originStats is a snapshot of one origin's counters, and the counters.
 type originStats struct {
-	Origin   string
-	Requests int64
-	Refused  int64 // refused by robots.txt or the proxy's policy
-	Failed   int64 // allowed, but the origin could not be reached or failed
-	Last     time.Time
-	// Pacing: the interval enforced, requests held now, the last wait.
-	Interval time.Duration
-	Held     int64
-	LastWait time.Duration
-	// Spark is the last sparkMinutes minutes (set for the busiest origins).
-	Spark *sparkline
-	c     *originCounters
+	admin.Origin
+	c *originCounters
 }
 
 const (
@@ -238,26 +228,9 @@ func (r *recordRing) newestFirst() []audit.Record {
 // of its URL, or "host:port (CONNECT)" for a CONNECT.
 func originKey(rec *audit.Record) string {
 	if rec.Method == "CONNECT" {
-		return connectTarget(rec.URL)
+		return admin.ConnectTarget(rec.URL)
 	}
 	return originOf(rec.URL)
-}
-
-// connectTarget spells a CONNECT's URL as "host:port (CONNECT)": the audit
-// record has "https://host" (the origin judged; 443 not written) or
-// "//host:port" (refused before it was judged: the request's own URL).
-func connectTarget(u string) string {
-	hostport, https := strings.CutPrefix(u, "https://")
-	if !https {
-		hostport = strings.TrimPrefix(u, "//")
-	}
-	if i := strings.IndexAny(hostport, "/?"); i >= 0 {
-		hostport = hostport[:i]
-	}
-	if _, _, err := net.SplitHostPort(hostport); err != nil && https {
-		hostport += ":443"
-	}
-	return hostport + " (CONNECT)"
 }
 
 // originOf returns the scheme://authority prefix of an absolute URL.
@@ -272,84 +245,72 @@ func originOf(u string) string {
 	return u
 }
 
-// statsView is what the status page shows of the statistics.
-type statsView struct {
-	Busiest, Refusing, Failing, Paced []originStats
-	Recent, RecentFailures            []audit.Record
-	Decisions                         []decisionCount
-	Reload                            *reloadResult
-}
-
-// decisionCount is one decision value's count since start.
-type decisionCount struct {
-	Name, Kind string
-	Status     int
-	Count      int64
-}
-
-// view returns the n busiest origins (with their sparklines), the n with
-// most refusals, with most upstream failures, the n paced with the
-// longest intervals, the latest refusals and upstream failures, newest
-// first, the counts of every decision value and the last reload.
-func (s *stats) view(n int, now time.Time) statsView {
-	var v statsView
+// view fills the status page's statistics: the n busiest origins (with
+// their sparklines), the n with most refusals, with most upstream
+// failures, the n paced with the longest intervals, the latest refusals
+// and upstream failures, newest first, the counts of every decision value
+// and the last reload.
+func (s *stats) view(n int, now time.Time, v *admin.Status) {
 	var all []originStats
 	s.origins.Range(func(k, val any) bool {
 		c := val.(*originCounters)
-		all = append(all, originStats{
+		all = append(all, originStats{Origin: admin.Origin{
 			Origin: k.(string), Requests: c.requests.Load(), Refused: c.refused.Load(), Failed: c.failed.Load(),
 			Last: time.Unix(0, c.last.Load()), Interval: time.Duration(c.interval.Load()),
-			Held: c.held.Load(), LastWait: time.Duration(c.wait.Load()), c: c,
-		})
+			Held: c.held.Load(), LastWait: time.Duration(c.wait.Load()),
+		}, c: c})
 		return true
 	})
 	s.mu.Lock()
 	v.Recent, v.RecentFailures = s.recent.newestFirst(), s.failures.newestFirst()
 	s.mu.Unlock()
-	v.Busiest = topBy(all, n, func(o originStats) int64 { return o.Requests })
-	v.Refusing = topBy(all, n, func(o originStats) int64 { return o.Refused })
-	v.Failing = topBy(all, n, func(o originStats) int64 { return o.Failed })
-	v.Paced = topBy(all, n, func(o originStats) int64 { return int64(o.Interval) })
+	busiest := topBy(all, n, func(o originStats) int64 { return o.Requests })
 	minute := (now.UnixNano() + s.skew.Load()) / int64(time.Minute)
-	for i := range v.Busiest {
-		c := v.Busiest[i].c
-		v.Busiest[i].Spark = newSparkline(c.perMinute[ringRequests].series(minute), c.perMinute[ringRefusals].series(minute))
+	for i := range busiest {
+		c := busiest[i].c
+		busiest[i].Spark = admin.NewSparkline(c.perMinute[ringRequests].series(minute), c.perMinute[ringRefusals].series(minute))
 	}
+	v.Busiest = rows(busiest)
+	v.Refusing = rows(topBy(all, n, func(o originStats) int64 { return o.Refused }))
+	v.Failing = rows(topBy(all, n, func(o originStats) int64 { return o.Failed }))
+	v.Paced = rows(topBy(all, n, func(o originStats) int64 { return int64(o.Interval) }))
 	for i, d := range decisionTable.infos {
-		v.Decisions = append(v.Decisions, decisionCount{d.Name, decisionTable.kinds[i], d.Status, s.decisions[i].Load()})
+		v.Decisions = append(v.Decisions, admin.DecisionCount{Name: d.Name, Kind: decisionTable.kinds[i], Status: d.Status, Count: s.decisions[i].Load()})
 	}
 	if n := s.decisions[len(decisionTable.infos)].Load(); n > 0 {
-		v.Decisions = append(v.Decisions, decisionCount{Name: "(other)", Kind: kindRefused, Count: n})
+		v.Decisions = append(v.Decisions, admin.DecisionCount{Name: "(other)", Kind: kindRefused, Count: n})
 	}
 	v.Reload = s.reload.Load()
-	return v
+}
+
+func rows(os []originStats) []admin.Origin {
+	out := make([]admin.Origin, len(os))
+	for i := range os {
+		out[i] = os[i].Origin
+	}
+	return out
 }
 
 // snapshot returns the n busiest origins, the n with most refusals, the n
 // paced with the longest intervals, and the latest refusals, newest first.
-func (s *stats) snapshot(n int) (busiest, refusing, paced []originStats, recent []audit.Record) {
-	v := s.view(n, time.Now())
+func (s *stats) snapshot(n int) (busiest, refusing, paced []admin.Origin, recent []audit.Record) {
+	var v admin.Status
+	s.view(n, time.Now(), &v)
 	return v.Busiest, v.Refusing, v.Paced, v.Recent
 }
 
 func topBy(all []originStats, n int, key func(originStats) int64) []originStats {
 	out := slices.Clone(all)
 	slices.SortFunc(out, func(a, b originStats) int {
-		return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Origin, b.Origin))
+		return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Origin.Origin, b.Origin.Origin))
 	})
 	out = slices.DeleteFunc(out, func(o originStats) bool { return key(o) == 0 })
 	return out[:min(n, len(out))]
 }
 
-// reloadResult is the outcome of the last configuration reload.
-type reloadResult struct {
-	At  time.Time
-	Err string // "" when it applied
-}
-
 // reloaded records the outcome of a configuration reload.
 func (s *stats) reloaded(err error, at time.Time) {
-	r := &reloadResult{At: at}
+	r := &admin.Reload{At: at}
 	if err != nil {
 		r.Err = err.Error()
 	}

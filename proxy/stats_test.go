@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
 )
 
@@ -49,22 +50,6 @@ func TestMinuteRing(t *testing.T) {
 	}
 }
 
-func TestConnectTarget(t *testing.T) {
-	for u, want := range map[string]string{
-		"https://example.com":    "example.com:443 (CONNECT)", // judged: the origin, 443 not written
-		"https://example.com/":   "example.com:443 (CONNECT)", // intercepted
-		"https://127.0.0.1:8443": "127.0.0.1:8443 (CONNECT)",
-		"https://[2001:db8::1]":  "[2001:db8::1]:443 (CONNECT)",
-		"//127.0.0.9:443":        "127.0.0.9:443 (CONNECT)", // refused before it was judged
-		"//[2001:db8::1]:8443":   "[2001:db8::1]:8443 (CONNECT)",
-		"//not a host":           "not a host (CONNECT)",
-	} {
-		if got := connectTarget(u); got != want {
-			t.Errorf("connectTarget(%q) = %q, want %q", u, got, want)
-		}
-	}
-}
-
 // Counting sorts records: refusals by robots.txt or policy, upstream
 // failures (an upstream-error, or an allowed request the proxy answered
 // 502/504 without an answer from the origin), and neither (allowed; what
@@ -87,8 +72,8 @@ func TestStatsSortsRecords(t *testing.T) {
 		r.Time = now
 		s.add(&r)
 	}
-	v := s.view(10, now)
-	byOrigin := map[string]originStats{}
+	v := viewOf(s, 10, now)
+	byOrigin := map[string]admin.Origin{}
 	for _, o := range v.Busiest {
 		byOrigin[o.Origin] = o
 	}
@@ -131,7 +116,7 @@ func TestStatsSortsRecords(t *testing.T) {
 		t.Errorf("a reload before any: %+v", v.Reload)
 	}
 	s.reloaded(errors.New("bad"), now)
-	if r := s.view(1, now).Reload; r == nil || r.Err != "bad" || !r.At.Equal(now) {
+	if r := viewOf(s, 1, now).Reload; r == nil || r.Err != "bad" || !r.At.Equal(now) {
 		t.Errorf("reload %+v", r)
 	}
 }
@@ -163,8 +148,15 @@ func TestStatsCountsConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	v := s.view(1, now)
+	v := viewOf(s, 1, now)
 	if o := v.Busiest[0]; o.Requests != 4000 || o.Spark.Requests[sparkMinutes-1] != 4000 {
 		t.Errorf("requests %d, this minute %d; want 4000", o.Requests, o.Spark.Requests[sparkMinutes-1])
 	}
+}
+
+// viewOf returns the status page's statistics of s.
+func viewOf(s *stats, n int, now time.Time) admin.Status {
+	var v admin.Status
+	s.view(n, now, &v)
+	return v
 }

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
 )
 
@@ -152,8 +153,8 @@ func TestFormatDuration(t *testing.T) {
 		150 * time.Second:          "150 s",
 		2 * time.Hour:              "7200 s",
 	} {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
+		if got := admin.FormatDuration(d); got != want {
+			t.Errorf("admin.FormatDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 	for d, want := range map[time.Duration]string{
@@ -163,8 +164,8 @@ func TestFormatDuration(t *testing.T) {
 		75*time.Hour + 59*time.Second: "3 d 3 h",
 		-time.Second:                  "0 s",
 	} {
-		if got := formatAge(d); got != want {
-			t.Errorf("formatAge(%v) = %q, want %q", d, got, want)
+		if got := admin.FormatAge(d); got != want {
+			t.Errorf("admin.FormatAge(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
@@ -174,13 +175,13 @@ func TestStatusPageRoundsDurations(t *testing.T) {
 	quarter := startOrigin(t, "127.0.0.2", false, "User-agent: *\nCrawl-delay: 0.25\n", 0)
 	second := startOrigin(t, "127.0.0.3", false, "User-agent: *\nCrawl-delay: 1.0018\n", 0)
 	p := startProxy(t, testConfig(t, nil))
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	c := p.client()
 	get(t, c, quarter.URL+"/one")
 	get(t, c, quarter.URL+"/two") // held for the Crawl-delay
 	get(t, c, second.URL+"/one")
 
-	page := renderedPage(t, admin+"/")
+	page := renderedPage(t, adminURL+"/")
 	paced := tableText(t, page, "paced")
 	if r := rowOf(t, paced, quarter.URL); r[1] != "250 ms" || !regexp.MustCompile(`^[12]\d\d ms$`).MatchString(r[3]) {
 		t.Errorf("the 0.25 s origin: interval %q, last wait %q; want 250 ms and a wait in whole ms", r[1], r[3])
@@ -204,14 +205,14 @@ func TestStatusPageNamesRefusedConnects(t *testing.T) {
 	n, _ := strconv.Atoi(port)
 	cfg.Egress.TunnelPorts = []int{n}
 	p := startProxy(t, cfg)
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	for target, decision := range map[string]string{blind: "disallow", "127.0.0.9:443": "egress-denied"} {
 		resp, _ := dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target))
 		checkRefusal(t, resp, 403, decision, "")
 	}
 	waitFor(t, "two refusals", func() bool { _, _, _, r := p.srv.stats.snapshot(10); return len(r) == 2 })
 
-	page := renderedPage(t, admin+"/")
+	page := renderedPage(t, adminURL+"/")
 	want := []string{"127.0.0.1:" + port + " (CONNECT)", "127.0.0.9:443 (CONNECT)"}
 	recent := tableText(t, page, "recent")
 	if got := column(t, recent, "URL"); !sameSet(got, want) {
@@ -253,7 +254,7 @@ func TestStatusPageKeepsUpstreamFailuresApartFromRefusals(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	down := startOrigin(t, "127.0.0.3", false, testRobots, 0)
 	p := startProxyWith(t, testConfig(t, nil), Options{Resolver: failingResolver{}})
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	c := p.client()
 	get(t, c, o.URL+"/private/x")
 	resp, _ := get(t, c, "http://nowhere.invalid/page")
@@ -267,13 +268,13 @@ func TestStatusPageKeepsUpstreamFailuresApartFromRefusals(t *testing.T) {
 	checkRefusal(t, resp, 502, "upstream-error", "connection_refused")
 	waitFor(t, "five requests counted", func() bool {
 		var n int64
-		for _, o := range p.srv.stats.view(10, time.Now()).Busiest {
+		for _, o := range viewOf(p.srv.stats, 10, time.Now()).Busiest {
 			n += o.Requests
 		}
 		return n == 5
 	})
 
-	page := renderedPage(t, admin+"/")
+	page := renderedPage(t, adminURL+"/")
 	if got := column(t, tableText(t, page, "refusing"), "Origin"); !slices.Equal(got, []string{o.URL}) {
 		t.Errorf("most refused origins %q, want only %s (robots.txt)", got, o.URL)
 	}
@@ -303,7 +304,7 @@ func TestStatusPageKeepsUpstreamFailuresApartFromRefusals(t *testing.T) {
 func TestStatusPageCountsDecisionsByKind(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxyWith(t, testConfig(t, nil), Options{Resolver: failingResolver{}})
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	c := p.client()
 	get(t, c, o.URL+"/public")
 	get(t, c, o.URL+"/private/ok")
@@ -311,7 +312,7 @@ func TestStatusPageCountsDecisionsByKind(t *testing.T) {
 	get(t, c, "http://nowhere.invalid/")
 	get(t, c, "http://127.0.0.9/")
 
-	_, page := adminGet(t, admin, "/")
+	_, page := adminGet(t, adminURL, "/")
 	rows := tableText(t, page, "decisions")
 	if !slices.Equal(rows[0], []string{"Decision", "Kind", "Status", "Requests"}) {
 		t.Fatalf("header %q", rows[0])
@@ -345,9 +346,9 @@ func TestStatusPageCountsDecisionsByKind(t *testing.T) {
 // The last reload's outcome, from NoteReload (the SIGHUP path calls it).
 func TestStatusPageShowsTheLastReload(t *testing.T) {
 	p := startProxy(t, testConfig(t, nil))
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	reloadLine := func() string {
-		_, page := adminGet(t, admin, "/")
+		_, page := adminGet(t, adminURL, "/")
 		m := regexp.MustCompile(`<p id="reload">(.*?)</p>`).FindStringSubmatch(page)
 		if m == nil {
 			t.Fatalf("no reload line:\n%s", page)
@@ -380,14 +381,14 @@ func TestStatusPageShowsTheLastReload(t *testing.T) {
 func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxy(t, testConfig(t, nil))
-	admin := startAdmin(t, p)
-	_, page := adminGet(t, admin, "/")
+	adminURL := startAdmin(t, p)
+	_, page := adminGet(t, adminURL, "/")
 	for _, js := range []*regexp.Regexp{regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)\son[a-z]+=`), regexp.MustCompile(`(?i)javascript:`)} {
 		if m := js.FindString(page); m != "" {
 			t.Errorf("the page has JavaScript: %q", m)
 		}
 	}
-	base, _ := url.Parse(admin + "/")
+	base, _ := url.Parse(adminURL + "/")
 	m := regexp.MustCompile(`<a href="([^"]*)">[^<]*Metrics`).FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no link to the metrics:\n%s", page)
@@ -410,7 +411,7 @@ func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
 	explainURL := base.ResolveReference(&url.URL{Path: form[1]})
 	q := url.Values{inputs[0]: {o.URL + "/foo-only"}, inputs[1]: {"FooBot/2.1"}}
 	code, body := adminGet(t, explainURL.Scheme+"://"+explainURL.Host, explainURL.Path+"?"+q.Encode())
-	var e Explanation
+	var e admin.Explanation
 	if err := json.Unmarshal([]byte(body), &e); code != 200 || err != nil || e.Decision != "disallow" || e.Rule != "Disallow: /foo-only" {
 		t.Errorf("the explain form (%s): %d %s", explainURL, code, body)
 	}
@@ -429,7 +430,7 @@ func alignedSkew(back int) int64 {
 func TestStatusPageSparklines(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxy(t, testConfig(t, nil))
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	c := p.client()
 	for _, burst := range []struct {
 		back             int
@@ -444,7 +445,7 @@ func TestStatusPageSparklines(t *testing.T) {
 		}
 	}
 
-	page := renderedPage(t, admin+"/")
+	page := renderedPage(t, adminURL+"/")
 	cells := rowOf(t, tableCells(t, page, "busiest"), o.URL)
 	spark := cells[len(cells)-1]
 	svg := regexp.MustCompile(`(?s)<svg class="spark" width="150" height="30" viewBox="0 0 150 30" role="img"><title>(.*?)</title>` +
@@ -510,12 +511,12 @@ type layoutProbe struct {
 	}
 }
 
-// probeLayout renders the status page at admin with probeScript at width
+// probeLayout renders the status page at adminURL with probeScript at width
 // 1280 (the window 900 high) and returns what it measured.
-func probeLayout(t *testing.T, admin string) layoutProbe {
+func probeLayout(t *testing.T, adminURL string) layoutProbe {
 	t.Helper()
 	probe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, err := http.Get(admin + "/")
+		resp, err := http.Get(adminURL + "/")
 		if err != nil {
 			http.Error(w, err.Error(), 502)
 			return
@@ -603,8 +604,8 @@ func statusTraffic(t *testing.T, p *testProxy, origins ...*testOrigin) (longURL 
 	waitFor(t, "the client TLS failure", func() bool { f, _ := p.srv.tlsFails.snapshot(); return len(f) == 1 })
 	waitFor(t, "the refused CONNECTs", func() bool {
 		_, refusing, _, _ := p.srv.stats.snapshot(20)
-		return slices.ContainsFunc(refusing, func(o originStats) bool { return o.Origin == "127.0.0.9:22 (CONNECT)" }) &&
-			slices.ContainsFunc(refusing, func(o originStats) bool { return o.Origin == "127.0.0.9:443 (CONNECT)" })
+		return slices.ContainsFunc(refusing, func(o admin.Origin) bool { return o.Origin == "127.0.0.9:22 (CONNECT)" }) &&
+			slices.ContainsFunc(refusing, func(o admin.Origin) bool { return o.Origin == "127.0.0.9:443 (CONNECT)" })
 	})
 	return longURL
 }
@@ -628,7 +629,7 @@ func TestStatusPageAt1280(t *testing.T) {
 	tlsSite := startOrigin(t, "127.0.0.1", true, testRobots, 0)
 	down := startOrigin(t, "127.0.0.3", false, testRobots, 0)
 	p := startProxy(t, testConfig(t, tlsSite.Certificate()))
-	admin := startAdmin(t, p)
+	adminURL := startAdmin(t, p)
 	c := p.client()
 	get(t, c, down.URL+"/status")
 	longURL := statusTraffic(t, p, site, paced, tlsSite)
@@ -637,11 +638,11 @@ func TestStatusPageAt1280(t *testing.T) {
 	get(t, c, down.URL+"/status")
 	p.srv.NoteReload(errors.New(`config.yaml:12: pacing.max_wait: "soon" is not a duration`))
 
-	page := renderedPage(t, admin+"/")
+	page := renderedPage(t, adminURL+"/")
 	if !strings.Contains(page, html.EscapeString(longURL)) {
 		t.Fatal("the long URL is not on the page")
 	}
-	l := probeLayout(t, admin)
+	l := probeLayout(t, adminURL)
 	if l.Viewport < 1200 || l.Viewport > 1280 {
 		t.Fatalf("viewport %v px wide, want 1280", l.Viewport)
 	}
@@ -663,12 +664,12 @@ func TestStatusPageAt1280(t *testing.T) {
 
 	// The rendering: the screenshot the issue asks for (1280x900), then
 	// the whole page.
-	top, _ := screenshot1280(t, admin+"/", 900)
+	top, _ := screenshot1280(t, adminURL+"/", 900)
 	if b := top.Bounds(); b.Dx() != 1280 || b.Dy() != 900 {
 		t.Errorf("screenshot %v, want 1280x900", b)
 	}
 	checkHeadersDrawn(t, top, l)
-	full, png := screenshot1280(t, admin+"/", int(l.Height)+50)
+	full, png := screenshot1280(t, adminURL+"/", int(l.Height)+50)
 	checkHeadersDrawn(t, full, l)
 	if path := os.Getenv("ROBOTSGATE_STATUS_SCREENSHOT"); path != "" {
 		if err := os.WriteFile(path, png, 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
 )
 
@@ -105,20 +106,14 @@ func (f *tlsFailures) record(reason, clientIP, host, explain string, now time.Ti
 	return true
 }
 
-// tlsFailureCount is one reason's count, for the status page.
-type tlsFailureCount struct {
-	Reason string
-	Count  int64
-}
-
 // snapshot returns the counts by reason (largest first) and the last
 // explanation.
-func (f *tlsFailures) snapshot() ([]tlsFailureCount, string) {
+func (f *tlsFailures) snapshot() ([]admin.TLSFailureCount, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]tlsFailureCount, 0, len(f.counts))
+	out := make([]admin.TLSFailureCount, 0, len(f.counts))
 	for r, n := range f.counts {
-		out = append(out, tlsFailureCount{r, n})
+		out = append(out, admin.TLSFailureCount{Reason: r, Count: n})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Count > out[j].Count || out[i].Count == out[j].Count && out[i].Reason < out[j].Reason

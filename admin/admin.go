@@ -1,0 +1,205 @@
+// Package admin is robotsgate's admin listener: /metrics, /healthz,
+// /readyz, /explain and the status page. It renders what its Source (the
+// proxy) tells it and decides nothing itself: /explain's decision comes
+// from the proxy's one admission path.
+//
+// It must not import the proxy: the proxy implements Source and serves this
+// package's handler.
+package admin
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robotsgate/robotsgate/policy"
+)
+
+// Source is what the admin listener shows.
+type Source interface {
+	// Metrics serves the Prometheus registry.
+	Metrics() http.Handler
+	// Ready says why the proxy is not ready to serve, nil when it is.
+	Ready(ctx context.Context) error
+	// Explain answers /explain: the decision on q's URL, and the HTTP
+	// status to send it with.
+	Explain(ctx context.Context, q Query) (Explanation, int)
+	// Status is what the status page shows at now.
+	Status(now time.Time) Status
+}
+
+// Handler serves the admin endpoints of src: /metrics (Prometheus),
+// /healthz, /readyz, /explain and the status page at /. Serve it on a
+// separate, loopback address: it shows the configuration and traffic.
+func Handler(src Source, log *slog.Logger) http.Handler {
+	h := &handler{src: src, log: log}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", src.Metrics())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.HandleFunc("GET /explain", h.explain)
+	mux.HandleFunc("GET /{$}", h.statusPage)
+	return mux
+}
+
+type handler struct {
+	src Source
+	log *slog.Logger
+}
+
+// readyzTimeout bounds the readiness check (the shared store's answer).
+const readyzTimeout = 2 * time.Second
+
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
+	defer cancel()
+	if err := h.src.Ready(ctx); err != nil {
+		http.Error(w, "not ready: "+err.Error()+"\n", http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ready\n"))
+}
+
+// Query is an /explain question: the URL, as which client and agent, and
+// whether to fetch the page.
+type Query struct {
+	URL string
+	// UserAgent is the User-Agent header the request would carry
+	// (ua=, else agent=).
+	UserAgent string
+	// Client and User identify the client by the clients entries
+	// (client=IP, user=NAME); both zero: the default client.
+	Client netip.Addr
+	User   string
+	// Purposes (purposes=, comma-separated) replace the client's; nil
+	// when not given.
+	Purposes []string
+	// Fetch requests the page to judge its response (fetch=1).
+	Fetch bool
+	// By is the asker's address, for the audit record of a fetch.
+	By string
+}
+
+// parseQuery reads an /explain query.
+func parseQuery(q url.Values, remoteAddr string) (Query, error) {
+	x := Query{URL: q.Get("url"), UserAgent: cmp.Or(q.Get("ua"), q.Get("agent")), User: q.Get("user"),
+		Fetch: q.Get("fetch") == "1" || q.Get("fetch") == "true", By: remoteAddr}
+	if q.Has("purposes") {
+		x.Purposes = policy.ParsePurposes(q.Get("purposes"))
+		if x.Purposes == nil {
+			x.Purposes = []string{}
+		}
+	}
+	if c := q.Get("client"); c != "" {
+		addr, err := netip.ParseAddr(c)
+		if err != nil {
+			return Query{}, fmt.Errorf("client=%q: not an IP address", c)
+		}
+		x.Client = addr
+	}
+	if x.URL == "" {
+		return Query{}, fmt.Errorf("missing url parameter (and agent= or ua=, client=, user=, purposes=, fetch=1)")
+	}
+	return x, nil
+}
+
+func (h *handler) explain(w http.ResponseWriter, r *http.Request) {
+	var e Explanation
+	status := http.StatusBadRequest
+	q, err := parseQuery(r.URL.Query(), r.RemoteAddr)
+	if err != nil {
+		e = Explanation{URL: r.URL.Query().Get("url"), Error: err.Error(), UsageSignals: e.UsageSignals}
+	} else {
+		e, status = h.src.Explain(r.Context(), q)
+	}
+	if e.UsageSignals == nil {
+		e.UsageSignals = emptySignals
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(e)
+}
+
+func (h *handler) statusPage(w http.ResponseWriter, r *http.Request) {
+	v := h.src.Status(time.Now())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := statusTemplate.Execute(w, v); err != nil {
+		h.log.Error("status page", "err", err)
+	}
+}
+
+// The status page and its style sheet, inlined into the page (one request,
+// no JavaScript).
+var (
+	//go:embed status.html
+	statusHTML string
+	//go:embed status.css
+	statusCSS string
+)
+
+var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
+	"css":      func() template.CSS { return template.CSS(statusCSS) },
+	"ago":      func(t, now time.Time) string { return FormatAge(now.Sub(t)) },
+	"at":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
+	"dur":      FormatDuration,
+	"ms":       func(ms float64) string { return FormatDuration(time.Duration(ms * float64(time.Millisecond))) },
+	"target":   recordTarget,
+	"upper":    strings.ToUpper,
+	"minutes":  func() int { return SparkMinutes },
+	"statusOf": statusText,
+}).Parse(statusHTML))
+
+// FormatDuration rounds a duration for people: "250 ms" under a second,
+// then seconds with three significant digits ("1.00 s", "12.5 s"), whole
+// seconds from 100 s.
+func FormatDuration(d time.Duration) string {
+	if r := d.Round(time.Millisecond); r < time.Second {
+		return fmt.Sprintf("%d ms", max(r, 0)/time.Millisecond)
+	}
+	switch sec := d.Seconds(); {
+	case sec < 9.995:
+		return fmt.Sprintf("%.2f s", sec)
+	case sec < 99.95:
+		return fmt.Sprintf("%.1f s", sec)
+	default:
+		return fmt.Sprintf("%.0f s", sec)
+	}
+}
+
+// FormatAge rounds how long ago something was to its two largest units:
+// "12 s", "3 min 5 s", "2 h 10 min", "3 d 4 h".
+func FormatAge(d time.Duration) string {
+	d = max(d.Round(time.Second), 0)
+	const day = 24 * time.Hour
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", d/time.Minute, d%time.Minute/time.Second)
+	case d < day:
+		return fmt.Sprintf("%d h %d min", d/time.Hour, d%time.Hour/time.Minute)
+	}
+	return fmt.Sprintf("%d d %d h", d/day, d%day/time.Hour)
+}
+
+// statusText is a decision's status code, "none" when nothing is sent.
+func statusText(code int) string {
+	if code == 0 {
+		return "none"
+	}
+	return strconv.Itoa(code)
+}
