@@ -70,7 +70,7 @@ type Archive struct {
 	Dir string `yaml:"dir"`
 }
 
-// Robots configures how robots.txt files are fetched and cached (SPEC §2).
+// Robots configures how robots.txt files are fetched and cached (docs/decisions.md, step 3).
 type Robots struct {
 	// FetchUserAgent is the User-Agent header of the proxy's own robots.txt
 	// fetches. Default "robotsgate/1.0".
@@ -98,13 +98,13 @@ type Robots struct {
 	RetryMax Duration `yaml:"retry_max"`
 	// StrictPaths also judges the canonical form of each path (dot segments
 	// removed, unreserved %xx decoded, repeated slashes collapsed) and refuses
-	// if either judgement disallows: the evasion guard of SPEC §1.
+	// if either judgement disallows: the evasion guard (docs/decisions.md, step 5).
 	// Default true.
 	StrictPaths bool `yaml:"strict_paths"`
 }
 
 // Egress configures the egress guard: which destinations may be reached at
-// all (SPEC §4). It applies to proxied requests and robots.txt fetches, and
+// all (docs/security.md). It applies to proxied requests and robots.txt fetches, and
 // to clients in bypass mode too.
 type Egress struct {
 	// BlockPrivateNetworks refuses destinations whose resolved address is
@@ -143,7 +143,7 @@ type Egress struct {
 	TunnelPorts []int `yaml:"tunnel_ports"`
 }
 
-// MITM configures HTTPS interception (SPEC §5).
+// MITM configures HTTPS interception (docs/configuration.md).
 type MITM struct {
 	// Enabled intercepts CONNECT tunnels with robotsgate's own CA so that
 	// every request inside is judged; when false every tunnel is blind and
@@ -165,7 +165,7 @@ type MITM struct {
 }
 
 // Pacing configures how requests are held to honour Crawl-delay and
-// Request-rate (SPEC §3).
+// Request-rate (docs/configuration.md, Pacing).
 type Pacing struct {
 	// MaxWait is the longest a request is held for its slot; a request whose
 	// slot lies further ahead is refused with 429 and Retry-After. 0 refuses
@@ -244,7 +244,7 @@ type Auth struct {
 }
 
 // Client is one clients entry: who is asking (source network and/or proxy
-// user) and how their requests are treated (SPEC §4). When both CIDR and
+// user) and how their requests are treated (docs/configuration.md, Clients and sites). When both CIDR and
 // User are set, both must match. The first matching entry applies; a
 // request that matches none is enforced and judged by its User-Agent.
 type Client struct {
@@ -277,7 +277,7 @@ type Client struct {
 	Purposes []string `yaml:"purposes"`
 }
 
-// Site is one sites entry: a per-host override (SPEC §4). The first entry
+// Site is one sites entry: a per-host override (docs/configuration.md). The first entry
 // with a matching host glob applies.
 type Site struct {
 	// Hosts are host globs (path.Match syntax, matched against the
@@ -315,7 +315,7 @@ type Usage struct {
 	OnUnknown UsageOnUnknown `yaml:"on_unknown"`
 }
 
-// Trap configures the crawler-trap guard (SPEC §4): limits that stop a
+// Trap configures the crawler-trap guard (docs/configuration.md): limits that stop a
 // crawler looping through endless generated URLs. Requests over a limit are
 // refused (403 trap-denied; 429 for the page budget).
 type Trap struct {

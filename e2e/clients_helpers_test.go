@@ -39,7 +39,7 @@ import (
 const clientRobotsTxt = "User-agent: *\nDisallow: /private\n"
 
 // crawlDelay is the paced origin's Crawl-delay (fractional seconds are
-// allowed, SPEC §3), written into its robots.txt.
+// allowed), written into its robots.txt.
 const crawlDelay = 500 * time.Millisecond
 
 // handshakeLatency is how long the paced origin takes to complete a TLS
@@ -47,7 +47,7 @@ const crawlDelay = 500 * time.Millisecond
 // cost round trips). A request that needs a new upstream connection
 // therefore reaches the origin later after leaving its pacing hold than one
 // on a reused connection: the origin must still see them at least the
-// Crawl-delay apart (SPEC §3). It is the origin's latency, not a wait of
+// Crawl-delay apart. It is the origin's latency, not a wait of
 // the test.
 const handshakeLatency = 100 * time.Millisecond
 

@@ -9,7 +9,7 @@ import (
 )
 
 // OnError is the policy of a Fallback while its primary store fails
-// (SPEC pacing.on_store_error).
+// (pacing.on_store_error).
 type OnError string
 
 // The policies.

@@ -4,7 +4,7 @@ package proxy
 // three setups side by side (run with `go tool benchstat -col /impl`):
 //
 //   - impl=direct: the client talks to the origin itself (no proxy);
-//   - impl=goproxy: a bare goproxy v1.9.2 tuned as SPEC §8 says and with the
+//   - impl=goproxy: a bare goproxy v1.9.2 tuned as docs/benchmarks.md says and with the
 //     same upstream transport settings as robotsgate (no HTTP(S)_PROXY,
 //     MaxIdleConnsPerHost 256, no compression, KeepAcceptEncoding, the same
 //     timeouts, the client's "Connection: close" not copied upstream), MITM
@@ -278,7 +278,7 @@ func startBenchServer(b *testing.B, ip string, h http.Handler, tlsCfg *tls.Confi
 // newBenchGoproxy is goproxy as a careful user would deploy it, without
 // robotsgate: the upstream transport robotsgate uses (newUpstream's
 // settings, a plain dialer instead of the egress guard), the client's
-// "Connection: close" not copied upstream (SPEC §8), MITM with an ECDSA leaf
+// "Connection: close" not copied upstream, MITM with an ECDSA leaf
 // per host minted once and its tls.Config cached.
 func newBenchGoproxy(m *certs.Minter, originRoots *x509.CertPool) http.Handler {
 	gp := goproxy.NewProxyHttpServer()

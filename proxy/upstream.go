@@ -42,7 +42,7 @@ func newUpstream(dial func(context.Context, string, string) (net.Conn, error), p
 		IdleConnTimeout:        upstreamIdleTimeout,
 		ExpectContinueTimeout:  time.Second,
 		// goproxy's default of 2 idle connections per host makes a busy
-		// origin redial constantly (SPEC §8).
+		// origin redial constantly (docs/benchmarks.md).
 		MaxIdleConns:        4096,
 		MaxIdleConnsPerHost: 256,
 		// Bodies pass through as the origin encoded them.

@@ -16,7 +16,7 @@ type conformanceCase struct {
 	line   int
 }
 
-// The table follows SPEC §1 bullet by bullet, with cases taken from RFC 9309
+// The table follows the semantics of docs/library.md bullet by bullet, with cases taken from RFC 9309
 // (§2.1–2.2.3 and its §5 example) and Google's robots.txt documentation.
 var conformance = []conformanceCase{
 	// Lines end in LF, CR LF or CR.

@@ -5,7 +5,7 @@
 // commands. It is a benchmark tool, never part of robotsgate.
 //
 // The origin serves robots.txt (allowing /public) and a 1 KiB body at
-// /public/bench; goproxy gets the upstream settings SPEC §8 asks for (no
+// /public/bench; goproxy gets the upstream settings docs/benchmarks.md describes (no
 // HTTP(S)_PROXY, 256 idle connections per host, no compression, the client's
 // Connection: close not copied upstream). Both listen until interrupted.
 package main
