@@ -22,6 +22,7 @@ const (
 	UnknownProtocol   = "unknown-protocol"   // the client spoke neither TLS nor HTTP in a tunnel (a CONNECT)
 	ClientClosed      = "client-closed"      // the client left while its request was judged or held (499)
 	ClientTLSFailed   = "client-tls-failed"  // the client failed the intercepted TLS handshake (a CONNECT)
+	AuditUnavailable  = "audit-unavailable"  // the audit log cannot be written and log.audit_on_error is refuse (503)
 )
 
 // StatusClientClosed is what the audit records for a request whose client
@@ -59,6 +60,7 @@ func Decisions() []DecisionInfo {
 		{Misdirected, 421, true},
 		{BadRequest, 400, true}, // 405, 417, 431 for some
 		{ClientTimeout, 408, true},
+		{AuditUnavailable, 503, true},
 		{UpstreamError, 502, false}, // 504 for a timeout
 		{UnknownProtocol, 0, true},
 		{ClientClosed, StatusClientClosed, false},

@@ -57,6 +57,11 @@ type Record struct {
 	// tags), with the purposes each refuses; absent for other clients and
 	// when none was found.
 	Usage []UsageSignal `json:"usage,omitempty"`
+
+	// Truncated names the fields cut to their limit (Cap): what a client
+	// or an origin sent was longer than the record keeps. Absent when
+	// nothing was cut.
+	Truncated []string `json:"truncated,omitempty"`
 }
 
 // AddNote adds to a record's note, after what it says already.

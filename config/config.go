@@ -374,7 +374,23 @@ type Log struct {
 	// path (appended to, reopened on SIGHUP), "-" for stdout, or "" for none.
 	// Default "".
 	Audit string `yaml:"audit"`
+	// AuditOnError decides what happens to requests while the audit log
+	// cannot be written (a full disk): "continue" serves them (each failed
+	// record is logged and counted, /readyz says not ready), "refuse"
+	// refuses them with 503 audit-unavailable, for deployments where no
+	// request may go unrecorded. Default "continue".
+	AuditOnError AuditOnError `yaml:"audit_on_error"`
 }
+
+// AuditOnError is what happens to requests while the audit log cannot be
+// written.
+type AuditOnError string
+
+// Audit failure policies.
+const (
+	AuditContinue AuditOnError = "continue"
+	AuditRefuse   AuditOnError = "refuse"
+)
 
 // ClientsDefault is the policy for clients no clients entry matches.
 type ClientsDefault string

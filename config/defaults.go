@@ -59,7 +59,8 @@ func Default() Config {
 		},
 		Archive: Archive{Dir: "robots-archive"},
 		Log: Log{
-			Level: LevelInfo,
+			Level:        LevelInfo,
+			AuditOnError: AuditContinue,
 		},
 	}
 }

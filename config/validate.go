@@ -105,6 +105,7 @@ func (v *validator) validate(c *Config) {
 	v.positive("timeouts.client_idle", c.Timeouts.ClientIdle)
 	v.positive("timeouts.client_body", c.Timeouts.ClientBody)
 	v.enum("log.level", string(c.Log.Level), LevelDebug, LevelInfo, LevelWarn, LevelError)
+	v.enum("log.audit_on_error", string(c.Log.AuditOnError), AuditContinue, AuditRefuse)
 }
 
 func (v *validator) robots(r *Robots) {

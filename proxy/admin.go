@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -27,6 +28,9 @@ func (s *Server) Metrics() http.Handler { return s.metrics.Handler() }
 func (s *Server) Ready(ctx context.Context) error {
 	if !s.serving.Load() {
 		return errors.New("not serving yet")
+	}
+	if err := s.auditLog.Failing(); err != nil {
+		return fmt.Errorf("the audit log cannot be written: %w", err)
 	}
 	if s.ready != nil {
 		return s.ready(ctx)

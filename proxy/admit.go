@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
@@ -81,11 +83,27 @@ type clientLeftError struct {
 func (e *clientLeftError) Error() string { return "the client left " + e.while + ": " + e.err.Error() }
 func (e *clientLeftError) Unwrap() error { return e.err }
 
+// auditError is a request refused because the audit log cannot be written
+// (log.audit_on_error: refuse).
+type auditError struct{ err error }
+
+func (e *auditError) Error() string { return "the audit log cannot be written: " + e.err.Error() }
+func (e *auditError) Unwrap() error { return e.err }
+
+// auditRetryAfter is the Retry-After of an audit-unavailable refusal, in
+// seconds: a full disk is not freed in a moment.
+const auditRetryAfter = 10
+
 // interceptedNote is the decision's note of an intercepted CONNECT.
 const interceptedNote = "tunnel intercepted: each request in it is judged"
 
 // admit judges one request (see above).
 func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admitted) {
+	if st.cfg.Log.AuditOnError == config.AuditRefuse {
+		if err := s.auditLog.Failing(); err != nil {
+			return admitted{refused: &auditError{err}}
+		}
+	}
 	var client policy.Client
 	switch {
 	case a.client != nil:
@@ -140,6 +158,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 func (s *Server) refusalOf(req *http.Request, st *settings, a *admitted) *http.Response {
 	var id *identifyError
 	var left *clientLeftError
+	var au *auditError
 	switch {
 	case a.refused == nil && a.d.Refused():
 		return s.refusal(req, &a.d)
@@ -149,6 +168,10 @@ func (s *Server) refusalOf(req *http.Request, st *settings, a *admitted) *http.R
 		return s.identifyRefusal(req, st, id.err)
 	case errors.As(a.refused, &left):
 		return clientClosed(req, "The client left "+left.while+".")
+	case errors.As(a.refused, &au):
+		return render(req, &explanation{Decision: audit.AuditUnavailable, Status: http.StatusServiceUnavailable, RetryAfter: auditRetryAfter,
+			Message: "The audit log cannot be written, and this proxy refuses requests it cannot record (log.audit_on_error: refuse)."},
+			"proxy_internal_error")
 	}
 	return s.egressRefusal(req, a.refused)
 }

@@ -154,5 +154,5 @@ func (s *Server) auditExplainFetch(e *Explained, start time.Time, status int, no
 	}
 	rec.AddNote(note)
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.auditLog.Write(&rec)
+	s.writeAudit(&rec)
 }

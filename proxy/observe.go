@@ -153,7 +153,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.auditLog.Write(rec)
+	s.writeAudit(rec)
 	s.metrics.CountRequest(rec.Decision, r.Method)
 	if kind := slot.d.RefusedBy(); slot.decided && kind != "" {
 		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()

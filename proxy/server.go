@@ -104,6 +104,7 @@ type Server struct {
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
 	auditLog            *audit.Writer
+	auditFails          auditFailures
 	stats               *stats
 	archive             *archive.Writer // nil: archive.dir is ""
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
@@ -282,6 +283,8 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Hits) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",
 		func() float64 { return float64(s.resolver.Stats().Misses) })
+	s.metrics.CounterFunc("robotsgate_audit_write_failures_total", "Audit records not written (a full disk, an unwritable file).",
+		func() float64 { return float64(s.auditLog.Failures()) })
 	s.metrics.CounterFunc("robotsgate_archive_dropped_total", "robots.txt archive records not written (queue full or disk error).",
 		func() float64 {
 			if s.archive == nil {
