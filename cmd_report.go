@@ -11,9 +11,13 @@ import (
 	"github.com/robotsgate/robotsgate/report"
 )
 
-// exitReportFailed is report's exit status when a file could not be read
-// or the report written.
-const exitReportFailed = 2
+// Exit statuses of report: exitReportIncomplete when the report was
+// written but lines of the audit logs were skipped, exitReportFailed when
+// a file could not be read or the report written.
+const (
+	exitReportIncomplete = 1
+	exitReportFailed     = 2
+)
 
 // reportCommand is `robotsgate report -audit FILE... [flags]`.
 var reportCommand = &command{
@@ -34,8 +38,12 @@ var reportCommand = &command{
 		"distinct robots.txt bodies, not with the log.\n\n" +
 		"-since and -until take an RFC 3339 time (2025-07-01T12:00:00Z) or a date (2025-07-01, UTC:\n" +
 		"-until includes the whole day).\n\n" +
-		"Exit status: 0 the report was written, 2 a file could not be read (an audit log, the\n" +
-		"archive) or the report could not be written, 3 usage error.",
+		"A line of the audit logs that is not a record (not JSON, longer than 1 MiB, torn) is\n" +
+		"named on standard error (\"file:line: skipped: why\") and in the report's notes, and\n" +
+		"reading goes on.\n\n" +
+		"Exit status: 0 the report was written, 1 it was written but audit lines were skipped,\n" +
+		"2 a file could not be read (an audit log, the archive) or the report could not be\n" +
+		"written, 3 usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		var audit fileList // cmd_verify.go
@@ -99,6 +107,13 @@ func writeReport(opts report.Options, format, out string, s stdio) (int, error) 
 	if err != nil {
 		return exitReportFailed, err
 	}
+	for _, line := range r.SkippedLines {
+		fmt.Fprintln(s.errOut, line)
+	}
+	code := 0
+	if r.Skipped > 0 {
+		code = exitReportIncomplete
+	}
 	write := func(w io.Writer) error {
 		if format == "json" {
 			return report.WriteJSON(w, r)
@@ -109,7 +124,7 @@ func writeReport(opts report.Options, format, out string, s stdio) (int, error) 
 		if err := write(s.out); err != nil {
 			return exitReportFailed, err
 		}
-		return 0, nil
+		return code, nil
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
 	if err != nil {
@@ -120,7 +135,7 @@ func writeReport(opts report.Options, format, out string, s stdio) (int, error) 
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
+		err = os.Chmod(tmp.Name(), 0o640) // it names clients' addresses, as the audit log does
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), out)
@@ -133,6 +148,9 @@ func writeReport(opts report.Options, format, out string, s stdio) (int, error) 
 	if r.Pacing.BelowAsked > 0 {
 		fmt.Fprintf(s.errOut, "; %d gaps below the interval robots.txt asked", r.Pacing.BelowAsked)
 	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(s.errOut, "; %d audit lines skipped (not records)", r.Skipped)
+	}
 	fmt.Fprintln(s.errOut)
-	return 0, nil
+	return code, nil
 }

@@ -36,11 +36,12 @@ var verifyCommand = &command{
 		"The files are read as a stream, in order; memory grows with the number of distinct\n" +
 		"robots.txt bodies, not with the logs.\n\n" +
 		"Prints each disagreement and each record whose body cannot be read (file:line, method,\n" +
-		"URL, agent, recorded and replayed decision and rule), then\n" +
+		"URL, agent, recorded and replayed decision and rule), each line that is not an audit\n" +
+		"record (\"file:line: skipped: why\"; reading goes on, and it counts as unverifiable), then\n" +
 		"\"N verified, M disagree, K unverifiable\".\n\n" +
 		"Exit status: 0 every decision verified (M = 0 and K = 0; with -allow-missing, K may count\n" +
-		"bodies missing from the archive), 1 a disagreement or an unverifiable record, 2 an audit\n" +
-		"file could not be read or holds a line that is not an audit record, 3 usage error.",
+		"bodies missing from the archive), 1 a disagreement, an unverifiable record or a skipped\n" +
+		"line, 2 an audit file could not be read, 3 usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		var audits fileList
@@ -65,7 +66,7 @@ func (l *fileList) Set(v string) error {
 
 // verifyCounts is what verify found.
 type verifyCounts struct {
-	records, verified, disagree, unverifiable, missing int
+	records, verified, disagree, unverifiable, missing, skipped int
 }
 
 func verify(files []string, dir string, allowMissing bool, s stdio) (int, error) {
@@ -112,6 +113,10 @@ func verify(files []string, dir string, allowMissing bool, s stdio) (int, error)
 				file, line, rec.Method, rec.URL, rec.Agent, recordedJudgement(rec), rec.RobotsSHA256, why)
 		}
 		return nil
+	}, func(file string, line int, err error) {
+		n.skipped++
+		n.unverifiable++
+		fmt.Fprintf(out, "%s:%d: skipped: %v\n", file, line, err)
 	})
 	if err != nil {
 		out.Flush()
@@ -119,7 +124,10 @@ func verify(files []string, dir string, allowMissing bool, s stdio) (int, error)
 	}
 	judged := n.verified + n.disagree + n.unverifiable
 	fmt.Fprintf(out, "%s in %s: %d resting on robots.txt, replayed; %d not judged by robots.txt rules\n",
-		plural(n.records, "audit record"), plural(len(files), "file"), judged, n.records-judged)
+		plural(n.records, "audit record"), plural(len(files), "file"), judged-n.skipped, n.records-judged+n.skipped)
+	if n.skipped > 0 {
+		fmt.Fprintf(out, "%s not an audit record, skipped (counted as unverifiable)\n", plural(n.skipped, "line"))
+	}
 	fmt.Fprintf(out, "%d verified, %d disagree, %d unverifiable\n", n.verified, n.disagree, n.unverifiable)
 	switch {
 	case n.disagree > 0:

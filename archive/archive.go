@@ -75,6 +75,21 @@ func Sum(body []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// ValidSum reports whether sum names a body as Sum does: 64 lower-case hex
+// digits. A name read from an audit log is checked before it is used as a
+// path.
+func ValidSum(sum string) bool {
+	if len(sum) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(sum); i++ {
+		if c := sum[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // BodyPath returns where dir keeps the body named sum.
 func BodyPath(dir, sum string) string {
 	if len(sum) < 2 {
@@ -86,6 +101,9 @@ func BodyPath(dir, sum string) string {
 // ReadBody returns the body named sum, checking that it still has that
 // SHA-256 (fs.ErrNotExist when dir does not have it).
 func ReadBody(dir, sum string) ([]byte, error) {
+	if !ValidSum(sum) {
+		return nil, fmt.Errorf("archive: %.80q is not a SHA-256 (64 lower-case hex digits)", sum)
+	}
 	b, err := os.ReadFile(BodyPath(dir, sum))
 	if err != nil {
 		return nil, err
@@ -138,7 +156,7 @@ func Open(dir string, onError func(error)) (*Writer, error) {
 	host, _ := os.Hostname()
 	host = strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(host)
 	name := fmt.Sprintf("%s-%d-%s.jsonl", host, os.Getpid(), time.Now().UTC().Format("20060102T150405.000000000Z"))
-	f, err := os.OpenFile(filepath.Join(dir, "fetches", name), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, "fetches", name), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o640) // clients are not in it, but the hosts a client asked for are
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}

@@ -14,55 +14,115 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
-// maxLine bounds one audit line (a record with a 32 KiB URL fits).
+// maxLine bounds one audit line: the writer caps what a record quotes
+// (audit.Record.Cap), so a longer line is not one it wrote.
 const maxLine = 1 << 20
 
-// ReadAudit calls fn for every record of the audit files, in order. A
-// line that is not a record is an error naming its file and line; so is
-// an error fn returns (reading stops).
-func ReadAudit(files []string, fn func(rec *audit.Record, file string, line int) error) error {
+// SkipFunc is told of a line that is not a record: its file, its number
+// and why. Reading goes on after it.
+type SkipFunc func(file string, line int, err error)
+
+// ReadAudit calls fn for every record of the audit files, in order, and
+// skip for every line that is not one (not JSON, longer than 1 MiB): one
+// bad line, a torn one or an edited one, never stops the reading. An
+// error fn returns stops it, and so does a file that cannot be read.
+func ReadAudit(files []string, fn func(rec *audit.Record, file string, line int) error, skip SkipFunc) error {
 	for _, name := range files {
-		if err := readFile(name, fn); err != nil {
+		if err := readFile(name, fn, skip); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readFile(name string, fn func(*audit.Record, string, int) error) error {
+func readFile(name string, fn func(*audit.Record, string, int) error, skip SkipFunc) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var rec audit.Record
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 { // no copy of the line
-			continue
-		}
+	return eachLine(f, func(n int, line []byte) error {
 		rec = audit.Record{}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return fmt.Errorf("%s:%d: not an audit record: %w", name, n, err)
+		if err := decodeRecord(line, &rec); err != nil {
+			skip(name, n, err)
+			return nil
 		}
-		if err := fn(&rec, name, n); err != nil {
-			return err
-		}
+		return fn(&rec, name, n)
+	}, func(n int, err error) { skip(name, n, err) }, name)
+}
+
+// decodeRecord reads one audit line. Figures no proxy writes (a time
+// before 1970 or after 2200, a negative or absurd wait or duration) make it
+// no record: an edited line, which the readers must not compute with.
+func decodeRecord(line []byte, rec *audit.Record) error {
+	if err := json.Unmarshal(line, rec); err != nil {
+		return fmt.Errorf("not an audit record: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+	if y := rec.Time.Year(); !rec.Time.IsZero() && (y < 1970 || y > 2200) {
+		return fmt.Errorf("not an audit record: time %s is out of range", rec.Time.Format(time.RFC3339))
+	}
+	for _, f := range []struct {
+		name string
+		ms   float64
+	}{{"wait_ms", rec.WaitMS}, {"duration_ms", rec.DurationMS}} {
+		if !(0 <= f.ms && f.ms <= maxMS) {
+			return fmt.Errorf("not an audit record: %s %g is out of range", f.name, f.ms)
+		}
 	}
 	return nil
+}
+
+// maxMS bounds the milliseconds a record may give (a wait, a duration):
+// about 31 years.
+const maxMS = 1e12
+
+// errTooLong is a line longer than maxLine.
+var errTooLong = fmt.Errorf("longer than %d bytes: not a line the proxy writes", maxLine)
+
+// eachLine calls fn for every line of r that is not blank (without its end
+// of line; valid until fn returns), with its number, and long for a line
+// longer than maxLine, which is skipped. It stops at fn's error.
+func eachLine(r io.Reader, fn func(n int, line []byte) error, long func(n int, err error), name string) error {
+	br := bufio.NewReaderSize(r, maxLine)
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long(n, errTooLong)
+			for err == bufio.ErrBufferFull {
+				_, err = br.ReadSlice('\n')
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if err := fn(n, bytes.TrimRight(line, "\r\n")); err != nil {
+				return err
+			}
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
 }
 
 // Bodies reads archived robots.txt bodies and keeps each one parsed,

@@ -2,9 +2,11 @@ package compliance
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,13 +57,18 @@ func TestReadAuditAndBodies(t *testing.T) {
 		t.Errorf("a missing body: %v", err)
 	}
 	auditFile := filepath.Join(dir, "audit.log")
-	os.WriteFile(auditFile, []byte(`{"url":"http://a/x","decision":"allow"}`+"\n\n"+`{"url":"http://a/y","decision":"disallow"}`+"\nnot json\n"), 0o644)
-	var urls []string
+	long := `{"url":"http://a/` + strings.Repeat("l", 1<<20) + `"}`
+	os.WriteFile(auditFile, []byte(`{"url":"http://a/x","decision":"allow"}`+"\n\n"+`{"url":"http://a/y","decision":"disallow"}`+
+		"\nnot json\n"+long+"\n"+`{"url":"http://a/z"}`+"\n"+`{"url":"http://a/torn`), 0o644)
+	var urls, skipped []string
 	err = ReadAudit([]string{auditFile}, func(r *audit.Record, _ string, _ int) error {
 		urls = append(urls, r.URL)
 		return nil
+	}, func(file string, line int, err error) {
+		skipped = append(skipped, fmt.Sprintf("%s:%d", filepath.Base(file), line))
 	})
-	if len(urls) != 2 || err == nil || !strings.Contains(err.Error(), "audit.log:4") {
-		t.Errorf("records %q, error %v; want two and an error naming line 4", urls, err)
+	if err != nil || !slices.Equal(urls, []string{"http://a/x", "http://a/y", "http://a/z"}) ||
+		!slices.Equal(skipped, []string{"audit.log:4", "audit.log:5", "audit.log:7"}) {
+		t.Errorf("records %q, skipped %q, error %v; want three, and lines 4 (not JSON), 5 (too long) and 7 (torn) skipped", urls, skipped, err)
 	}
 }

@@ -2,6 +2,7 @@ package compliance
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 
@@ -104,12 +105,27 @@ func (v Verification) Missing() bool {
 	return v.Outcome == Unverifiable && errors.Is(v.Err, fs.ErrNotExist)
 }
 
+// replayFieldsCut names a field the replay needs that the record cut
+// (audit.Record.Cap), "" if none.
+func replayFieldsCut(rec *audit.Record) string {
+	for _, f := range rec.Truncated {
+		switch f {
+		case "url", "agent", "rule", "canonical":
+			return f
+		}
+	}
+	return ""
+}
+
 // Verify replays rec against the archived body it names and compares the
 // replay with what the record says (Judgement.Agrees). Each body is read
 // and parsed once (File).
 func (b *Bodies) Verify(rec *audit.Record) Verification {
 	if !RestsOnRobots(rec) {
 		return Verification{Outcome: NotJudged}
+	}
+	if cut := replayFieldsCut(rec); cut != "" {
+		return Verification{Outcome: Unverifiable, Err: fmt.Errorf("the record's %s was cut to its limit when written (truncated): it cannot be replayed", cut)}
 	}
 	f, err := b.File(rec.RobotsSHA256)
 	if err != nil {

@@ -160,7 +160,7 @@ func verifyAll(tb testing.TB, dir, auditPath string) (verified int) {
 			return fmt.Errorf("%s:%d: %+v", file, line, v)
 		}
 		return nil
-	})
+	}, func(file string, line int, err error) { tb.Errorf("%s:%d: skipped: %v", file, line, err) })
 	if err != nil {
 		tb.Fatal(err)
 	}

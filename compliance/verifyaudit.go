@@ -1,10 +1,7 @@
 package compliance
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"os"
 	"runtime"
 	"sync"
@@ -27,35 +24,35 @@ type batch struct {
 
 	recs []audit.Record
 	vs   []Verification
-	bad  int   // index of the first line that is not a record, len(ends) if none
-	perr error // why it is not one
+	// skip is why a line is not a record (too long: set by the reader;
+	// not JSON: by the decoder), nil for a record.
+	skip []error
 	done chan struct{}
 }
 
 func (b *batch) reset(file string) {
-	b.file, b.buf, b.ends, b.lines, b.err = file, b.buf[:0], b.ends[:0], b.lines[:0], nil
-	b.bad, b.perr = 0, nil
+	b.file, b.buf, b.ends, b.lines, b.skip, b.err = file, b.buf[:0], b.ends[:0], b.lines[:0], b.skip[:0], nil
 	b.done = make(chan struct{})
 }
 
 // VerifyAudit verifies every record of the audit files with b
 // (Bodies.Verify) and calls fn with each record, its file and line, and
 // what its verification found, in the order of the files and their lines,
-// from one goroutine at a time. It is ReadAudit and Verify with the JSON
+// from one goroutine at a time, and skip for each line that is not a
+// record, in its place. It is ReadAudit and Verify with the JSON
 // decoding and the replays spread over workers goroutines (GOMAXPROCS
 // when workers <= 0): decoding dominates. rec is valid only during the
-// call. A file that cannot be read, or a line that is not a record, is an
-// error naming the file (and line), after fn has seen the records before
-// it; so is an error fn returns (reading stops). Memory: a few batches of
-// lines per worker, and b's parsed bodies.
-func VerifyAudit(files []string, b *Bodies, workers int, fn func(rec *audit.Record, file string, line int, v Verification) error) error {
+// call. A file that cannot be read is an error naming it, after fn has
+// seen the records before it; so is an error fn returns (reading stops).
+// Memory: a few batches of lines per worker, and b's parsed bodies.
+func VerifyAudit(files []string, b *Bodies, workers int, fn func(rec *audit.Record, file string, line int, v Verification) error, skip SkipFunc) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	if workers == 1 { // nothing to share: no hand-offs
 		return ReadAudit(files, func(rec *audit.Record, file string, line int) error {
 			return fn(rec, file, line, b.Verify(rec))
-		})
+		}, skip)
 	}
 	quit := make(chan struct{})
 	work := make(chan *batch, workers)
@@ -94,7 +91,7 @@ func VerifyAudit(files []string, b *Bodies, workers int, fn func(rec *audit.Reco
 			}
 		})
 	}()
-	err := consume(order, free, fn)
+	err := consume(order, free, fn, skip)
 	close(quit)
 	for range order { // let the reader finish
 	}
@@ -123,28 +120,30 @@ func readBatches(files []string, free chan *batch, quit chan struct{}, send func
 			send(bt)
 			return
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), maxLine)
 		bt := get(name)
-		for n := 1; sc.Scan(); n++ {
-			line := sc.Bytes()
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
+		stopped := false
+		add := func(n int, line []byte, skip error) error {
 			bt.buf = append(bt.buf, line...)
 			bt.ends = append(bt.ends, len(bt.buf))
 			bt.lines = append(bt.lines, n)
+			bt.skip = append(bt.skip, skip)
 			if len(bt.ends) == batchLines {
 				if !send(bt) {
-					f.Close()
-					return
+					stopped = true
+					return errStopped
 				}
 				bt = get(name)
 			}
+			return nil
 		}
+		err = eachLine(f, func(n int, line []byte) error { return add(n, line, nil) },
+			func(n int, err error) { add(n, nil, err) }, name)
 		f.Close()
-		if err := sc.Err(); err != nil {
-			bt.err = fmt.Errorf("%s: %w", name, err)
+		if stopped {
+			return
+		}
+		if err != nil {
+			bt.err = err
 			send(bt)
 			return
 		}
@@ -159,8 +158,11 @@ func readBatches(files []string, free chan *batch, quit chan struct{}, send func
 	}
 }
 
-// verify decodes and verifies the batch's lines, up to the first that is
-// not a record.
+// errStopped ends the reading of a file whose batch was not taken.
+var errStopped = errors.New("stopped")
+
+// verify decodes and verifies the batch's lines; a line that is not a
+// record is marked to be skipped.
 func (bt *batch) verify(b *Bodies) {
 	n := len(bt.ends)
 	if cap(bt.recs) < n {
@@ -171,27 +173,31 @@ func (bt *batch) verify(b *Bodies) {
 	for i, end := range bt.ends {
 		rec := &bt.recs[i]
 		*rec = audit.Record{}
-		if err := json.Unmarshal(bt.buf[start:end], rec); err != nil {
-			bt.bad, bt.perr = i, fmt.Errorf("%s:%d: not an audit record: %w", bt.file, bt.lines[i], err)
-			return
+		line := bt.buf[start:end]
+		start = end
+		if bt.skip[i] != nil {
+			continue
+		}
+		if err := decodeRecord(line, rec); err != nil {
+			bt.skip[i] = err
+			continue
 		}
 		bt.vs[i] = b.Verify(rec)
-		start = end
 	}
-	bt.bad = n
 }
 
 // consume calls fn for the batches' records in order.
-func consume(order, free chan *batch, fn func(*audit.Record, string, int, Verification) error) error {
+func consume(order, free chan *batch, fn func(*audit.Record, string, int, Verification) error, skip SkipFunc) error {
 	for bt := range order {
 		<-bt.done
-		for i := range bt.bad {
+		for i := range bt.ends {
+			if bt.skip[i] != nil {
+				skip(bt.file, bt.lines[i], bt.skip[i])
+				continue
+			}
 			if err := fn(&bt.recs[i], bt.file, bt.lines[i], bt.vs[i]); err != nil {
 				return err
 			}
-		}
-		if bt.perr != nil {
-			return bt.perr
 		}
 		if bt.err != nil {
 			return bt.err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
@@ -42,7 +43,7 @@ func Build(opts Options) (*Report, error) {
 		return nil, errors.New("report: no audit log")
 	}
 	a := newAggregator(opts)
-	if err := readMerged(opts.Audit, a.record); err != nil {
+	if err := readMerged(opts.Audit, a.record, a.skip); err != nil {
 		return nil, err
 	}
 	if opts.Archive != "" {
@@ -85,6 +86,25 @@ type aggregator struct {
 	origins  map[string]*originAgg
 	missing  map[string]bool // bodies the archive lacks
 	badFetch int64           // unreadable fetch-log lines
+	// skipped are the audit lines that are not records (the first
+	// maxSkippedListed named); skippedN counts them all.
+	skippedMu sync.Mutex
+	skipped   []string
+	skippedN  int
+}
+
+// maxSkippedListed bounds the skipped audit lines the report names.
+const maxSkippedListed = 20
+
+// skip notes an audit line that is not a record; several files are read
+// at once.
+func (a *aggregator) skip(file string, line int, err error) {
+	a.skippedMu.Lock()
+	defer a.skippedMu.Unlock()
+	a.skippedN++
+	if len(a.skipped) < maxSkippedListed {
+		a.skipped = append(a.skipped, fmt.Sprintf("%s:%d: skipped: %v", file, line, err))
+	}
 }
 
 type originAgg struct {
@@ -522,6 +542,7 @@ func (a *aggregator) report() *Report {
 		r.Bodies = []Body{}
 	}
 	r.Notes = a.notes(r)
+	r.Skipped, r.SkippedLines = a.skippedN, a.skipped
 	return r
 }
 
@@ -659,6 +680,11 @@ func (g *gapStats) figures() GapFigures {
 // notes says what limits the figures.
 func (a *aggregator) notes(r *Report) []string {
 	notes := []string{}
+	if n := a.skippedN; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d %s of the audit logs %s not an audit record and %s skipped (%s): what %s said is not counted.",
+			n, plural(n, "line", "lines"), plural(n, "is", "are"), plural(n, "was", "were"), strings.Join(a.skipped[:min(3, len(a.skipped))], "; "),
+			plural(n, "it", "they")))
+	}
 	if a.opts.Archive == "" {
 		notes = append(notes, "No robots.txt archive was read: the versions' texts and the intervals asked are unknown.")
 	}

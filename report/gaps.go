@@ -35,7 +35,8 @@ var ratioEdges = []float64{0, 0.5, 0.9, 0.99, 1, 1.01, 1.02, 1.05, 1.1, 1.25, 1.
 
 // bucketOf returns the bucket of ratio.
 func bucketOf(ratio float64) int {
-	return sort.Search(len(ratioEdges), func(i int) bool { return ratioEdges[i] > ratio }) - 1
+	i := sort.Search(len(ratioEdges), func(i int) bool { return ratioEdges[i] > ratio }) - 1
+	return max(i, 0) // a ratio below the first edge (negative: never from a real log) counts in the first bucket
 }
 
 // send is one forwarded request of a key: when it left the proxy and the

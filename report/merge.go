@@ -10,16 +10,17 @@ import (
 	"github.com/robotsgate/robotsgate/compliance"
 )
 
-// readMerged calls fn for every record of the audit files, each read once
+// readMerged calls fn for every record of the audit files, and skip (from
+// several goroutines) for every line that is not one, each read once
 // (compliance.ReadAudit), merged into the order they were written: by the
 // time each request ended (its arrival plus duration_ms), which is the
 // order within one file. Files that overlap in time (several proxies
 // sharing a pacing store, each with its log) come out interleaved, as
 // rotated files of one log come out one after the other. Memory: one
 // reader and a few records per file.
-func readMerged(files []string, fn func(*audit.Record) error) error {
+func readMerged(files []string, fn func(*audit.Record) error, skip compliance.SkipFunc) error {
 	if len(files) == 1 {
-		return compliance.ReadAudit(files, func(r *audit.Record, _ string, _ int) error { return fn(r) })
+		return compliance.ReadAudit(files, func(r *audit.Record, _ string, _ int) error { return fn(r) }, skip)
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -43,7 +44,7 @@ func readMerged(files []string, fn func(*audit.Record) error) error {
 				case <-done:
 					return errStopped
 				}
-			})
+			}, skip)
 		}()
 	}
 	h := make(recordHeap, 0, len(files))

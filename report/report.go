@@ -82,6 +82,11 @@ type Report struct {
 	// archive, records too far out of order to place, unreadable lines of
 	// the fetch logs.
 	Notes []string `json:"notes"`
+	// Skipped counts the audit lines that are not records (not JSON, too
+	// long, torn); SkippedLines names the first 20 ("file:line: skipped:
+	// why"). Reading went on after each.
+	Skipped      int      `json:"skipped_lines"`
+	SkippedLines []string `json:"skipped,omitempty"`
 }
 
 // Counts says what became of requests.

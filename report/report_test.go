@@ -494,19 +494,26 @@ func TestWriteJSON(t *testing.T) {
 
 func short12(sha string) string { return sha[:12] }
 
-// TestBuildUnreadable: an audit file that cannot be read, or holds a line
-// that is not a record, fails the report, naming it.
+// TestBuildUnreadable: an audit file that cannot be read fails the report,
+// naming it; a line that is not a record is skipped, named, and reading
+// goes on.
 func TestBuildUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	good := writeAudit(t, dir, "good.log", []audit.Record{allowed("http://a.example/1", "", 0, 0)})
 	bad := filepath.Join(dir, "bad.log")
-	if err := os.WriteFile(bad, []byte("{\"url\":\"http://a.example/\"}\nnot a record\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("{\"url\":\"http://a.example/\"}\nnot a record\n{\"url\":\"http://a.example/2\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, files := range [][]string{{bad}, {good, bad}, {good, filepath.Join(dir, "missing.log")}} {
-		_, err := Build(Options{Audit: files})
-		if err == nil || !strings.Contains(err.Error(), files[len(files)-1]) {
-			t.Errorf("%q: error %v, want one naming %s", files, err, files[len(files)-1])
+	missing := []string{good, filepath.Join(dir, "missing.log")}
+	if _, err := Build(Options{Audit: missing}); err == nil || !strings.Contains(err.Error(), missing[1]) {
+		t.Errorf("%q: error %v, want one naming %s", missing, err, missing[1])
+	}
+	for _, files := range [][]string{{bad}, {good, bad}} {
+		r, err := Build(Options{Audit: files})
+		if err != nil || r.Records != int64(len(files)+1) || r.Skipped != 1 || len(r.SkippedLines) != 1 ||
+			r.SkippedLines[0] != bad+":2: skipped: not an audit record: invalid character 'o' in literal null (expecting 'u')" ||
+			!strings.Contains(strings.Join(r.Notes, " "), "1 line of the audit logs is not an audit record and was skipped") {
+			t.Errorf("%q: %v; %d records, skipped %d %q, notes %q", files, err, r.Records, r.Skipped, r.SkippedLines, r.Notes)
 		}
 	}
 }
