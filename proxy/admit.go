@@ -156,22 +156,31 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 // refusalOf renders the outcome of admission as the response to send, or
 // nil when the request may go on.
 func (s *Server) refusalOf(req *http.Request, st *settings, a *admitted) *http.Response {
+	switch {
+	case a.refused != nil:
+		return s.refusedBefore(req, st, a.refused)
+	case a.d.Refused():
+		return s.refusal(req, &a.d)
+	}
+	return nil
+}
+
+// refusedBefore renders a refusal made before or instead of a decision.
+// (Apart from refusalOf, so that the allowed requests do not pay for the
+// errors.As targets.)
+func (s *Server) refusedBefore(req *http.Request, st *settings, err error) *http.Response {
 	var id *identifyError
 	var left *clientLeftError
 	var au *auditError
 	switch {
-	case a.refused == nil && a.d.Refused():
-		return s.refusal(req, &a.d)
-	case a.refused == nil:
-		return nil
-	case errors.As(a.refused, &id):
+	case errors.As(err, &id):
 		return s.identifyRefusal(req, st, id.err)
-	case errors.As(a.refused, &left):
+	case errors.As(err, &left):
 		return clientClosed(req, "The client left "+left.while+".")
-	case errors.As(a.refused, &au):
+	case errors.As(err, &au):
 		return render(req, &explanation{Decision: audit.AuditUnavailable, Status: http.StatusServiceUnavailable, RetryAfter: auditRetryAfter,
 			Message: "The audit log cannot be written, and this proxy refuses requests it cannot record (log.audit_on_error: refuse)."},
 			"proxy_internal_error")
 	}
-	return s.egressRefusal(req, a.refused)
+	return s.egressRefusal(req, err)
 }

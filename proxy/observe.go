@@ -41,13 +41,14 @@ type auditSlot struct {
 	body        upstreamBody
 	upstreamErr error
 	reqBody     *idleBody // the client's request body, if any
-	// response is the judgement of the origin's response (its AI-usage
-	// signals), for a client with purposes; notes are what the record's
-	// note adds to the decision's (a head not scanned, a body cut off).
-	response policy.ResponseJudgement
-	notes    string
-	rec      audit.Record // made at the end (held here: one allocation less per request)
-	w        recordingWriter
+	// signals are the AI-usage signals of the origin's response, for a
+	// client with purposes (a refusing one is in d.Response); notes are
+	// what the record's note adds to the decision's (a head not scanned, a
+	// body cut off).
+	signals []audit.UsageSignal
+	notes   string
+	rec     audit.Record // made at the end (held here: one allocation less per request)
+	w       recordingWriter
 }
 
 // decide records the decision of the request and the pacing permit it holds.
@@ -95,7 +96,7 @@ func (s *auditSlot) record(start time.Time, remoteAddr, method string) *audit.Re
 	if s.tunnelNote != "" {
 		rec.Note = s.tunnelNote
 	}
-	rec.Usage = append(rec.Usage, s.response.Signals...)
+	rec.Usage = append(rec.Usage, s.signals...)
 	if s.notes != "" {
 		rec.AddNote(s.notes)
 	}

@@ -57,7 +57,7 @@ func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
 // (usageRefusedError).
 func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	j := slot.d.ResponseJudge().Judge(resp.Header, headOf(resp, slot.addNote))
-	slot.response = j
+	slot.signals = j.Signals
 	if !j.Refused {
 		return nil
 	}
