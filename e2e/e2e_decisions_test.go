@@ -40,6 +40,7 @@ Disallow: /private
 Allow: /private/open
 Disallow: /*.pdf$
 Content-Usage: /cu-off train-ai=n
+Disallow: /@admin
 
 User-agent: ResearchBot
 Disallow: /research-off
@@ -174,15 +175,18 @@ func TestE2EProxyCheckAndExplainDecideAlike(t *testing.T) {
 		{"percent-encoded unreserved (evasion guard)", "", "TestBot/1.0", m + "/%70rivate/x", "disallow", "Disallow: /private", 2},
 		{"dot segments (evasion guard)", "", "TestBot/1.0", m + "/public/../private/x", "disallow", "Disallow: /private", 2},
 		{"double slash (evasion guard)", "", "TestBot/1.0", m + "//private/x", "disallow", "Disallow: /private", 2},
+		{"encoded reserved character (evasion guard)", "", "TestBot/1.0", m + "/%40admin", "disallow", "Disallow: /@admin", 6},
+		{"encoded slash is another path", "", "TestBot/1.0", m + "/private%2Fx", "disallow", "Disallow: /private", 2},
+		{"encoded slash, not a rule's path", "", "TestBot/1.0", m + "/pub%2F..%2Fprivate", "allow", "", 0},
 		{"robots.txt itself", "", "TestBot/1.0", m + "/robots.txt", "allow", "", 0},
-		{"group of the agent", "", "Mozilla/5.0 (compatible; ResearchBot/2.0)", m + "/research-off", "disallow", "Disallow: /research-off", 8},
+		{"group of the agent", "", "Mozilla/5.0 (compatible; ResearchBot/2.0)", m + "/research-off", "disallow", "Disallow: /research-off", 9},
 		{"the agent's group only", "", "ResearchBot/2.0", m + "/private/x", "allow", "", 0},
-		{"fixed agent", "research", "curl/7.88.1", m + "/research-off", "disallow", "Disallow: /research-off", 8},
+		{"fixed agent", "research", "curl/7.88.1", m + "/research-off", "disallow", "Disallow: /research-off", 9},
 		{"fixed agent, other group's rule", "research", "curl/7.88.1", m + "/private/x", "allow", "", 0},
 		{"monitored client", "monitor", "TestBot/1.0", m + "/private/x", "disallow", "Disallow: /private", 2},
 		{"bypass client", "bypass", "TestBot/1.0", m + "/private/x", "allow", "", 0},
 		{"Crawl-delay group", "", "Paced/1.0", m + "/page", "allow", "", 0},
-		{"Crawl-delay group's rule", "", "Paced/1.0", m + "/paced-off", "disallow", "Disallow: /paced-off", 12},
+		{"Crawl-delay group's rule", "", "Paced/1.0", m + "/paced-off", "disallow", "Disallow: /paced-off", 13},
 		{"purpose, robots.txt Content-Usage", "trainer", "TestBot/1.0", m + "/cu-off/x", "usage-denied", "", 0},
 		{"purpose, tdmrep.json", "trainer", "TestBot/1.0", m + "/tdmres/x", "usage-denied", "", 0},
 		{"purpose, X-Robots-Tag noai", "trainer", "TestBot/1.0", m + "/hdr/noai", "usage-denied", "", 0},

@@ -18,6 +18,9 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 	}
 	if d.Rule.Matched {
 		r.Rule, r.Line, r.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
+		if d.Rule.Decoded && !d.Rule.Allowed {
+			r.AddNote("judged on the path as the origin decodes it, reserved characters too")
+		}
 	}
 	r.StrictPaths = d.StrictPaths
 	if d.Response != nil {

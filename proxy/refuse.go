@@ -42,9 +42,12 @@ type explanation struct {
 	Rule       string   `json:"rule,omitempty"`
 	Line       int      `json:"line,omitempty"`
 	Canonical  string   `json:"canonical_target,omitempty"`
-	RobotsURL  string   `json:"robots_url,omitempty"`
-	RobotsInfo string   `json:"robots_status,omitempty"`
-	RetryAfter int      `json:"retry_after,omitempty"`
+	// Decoded: Canonical is the target decoded as the origin decodes it,
+	// reserved characters included (robots.DecodedTarget).
+	Decoded    bool   `json:"decoded,omitempty"`
+	RobotsURL  string `json:"robots_url,omitempty"`
+	RobotsInfo string `json:"robots_status,omitempty"`
+	RetryAfter int    `json:"retry_after,omitempty"`
 	// RobotsError is why robots.txt could not be fetched (Unreachable).
 	RobotsError string `json:"robots_error,omitempty"`
 	// TDMRepURL is the tdmrep.json that refused (its entry TDMEntry, with
@@ -78,7 +81,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Message = "robots.txt disallows this request."
 		switch {
 		case d.Rule.Matched:
-			e.Rule, e.Line, e.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
+			e.Rule, e.Line, e.Canonical, e.Decoded = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical, d.Rule.Decoded
 		case d.Rule.TooCostly:
 			e.Message = "robots.txt is too costly to judge for this request-target (" + d.Note + "), so the request is refused."
 		default:
@@ -313,7 +316,11 @@ func (e *explanation) text() []byte {
 	if e.Rule != "" {
 		field("Rule", fmt.Sprintf("%s (line %d)", e.Rule, e.Line))
 	}
-	field("Judged as", e.Canonical)
+	if e.Decoded {
+		field("Judged as", e.Canonical+" (the path as the origin decodes it, reserved characters too)")
+	} else {
+		field("Judged as", e.Canonical)
+	}
 	field("robots.txt", e.RobotsURL)
 	field("Cause", e.RobotsError)
 	field("tdmrep.json", e.TDMRepURL)

@@ -11,6 +11,21 @@ import "strings"
 // they are. It returns target itself, without allocating, when it is
 // already canonical.
 func CanonicalTarget(target string) string {
+	return normalTarget(target, false)
+}
+
+// DecodedTarget returns the path of a request-target decoded as far as an
+// origin server may decode it before acting on it: CanonicalTarget, with
+// every %XX escape of an ASCII octet decoded too, reserved characters
+// included ("/%40admin" is "/@admin", "/a%2Bb" is "/a+b"), except %2F,
+// %25, %3F and %23: decoded, they would change where the path ends or
+// where its segments are ("/a%2Fb" is not "/a/b"). It returns target
+// itself, without allocating, when it has no escape and is canonical.
+func DecodedTarget(target string) string {
+	return normalTarget(target, true)
+}
+
+func normalTarget(target string, decodeAll bool) string {
 	path, rest := target, ""
 	if i := strings.IndexAny(target, "?#"); i >= 0 {
 		path, rest = target[:i], target[i:]
@@ -18,7 +33,7 @@ func CanonicalTarget(target string) string {
 	if isCanonicalPath(path) {
 		return target
 	}
-	return canonicalPath(path) + rest
+	return canonicalPath(path, decodeAll) + rest
 }
 
 // isCanonicalPath reports whether canonicalPath would leave p unchanged,
@@ -44,14 +59,14 @@ func isCanonicalPath(p string) bool {
 	return true
 }
 
-func canonicalPath(p string) string {
+func canonicalPath(p string, decodeAll bool) string {
 	b := make([]byte, 0, len(p)+8)
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		switch {
 		case c == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]):
 			v := unhex(p[i+1])<<4 | unhex(p[i+2])
-			if isUnreserved(v) {
+			if isUnreserved(v) || decodeAll && decodable(v) {
 				b = append(b, v)
 			} else {
 				b = append(b, '%', upperASCII(p[i+1]), upperASCII(p[i+2]))
@@ -78,6 +93,12 @@ func unhex(c byte) byte {
 		return c - 'a' + 10
 	}
 	return c - 'A' + 10
+}
+
+// decodable reports whether DecodedTarget decodes the escape of c: any
+// ASCII octet but those that would change the path's structure.
+func decodable(c byte) bool {
+	return c < 0x80 && c != '/' && c != '%' && c != '?' && c != '#'
 }
 
 func isUnreserved(c byte) bool {
@@ -116,13 +137,14 @@ func removeDotSegments(p string) string {
 	return strings.Join(out, "/")
 }
 
-// buildCanonical returns f with every rule pattern in canonical form (see
-// CanonicalTarget), for judging canonical targets, or nil when no pattern
-// changes, which is the common case and costs nothing.
-func buildCanonical(f *File) *File {
+// buildNormal returns f with every rule pattern in normal form (canonical,
+// or with decodeAll decoded: see CanonicalTarget, DecodedTarget), for
+// judging targets in that form, or nil when no pattern changes, which is
+// the common case and costs nothing.
+func buildNormal(f *File, decodeAll bool) *File {
 	changed := false
 	for i := range f.rules {
-		if p := f.rulePattern(&f.rules[i]); canonicalPattern(p) != p {
+		if p := f.rulePattern(&f.rules[i]); normalPattern(p, decodeAll) != p {
 			changed = true
 			break
 		}
@@ -134,7 +156,7 @@ func buildCanonical(f *File) *File {
 	for i := range f.rules {
 		r := &f.rules[i]
 		off := len(b.arena)
-		b.arena = append(b.arena, canonicalPattern(f.rulePattern(r))...)
+		b.arena = append(b.arena, normalPattern(f.rulePattern(r), decodeAll)...)
 		b.addRule(r.line(), r.flags()&ruleAllow != 0, off, r.flags()&ruleImplied != 0)
 	}
 	c := *f
@@ -146,15 +168,15 @@ func buildCanonical(f *File) *File {
 	return &c
 }
 
-// canonicalPattern is the canonical form of a pattern that starts with '/'
-// (the path part; the query is kept). Other patterns match no path in
-// Google's matcher and are left as they are: canonicalising "." or "*/.."
-// could turn them into patterns that match.
-func canonicalPattern(p string) string {
+// normalPattern is the normal form of a pattern that starts with '/' (the
+// path part; the query is kept). Other patterns match no path in Google's
+// matcher and are left as they are: canonicalising "." or "*/.." could
+// turn them into patterns that match.
+func normalPattern(p string, decodeAll bool) string {
 	if !strings.HasPrefix(p, "/") {
 		return p
 	}
-	if c := CanonicalTarget(p); c != "" {
+	if c := normalTarget(p, decodeAll); c != "" {
 		return c
 	}
 	return p

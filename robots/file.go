@@ -36,9 +36,10 @@ type fileExtras struct {
 	// sitemaps are the Sitemap values joined by '\n' (a line cannot hold
 	// one) and host the first Host value, both in File.arena.
 	sitemaps, host span
-	// canon is the file with canonical patterns for the evasion guard
-	// (Group.DecideStrict); nil when every pattern is canonical already.
-	canon *File
+	// canon and decoded are the file with its patterns in canonical and
+	// in decoded form, for the evasion guard (Group.DecideStrict); nil
+	// when no pattern changes.
+	canon, decoded *File
 }
 
 // aiPrefs are a file's Content-Usage and Content-Signal lines.
@@ -171,6 +172,10 @@ func (f *File) Host() string {
 // canonical returns the file with canonical patterns, nil when f's
 // patterns are all canonical.
 func (f *File) canonical() *File { return f.extras().canon }
+
+// decodedFile returns the file with decoded patterns, nil when f's
+// patterns are all decoded.
+func (f *File) decodedFile() *File { return f.extras().decoded }
 
 // ContentSignals returns the file's Content-Signal preferences (Cloudflare's
 // "search=yes, ai-train=no" lines), in order. The caller must not modify the

@@ -40,8 +40,10 @@ type Decision struct {
 	Group Group
 	// Canonical is set when the verdict came from judging the canonical
 	// form of the target (Group.DecideStrict, the evasion guard): it is
-	// that form, and Rule is the pattern in canonical form.
+	// that form, and Rule is the pattern in canonical form. Decoded: it
+	// was the decoded form (DecodedTarget), reserved characters decoded.
 	Canonical string
+	Decoded   bool
 	// TooCostly reports that judging the target would have needed more
 	// than MaxMatchWork octets of comparisons, which only a file built to
 	// exhaust its reader needs; the verdict is then the conservative one,
@@ -150,31 +152,51 @@ func (g Group) decide(target string, limit int) Decision {
 
 // DecideStrict judges target as Decide does and, unless that disallows, also
 // judges its canonical form (CanonicalTarget) against the patterns in
-// canonical form; the request is refused if either judgement disallows.
-// This closes the evasions Google's raw comparison leaves open, since origins
-// decode and normalise paths: with "Disallow: /private", "/%70rivate",
-// "/public/../private" and "//private" are refused; with "Disallow: /~joe/",
-// "/%7Ejoe/x" is, and with "Disallow: /%7Ejoe/", "/~joe/x" is. It does not
+// canonical form, then its decoded form (DecodedTarget) against the
+// patterns in decoded form; the request is refused if any judgement
+// disallows. This closes the evasions Google's raw comparison leaves open,
+// since origins decode and normalise paths: with "Disallow: /private",
+// "/%70rivate", "/public/../private" and "//private" are refused; with
+// "Disallow: /~joe/", "/%7Ejoe/x" is, and with "Disallow: /%7Ejoe/",
+// "/~joe/x" is; with "Disallow: /@admin", "/%40admin" is. It does not
 // allocate when the target and every pattern are canonical already.
 func (g Group) DecideStrict(target string) Decision {
 	d := g.Decide(target)
 	if !d.Allowed || g.f == nil {
 		return d
 	}
-	canon := g.f.canonical()
-	if canon == nil {
-		canon = g.f
+	path := requestPath(target)
+	ct := CanonicalTarget(path)
+	if dc, refused := g.decideNormal(g.f.canonical(), ct, ct == path); refused {
+		return dc
 	}
-	ct := CanonicalTarget(requestPath(target))
-	if canon == g.f && ct == requestPath(target) {
-		return d
+	if strings.IndexByte(path, '%') < 0 && g.f.decodedFile() == nil {
+		return d // nothing to decode: the decoded form is the canonical one
 	}
-	dc := Group{f: canon, id: g.id}.Decide(ct)
-	if dc.Allowed {
-		return d
+	dt := DecodedTarget(path)
+	if dd, refused := g.decideNormal(g.f.decodedFile(), dt, dt == path); refused {
+		dd.Decoded = true
+		return dd
 	}
-	dc.Group, dc.Canonical = g, ct
-	return dc
+	return d
+}
+
+// decideNormal judges a normal form nt of the target against normal, the
+// file with its patterns in that form (nil: the patterns are already),
+// and reports whether it refuses; same: nt is the target itself.
+func (g Group) decideNormal(normal *File, nt string, same bool) (Decision, bool) {
+	if normal == nil {
+		if same {
+			return Decision{}, false // the raw judgement already
+		}
+		normal = g.f
+	}
+	d := Group{f: normal, id: g.id}.Decide(nt)
+	if d.Allowed {
+		return d, false
+	}
+	d.Group, d.Canonical = g, nt
+	return d, true
 }
 
 // IsRobotsTxt reports whether target is the robots.txt file itself, which

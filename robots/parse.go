@@ -190,12 +190,14 @@ func (b *builder) finish() *File {
 	}
 	b.finishAgents(f)
 	packTables(f)
-	ex.canon = buildCanonical(f)
+	ex.canon, ex.decoded = buildNormal(f, false), buildNormal(f, true)
 	if ex != (fileExtras{}) {
 		f.extra = &ex
 	}
-	if ex.canon != nil {
-		ex.canon.extra = f.extra
+	for _, twin := range []*File{ex.canon, ex.decoded} {
+		if twin != nil {
+			twin.extra = f.extra
+		}
 	}
 	return f
 }
