@@ -105,6 +105,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMatchPattern$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalTarget$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZTIME) ./robots/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodedTarget$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./origin/
 	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -282,6 +284,41 @@ func TestRobotsRedirectToForbiddenAddressIsNotFollowed(t *testing.T) {
 	checkRefusal(t, resp, 503, "unreachable", "")
 	if len(internal.seen()) != 0 {
 		t.Errorf("the redirect to a forbidden address was followed: %v", internal.seen())
+	}
+}
+
+// egress.allow_ports applies to every connection, the redirects of a
+// robots.txt fetch included: a robots.txt that redirects to a port outside
+// the list is not followed there (regression: a direct request to that
+// port got 403, the redirect was followed).
+func TestRobotsRedirectToAPortNotAllowedIsNotFollowed(t *testing.T) {
+	other := startOrigin(t, "127.0.0.3", false, "User-agent: *\nAllow: /\n", 0)
+	o := startOrigin(t, "127.0.0.2", false, "", 0)
+	o.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/robots.txt", http.StatusFound)
+	})
+	port, _ := strconv.Atoi(o.URL[strings.LastIndex(o.URL, ":")+1:])
+	cfg := testConfig(t, nil)
+	cfg.Egress.AllowPorts = []int{port}
+	cfg.Archive.Dir = t.TempDir()
+	p := startProxy(t, cfg)
+	resp, _ := get(t, p.client(), o.URL+"/page")
+	checkRefusal(t, resp, 503, "unreachable", "")
+	if len(other.seen()) != 0 {
+		t.Errorf("the redirect to a port outside egress.allow_ports was followed: %v", other.seen())
+	}
+	resp, _ = get(t, p.client(), other.URL+"/page")
+	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
+	// The fetch log names the redirect target that was refused.
+	p.srv.Shutdown(t.Context()) // the archive's writer flushes
+	logs, _ := filepath.Glob(filepath.Join(cfg.Archive.Dir, "fetches", "*.jsonl"))
+	var lines []byte
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		lines = append(lines, data...)
+	}
+	if !strings.Contains(string(lines), `"final_url":"`+other.URL+`/robots.txt"`) {
+		t.Errorf("the fetch log does not name the refused redirect target %s/robots.txt:\n%s", other.URL, lines)
 	}
 }
 

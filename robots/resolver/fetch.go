@@ -1,12 +1,14 @@
 package resolver
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +84,14 @@ type fetched struct {
 	truncated  bool        // the body was longer than robots.MaxFileSize
 	// notModified: a 304 to a conditional request; the cached file stands.
 	notModified bool
+	// failedAt is the URL whose request failed when it is not url: a
+	// redirect's target (refused by the egress guard, unreachable).
+	failedAt string
 }
+
+// finalURL is where the fetch ended: where the answer came from, or the
+// redirect target that could not be reached.
+func (f *fetched) finalURL() string { return cmp.Or(f.failedAt, f.url) }
 
 // fetch performs one GET of o's robots.txt, bounded as a whole (body
 // included) by the fetch timeout, and classifies the outcome by RFC 9309.
@@ -132,7 +141,11 @@ func (r *Resolver) get(ctx context.Context, u, accept, etag, lastModified string
 		if errors.Is(err, errTooManyRedirects) || errors.Is(err, errRedirectLoop) {
 			return fetched{status: Unavailable, url: u, maxAge: -1, err: fmt.Errorf("fetch %s: %w", u, err)}
 		}
-		return fetched{status: Unreachable, url: u, err: fmt.Errorf("fetch %s: %w", u, err)}
+		f := fetched{status: Unreachable, url: u, err: fmt.Errorf("fetch %s: %w", u, err)}
+		if ue, ok := errors.AsType[*url.Error](err); ok && ue.URL != u {
+			f.failedAt = ue.URL // a redirect's target, which the egress guard may have refused
+		}
+		return f
 	}
 	defer resp.Body.Close()
 	f := fetched{httpStatus: resp.StatusCode, url: resp.Request.URL.String(), maxAge: maxAge(resp.Header), header: resp.Header}
@@ -166,7 +179,9 @@ type FileAnswer struct {
 	Status Status
 	// HTTPStatus is the final answer's status, 0 when there was none.
 	HTTPStatus int
-	// URL is where the answer came from, after redirects.
+	// URL is where the answer came from, after redirects, or the
+	// redirect's target that could not be reached (refused by the egress
+	// guard).
 	URL string
 	// Header is the final answer's header, nil when there was none.
 	Header http.Header
@@ -199,7 +214,7 @@ func (r *Resolver) FetchFile(ctx context.Context, o origin.Origin, path, accept 
 		f.body = f.body[:robots.MaxFileSize]
 	}
 	return FileAnswer{
-		Status: f.status, HTTPStatus: f.httpStatus, URL: f.url, Header: f.header,
+		Status: f.status, HTTPStatus: f.httpStatus, URL: f.finalURL(), Header: f.header,
 		Body: f.body, Truncated: f.truncated, MaxAge: f.maxAge, RetryAfter: f.retryAfter, Err: f.err,
 	}
 }

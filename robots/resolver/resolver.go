@@ -265,7 +265,7 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 		r.cfg.OnFetch(res, now.Sub(start))
 	}
 	if r.cfg.OnAnswer != nil {
-		r.cfg.OnAnswer(Answer{Result: res, Time: now, FinalURL: f.url, HTTPStatus: f.httpStatus, Header: f.header, Body: f.body, Truncated: f.truncated})
+		r.cfg.OnAnswer(Answer{Result: res, Time: now, FinalURL: f.finalURL(), HTTPStatus: f.httpStatus, Header: f.header, Body: f.body, Truncated: f.truncated})
 	}
 	return res
 }
