@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -486,5 +487,42 @@ func TestDuration(t *testing.T) {
 	out, err := yaml.Marshal(v)
 	if err != nil || string(out) != "d: 1m30s\n" {
 		t.Errorf("Marshal = %q, %v", out, err)
+	}
+}
+
+// Host lists are written as hosts are spelled (IDNA A-labels, lower case,
+// no trailing dot) wherever they appear; what cannot be is an error naming
+// the key.
+func TestHostListsAreNormalised(t *testing.T) {
+	cfg, err := Parse([]byte(`egress:
+  deny_hosts: ["Bücher.example", "*.bücher.example", "evil.example."]
+  allow_hosts: ["*.EXAMPLE.org"]
+mitm:
+  skip_hosts: ["Pinned.bücher.example"]
+upstream:
+  no_proxy: ["intranet.corp."]
+sites:
+  - {hosts: ["*.Bücher.example"], robots: ignore}
+`), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key       string
+		got, want []string
+	}{
+		{"egress.deny_hosts", cfg.Egress.DenyHosts, []string{"xn--bcher-kva.example", "*.xn--bcher-kva.example", "evil.example"}},
+		{"egress.allow_hosts", cfg.Egress.AllowHosts, []string{"*.example.org"}},
+		{"mitm.skip_hosts", cfg.MITM.SkipHosts, []string{"pinned.xn--bcher-kva.example"}},
+		{"upstream.no_proxy", cfg.Upstream.NoProxy, []string{"intranet.corp"}},
+		{"sites[0].hosts", cfg.Sites[0].Hosts, []string{"*.xn--bcher-kva.example"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s = %q, want %q", c.key, c.got, c.want)
+		}
+	}
+	_, err = Parse([]byte("egress:\n  deny_hosts: [\"ok.example\", \"*.bü*.example\"]\n"), "test.yaml")
+	if err == nil || !strings.Contains(err.Error(), "egress.deny_hosts[1]") || !strings.Contains(err.Error(), "punycode") {
+		t.Errorf("a glob in a non-ASCII label: %v", err)
 	}
 }

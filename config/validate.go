@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/robotsgate/robotsgate/origin"
 )
 
 // Validate checks every value and every combination of values, and reports
@@ -344,11 +346,21 @@ func (v *validator) ports(key string, ports []int) {
 	}
 }
 
+// globs checks host globs and writes each as hosts are spelled (lower
+// case, no trailing dot, IDNs in punycode: origin.CanonicalGlob), so that
+// "bücher.example" and "evil.example." match what they name.
 func (v *validator) globs(key string, globs []string) {
 	for i, g := range globs {
 		if msg := checkHostGlob(g); msg != "" {
 			v.add(fmt.Sprintf("%s[%d]", key, i), "%s", msg)
+			continue
 		}
+		c, err := origin.CanonicalGlob(g)
+		if err != nil {
+			v.add(fmt.Sprintf("%s[%d]", key, i), "%v", err)
+			continue
+		}
+		globs[i] = c
 	}
 }
 

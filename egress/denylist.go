@@ -360,13 +360,13 @@ func parseDenyLine(raw string) (kind entryKind, key, msg string) {
 		}
 		host, err := origin.CanonicalHost(s)
 		if err != nil {
-			return 0, "", fmt.Sprintf("%q is not a valid host: %s", s, lastPart(err))
+			return 0, "", fmt.Sprintf("%q is not a valid host: %s", s, origin.Reason(err))
 		}
 		return entryExact, host, ""
 	}
-	g, msg := canonicalGlob(s)
-	if msg != "" {
-		return 0, "", msg
+	g, err := origin.CanonicalGlob(s)
+	if err != nil {
+		return 0, "", err.Error()
 	}
 	if rest, ok := strings.CutPrefix(g, "*."); ok && !strings.ContainsAny(rest, globMeta) {
 		if msg := checkDomainText(rest); msg != "" {
@@ -375,43 +375,6 @@ func parseDenyLine(raw string) (kind entryKind, key, msg string) {
 		return entrySuffix, rest, ""
 	}
 	return entryGlob, g, ""
-}
-
-// canonicalGlob lower-cases a glob and writes its non-ASCII labels in
-// punycode, as hosts are matched; it reports characters no host has and
-// malformed patterns.
-func canonicalGlob(s string) (string, string) {
-	g := strings.ToLower(strings.TrimSuffix(s, "."))
-	if !isASCII(g) {
-		labels := strings.Split(g, ".")
-		for i, label := range labels {
-			if isASCII(label) {
-				continue
-			}
-			if strings.ContainsAny(label, globMeta+"]") {
-				return "", fmt.Sprintf("%q: write a glob's non-ASCII labels in punycode (xn--...)", s)
-			}
-			ascii, err := origin.CanonicalHost(label)
-			if err != nil {
-				return "", fmt.Sprintf("%q is not a valid glob: %s", s, lastPart(err))
-			}
-			labels[i] = ascii
-		}
-		g = strings.Join(labels, ".")
-	}
-	for i := 0; i < len(g); i++ {
-		c := g[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:*?[]^!\\", c) >= 0) {
-			return "", fmt.Sprintf("%q: character %q is not allowed in a host glob", s, c)
-		}
-	}
-	if rest, ok := strings.CutPrefix(g, "*."); ok && !strings.ContainsAny(rest, globMeta+"]") {
-		return g, "" // the common case, valid by construction
-	}
-	if _, err := path.Match(g, ""); err != nil {
-		return "", fmt.Sprintf("%q is not a valid glob: %v", s, err)
-	}
-	return g, ""
 }
 
 // checkDomainText reports what is wrong with the domain of a "*.domain"
@@ -428,16 +391,6 @@ func checkDomainText(d string) string {
 		}
 	}
 	return ""
-}
-
-// lastPart is the cause at the end of origin's "invalid origin: host
-// "x": cause" errors.
-func lastPart(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 {
-		return msg[i+2:]
-	}
-	return msg
 }
 
 // plainDomain reports whether d, lower-case, is a domain name that

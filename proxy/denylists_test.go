@@ -245,3 +245,31 @@ func TestFetchClientFollowsDenyLists(t *testing.T) {
 		t.Errorf("err = %v, want the deny list's refusal", err)
 	}
 }
+
+// Host lists written in the configuration match as the deny-list files
+// do: an IDN in Unicode or punycode, any case, a trailing dot. Before,
+// "bücher.example" and "evil.example." validated and matched nothing.
+func TestConfiguredHostListsMatchIDNsAndTrailingDots(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	port := o.URL[strings.LastIndex(o.URL, ":")+1:]
+	names := &lookupRecorder{names: mapResolver{
+		"xn--bcher-kva.example": "127.0.0.2", "www.xn--bcher-kva.example": "127.0.0.2", "evil.example": "127.0.0.2",
+		"fine.example": "127.0.0.2",
+	}}
+	cfg := testConfig(t, nil)
+	cfg.Egress.DenyHosts = []string{"Bücher.example", "*.bücher.example", "evil.example."}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := startProxyWith(t, cfg, Options{Resolver: names})
+	for _, host := range []string{"bücher.example", "xn--bcher-kva.example", "www.bücher.example", "EVIL.example", "evil.example."} {
+		resp, _ := get(t, p.client(), "http://"+host+":"+port+"/page")
+		checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
+	}
+	if resp, _ := get(t, p.client(), "http://fine.example:"+port+"/page"); resp.StatusCode != 200 {
+		t.Errorf("a host on no list: %d", resp.StatusCode)
+	}
+	if names.lookedUp("xn--bcher-kva.example") || names.lookedUp("evil.example") {
+		t.Errorf("a listed host was looked up: %q", names.asked)
+	}
+}
