@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -83,13 +84,19 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
+	adminShown := ""
+	if admin != nil {
+		srv.AddSelf(adminAddr)
+		warnIfAdminOpen(adminAddr, cfg.AdminAuth, logger)
+		adminShown = adminAddr.String()
+	}
 	// Catch the signals before the proxy is announced or serves anything:
 	// a SIGHUP or SIGTERM arriving just after startup must be handled, not
 	// kill the process with the default action.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	logger.Info("robotsgate listening", "proxy", ln.Addr().String(), "admin", adminAddr, "mitm", cfg.MITM.Enabled)
+	logger.Info("robotsgate listening", "proxy", ln.Addr().String(), "admin", adminShown, "mitm", cfg.MITM.Enabled)
 	fmt.Fprintf(stderr, "robotsgate %s: proxy on %s (export http_proxy=http://%[2]s https_proxy=http://%[2]s HTTP_PROXY=http://%[2]s HTTPS_PROXY=http://%[2]s)\n",
 		shortVersion(), ln.Addr())
 
@@ -180,13 +187,13 @@ func loadConfig(path, listen, adminListen string) (config.Config, error) {
 // startAdmin serves the admin endpoints (metrics, health, explain, status
 // page) on their own listener and returns its address; nil and "" when
 // disabled.
-func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.Server, string, error) {
+func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.Server, net.Addr, error) {
 	if addr == "" {
-		return nil, "", nil
+		return nil, nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("admin listen: %w", err)
+		return nil, nil, fmt.Errorf("admin listen: %w", err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
@@ -194,5 +201,18 @@ func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.S
 			logger.Error("admin listener stopped", "err", err)
 		}
 	}()
-	return srv, ln.Addr().String(), nil
+	return srv, ln.Addr(), nil
+}
+
+// warnIfAdminOpen warns when the admin listener is reachable beyond
+// loopback without credentials: it shows clients' addresses and URLs, and
+// /explain makes the proxy fetch robots.txt files.
+func warnIfAdminOpen(addr net.Addr, auth bool, logger *slog.Logger) {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || ap.Addr().IsLoopback() || auth {
+		return
+	}
+	logger.Warn("the admin listener is beyond loopback without credentials: anyone who can reach "+addr.String()+
+		" reads the status page, the metrics and /explain; keep admin_listen on loopback or set admin_auth: true",
+		"admin", addr.String())
 }

@@ -12,12 +12,15 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -38,23 +41,92 @@ type Source interface {
 	Status(now time.Time) Status
 }
 
+// Options are how the admin listener protects itself.
+type Options struct {
+	// Log receives the status page's rendering errors.
+	Log *slog.Logger
+	// Hosts are names the listener answers to besides its own address
+	// (and localhost, on loopback): a request naming another Host gets
+	// 421.
+	Hosts []string
+	// Authenticate, when set, is asked for every request's Basic
+	// credentials; without valid ones the answer is 401.
+	Authenticate func(user, password string) bool
+}
+
 // Handler serves the admin endpoints of src: /metrics (Prometheus),
 // /healthz, /readyz, /explain and the status page at /. Serve it on a
 // separate, loopback address: it shows the configuration and traffic.
-func Handler(src Source, log *slog.Logger) http.Handler {
-	h := &handler{src: src, log: log}
+// /explain fetches a page only on a POST from the status page's own
+// origin (or a client that is no browser), never on a GET: a link on
+// another site must not make the proxy contact origins.
+func Handler(src Source, opts Options) http.Handler {
+	h := &handler{src: src, opts: opts}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", src.Metrics())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /explain", h.explain)
+	mux.HandleFunc("POST /explain", h.explain)
 	mux.HandleFunc("GET /{$}", h.statusPage)
-	return mux
+	return h.guard(mux)
 }
 
 type handler struct {
-	src Source
-	log *slog.Logger
+	src  Source
+	opts Options
+}
+
+// guard answers only requests that name this listener in their Host (DNS
+// rebinding: a page of attacker.example resolving to 127.0.0.1 sends Host:
+// attacker.example) and, with Authenticate, that carry valid credentials.
+// Every answer carries X-Content-Type-Options: nosniff.
+func (h *handler) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if !h.namesUs(r) {
+			http.Error(w, "421 Misdirected Request: this is robotsgate's admin listener, which answers only to its own address\n",
+				http.StatusMisdirectedRequest)
+			return
+		}
+		if h.opts.Authenticate != nil {
+			user, pass, ok := r.BasicAuth()
+			if !ok || !h.opts.Authenticate(user, pass) {
+				w.Header().Set("WWW-Authenticate", `Basic realm="robotsgate admin"`)
+				http.Error(w, "401 Unauthorized\n", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// namesUs reports whether r's Host is the address the request came in on,
+// localhost (or a loopback address) at that port when that address is
+// loopback, or one of opts.Hosts.
+func (h *handler) namesUs(r *http.Request) bool {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = r.Host, ""
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	for _, name := range h.opts.Hosts {
+		if ok, _ := path.Match(name, host); ok {
+			return true
+		}
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(local.String())
+	if err != nil || port != strconv.Itoa(int(ap.Port())) {
+		return false
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Unmap() == ap.Addr().Unmap() || ip.IsLoopback() && ap.Addr().IsLoopback()
+	}
+	return host == "localhost" && ap.Addr().IsLoopback()
 }
 
 // readyzTimeout bounds the readiness check (the shared store's answer).
@@ -90,6 +162,21 @@ type Query struct {
 	By string
 }
 
+// sameOrigin reports whether a POST comes from a page of this listener, or
+// from a client that is no browser: browsers say where a request comes
+// from (Sec-Fetch-Site, Origin), other clients cannot be led by a page.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return true
+	case "":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	return origin == "" || origin == "http://"+r.Host || origin == "https://"+r.Host
+}
+
 // parseQuery reads an /explain query.
 func parseQuery(q url.Values, remoteAddr string) (Query, error) {
 	x := Query{URL: q.Get("url"), UserAgent: cmp.Or(q.Get("ua"), q.Get("agent")), User: q.Get("user"),
@@ -116,7 +203,21 @@ func parseQuery(q url.Values, remoteAddr string) (Query, error) {
 func (h *handler) explain(w http.ResponseWriter, r *http.Request) {
 	var e Explanation
 	status := http.StatusBadRequest
-	q, err := parseQuery(r.URL.Query(), r.RemoteAddr)
+	values := r.URL.Query()
+	if r.Method == http.MethodPost {
+		if err := r.ParseForm(); err == nil {
+			values = r.Form
+		}
+	}
+	q, err := parseQuery(values, r.RemoteAddr)
+	switch {
+	case err != nil:
+	case q.Fetch && r.Method != http.MethodPost:
+		err = errors.New("fetch=1 needs a POST (the status page's form): a GET never makes the proxy contact an origin")
+	case q.Fetch && !sameOrigin(r):
+		err = errors.New("fetch=1 is accepted only from the status page's own origin")
+		status = http.StatusForbidden
+	}
 	if err != nil {
 		e = Explanation{URL: r.URL.Query().Get("url"), Error: err.Error(), UsageSignals: e.UsageSignals}
 	} else {
@@ -137,10 +238,16 @@ func (h *handler) statusPage(w http.ResponseWriter, r *http.Request) {
 	v := h.src.Status(time.Now())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := statusTemplate.Execute(w, v); err != nil {
-		h.log.Error("status page", "err", err)
+	w.Header().Set("Content-Security-Policy", statusCSP)
+	if err := statusTemplate.Execute(w, v); err != nil && h.opts.Log != nil {
+		h.opts.Log.Error("status page", "err", err)
 	}
 }
+
+// statusCSP lets the status page use its inline style sheet and SVG, post
+// its explain form to itself, and nothing else: no script, no frame, no
+// load from elsewhere.
+const statusCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // The status page and its style sheet, inlined into the page (one request,
 // no JavaScript).

@@ -36,6 +36,15 @@ type Config struct {
 	// /healthz, /readyz, /explain and the status page. "" disables it.
 	// Default "127.0.0.1:9090".
 	AdminListen string `yaml:"admin_listen"`
+	// AdminHosts are further names the admin listener answers to, besides
+	// the address it listens on and, on loopback, localhost: a request
+	// whose Host is none of them gets 421 (a DNS-rebinding page names its
+	// own host). Default none. Restart-only.
+	AdminHosts []string `yaml:"admin_hosts"`
+	// AdminAuth makes every admin request (metrics included) present
+	// Basic credentials of a user of auth.htpasswd: for an admin listener
+	// that others can reach. Default false. Restart-only.
+	AdminAuth bool `yaml:"admin_auth"`
 
 	Robots   Robots   `yaml:"robots"`
 	Egress   Egress   `yaml:"egress"`

@@ -76,6 +76,10 @@ func (v *validator) validate(c *Config) {
 			v.add("admin_listen", "same address as listen (use another port, or \"\" to disable)")
 		}
 	}
+	v.globs("admin_hosts", c.AdminHosts)
+	if c.AdminAuth && c.Auth.Htpasswd == "" {
+		v.add("admin_auth", "needs auth.htpasswd: the admin listener's users are its users")
+	}
 	v.robots(&c.Robots)
 	v.egress(&c.Egress)
 	v.mitm(&c.MITM)

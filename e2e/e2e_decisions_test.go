@@ -213,6 +213,14 @@ func TestE2EProxyCheckAndExplainDecideAlike(t *testing.T) {
 		t.Fatalf("no admin address in the start-up log:\n%s", p.out)
 	}
 	adminAddr := am[1]
+	// The admin listener is not reachable through the proxy, although
+	// allow_networks covers its address.
+	viaProxy := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: p.addr})}, Timeout: requestTimeout}
+	if resp, err := viaProxy.Get("http://" + adminAddr + "/"); err != nil || resp.StatusCode != 403 || resp.Header.Get("X-Robotsgate-Decision") != "egress-denied" {
+		t.Errorf("the admin listener through the proxy: %v %v, want 403 egress-denied", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]decisionSeen{
@@ -338,7 +346,7 @@ func explainDecision(t *testing.T, adminAddr string, c decisionCase) decisionSee
 	if c.user != "" {
 		q.Set("user", c.user)
 	}
-	body := httpGet(t, "http://"+adminAddr+"/explain?"+q.Encode())
+	body := httpPost(t, "http://"+adminAddr+"/explain", q)
 	var e admin.Explanation
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Fatalf("/explain: %v\n%s", err, body)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,9 +96,25 @@ func httpGet(t *testing.T, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readBody(t, resp)
+}
+
+// httpPost posts form to address (the admin listener's /explain fetches a
+// page only on a POST) and returns the body.
+func httpPost(t *testing.T, address string, form url.Values) string {
+	t.Helper()
+	resp, err := http.PostForm(address, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readBody(t, resp)
+}
+
+func readBody(t *testing.T, resp *http.Response) string {
+	t.Helper()
 	defer resp.Body.Close()
 	var b strings.Builder
-	_, err = ioCopy(&b, resp)
+	_, err := ioCopy(&b, resp)
 	if err != nil {
 		t.Fatal(err)
 	}

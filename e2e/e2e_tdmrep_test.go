@@ -336,7 +336,7 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 		t.Fatalf("no admin address in the start-up log:\n%s", p.out)
 	}
 	var e admin.Explanation
-	body := httpGet(t, "http://"+m[1]+"/explain?fetch=1&ua=FooBot&url="+url.QueryEscape(o.URL+"/page"))
+	body := httpPost(t, "http://"+m[1]+"/explain", url.Values{"fetch": {"1"}, "ua": {"FooBot"}, "url": {o.URL + "/page"}})
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Fatalf("/explain: %v\n%s", err, body)
 	}

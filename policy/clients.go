@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/crypto/bcrypt"
@@ -67,6 +68,28 @@ type Clients struct {
 	// verified caches successful password checks: bcrypt costs tens of
 	// milliseconds by design, far too much for every request.
 	verified *lru.Cache[[sha256.Size]byte, struct{}]
+	// htpasswd are auth.htpasswd's users (CheckUser).
+	htpasswd map[string][]byte
+}
+
+// dummyHash is compared against the password of a user nobody is, so
+// that an unknown user costs what a wrong password does: the time of an
+// answer must not tell which user names exist.
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("robotsgate: no such user"), bcrypt.DefaultCost)
+	return h
+})
+
+// CheckUser reports whether user and password are those of a user of
+// auth.htpasswd (the admin listener's users). An unknown user costs the
+// same bcrypt comparison as a known one.
+func (c *Clients) CheckUser(user, password string) bool {
+	hash, ok := c.htpasswd[user]
+	if !ok {
+		bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
+		return false
+	}
+	return c.check(&clientRule{user: user, hash: hash}, user, password)
 }
 
 type clientRule struct {
@@ -86,7 +109,7 @@ func NewClients(entries []config.Client, auth config.Auth) (*Clients, error) {
 		return nil, err
 	}
 	cache, _ := lru.New[[sha256.Size]byte, struct{}](1024)
-	c := &Clients{realm: auth.Realm, verified: cache}
+	c := &Clients{realm: auth.Realm, verified: cache, htpasswd: htpasswd}
 	for i, e := range entries {
 		r, err := newClientRule(e, htpasswd)
 		if err != nil {
@@ -186,6 +209,7 @@ func (c *Clients) IdentifyAs(addr netip.Addr, user string) (Client, error) {
 
 func (c *Clients) identify(addr netip.Addr, user string, hasCreds bool, verify func(*clientRule) bool) (Client, error) {
 	addr = addr.Unmap()
+	checked := false
 	for i := range c.rules {
 		r := &c.rules[i]
 		if r.hasPrefix && !r.prefix.Contains(addr) {
@@ -197,12 +221,18 @@ func (c *Clients) identify(addr netip.Addr, user string, hasCreds bool, verify f
 		if !hasCreds || user != r.user {
 			continue
 		}
+		checked = true
 		if !verify(r) {
 			return Client{}, ErrAuthRequired
 		}
 		cl := r.client
 		cl.User = user
 		return cl, nil
+	}
+	if hasCreds && !checked {
+		// An unknown user (or one outside its CIDR) costs what a wrong
+		// password does.
+		verify(&clientRule{hash: dummyHash()})
 	}
 	switch {
 	case c.needAuth:

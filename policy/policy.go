@@ -203,6 +203,10 @@ func (e *Engine) IdentifyAs(addr netip.Addr, user string) (Client, error) {
 	return e.clients.IdentifyAs(addr, user)
 }
 
+// CheckUser reports whether user and password are an auth.htpasswd
+// user's (see Clients.CheckUser).
+func (e *Engine) CheckUser(user, password string) bool { return e.clients.CheckUser(user, password) }
+
 // Realm is the realm of the 407 challenge.
 func (e *Engine) Realm() string { return e.clients.Realm() }
 

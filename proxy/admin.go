@@ -16,9 +16,18 @@ import (
 // The proxy is the admin listener's source (admin.Source): its metrics,
 // readiness, explanations and status.
 
-// AdminHandler serves the admin endpoints (package admin). Serve it on a
-// separate, loopback address: it shows the configuration and traffic.
-func (s *Server) AdminHandler() http.Handler { return admin.Handler(s, s.log) }
+// AdminHandler serves the admin endpoints (package admin), answering only
+// to admin_hosts besides its own address and asking for credentials with
+// admin_auth. Serve it on a separate, loopback address: it shows the
+// configuration and traffic; AddSelf keeps the proxy from reaching it.
+func (s *Server) AdminHandler() http.Handler {
+	cfg := s.settings().cfg
+	opts := admin.Options{Log: s.log, Hosts: cfg.AdminHosts}
+	if cfg.AdminAuth {
+		opts.Authenticate = func(user, password string) bool { return s.settings().engine.CheckUser(user, password) }
+	}
+	return admin.Handler(s, opts)
+}
 
 // Metrics serves the Prometheus registry.
 func (s *Server) Metrics() http.Handler { return s.metrics.Handler() }

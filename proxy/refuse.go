@@ -253,6 +253,7 @@ func render(req *http.Request, e *explanation, proxyError string) *http.Response
 	h := http.Header{}
 	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Robotsgate-Decision", e.Decision)
 	h.Set("Proxy-Status", proxyStatus(proxyError, e))
 	if e.RetryAfter > 0 {

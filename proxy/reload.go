@@ -15,6 +15,8 @@ var restartOnly = []struct {
 }{
 	{"listen", func(c *config.Config) any { return c.Listen }},
 	{"admin_listen", func(c *config.Config) any { return c.AdminListen }},
+	{"admin_hosts", func(c *config.Config) any { return c.AdminHosts }},
+	{"admin_auth", func(c *config.Config) any { return c.AdminAuth }},
 	{"mitm.enabled", func(c *config.Config) any { return c.MITM.Enabled }},
 	{"mitm.ca_cert", func(c *config.Config) any { return c.MITM.CACert }},
 	{"mitm.ca_key", func(c *config.Config) any { return c.MITM.CAKey }},

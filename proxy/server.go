@@ -35,6 +35,7 @@ import (
 	"net/netip"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,7 @@ type Server struct {
 	relay    *httputil.ReverseProxy // forwards allowed requests
 	current  atomic.Pointer[settings]
 	self     atomic.Pointer[[]netip.AddrPort]
+	selfMu   sync.Mutex // AddSelf
 	// proxySrv serves the proxy port; tunnelSrv, fed by tunnelLn, the
 	// inside of every intercepted tunnel.
 	proxySrv, tunnelSrv *http.Server
@@ -440,21 +442,30 @@ func (s *Server) selfAddrs() []netip.AddrPort {
 	return *p
 }
 
-func (s *Server) setSelf(addr net.Addr) {
+func (s *Server) setSelf(addr net.Addr) { s.AddSelf(addr) }
+
+// AddSelf adds an address robotsgate listens on (the proxy's, the admin
+// listener's; every local interface's for an unspecified one) to those
+// the egress guard refuses: a request to it would loop through the proxy,
+// or read the admin listener through it.
+func (s *Server) AddSelf(addr net.Addr) {
 	ap, err := netip.ParseAddrPort(addr.String())
 	if err != nil {
 		return
 	}
-	self := []netip.AddrPort{ap}
+	add := []netip.AddrPort{ap}
 	if ap.Addr().IsUnspecified() {
 		if addrs, err := net.InterfaceAddrs(); err == nil {
 			for _, a := range addrs {
 				if p, err := netip.ParsePrefix(a.String()); err == nil {
-					self = append(self, netip.AddrPortFrom(p.Addr(), ap.Port()))
+					add = append(add, netip.AddrPortFrom(p.Addr(), ap.Port()))
 				}
 			}
 		}
 	}
+	s.selfMu.Lock()
+	defer s.selfMu.Unlock()
+	self := append(slices.Clone(s.selfAddrs()), add...)
 	s.self.Store(&self)
 	for { // the running settings with a guard that knows self (a Reload from now on reads s.self)
 		old := s.settings()

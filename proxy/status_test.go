@@ -377,7 +377,8 @@ func TestStatusPageShowsTheLastReload(t *testing.T) {
 
 // The page links to /metrics and has a form for /explain: plain HTML, no
 // script. Following the link and submitting the form as a browser would
-// (GET, the inputs' names) works.
+// (POST, the inputs' names) works, under a Content-Security-Policy that
+// allows nothing else.
 func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxy(t, testConfig(t, nil))
@@ -397,9 +398,9 @@ func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
 	if code, body := adminGet(t, metricsURL.Scheme+"://"+metricsURL.Host, metricsURL.Path); code != 200 || !strings.Contains(body, "robotsgate_requests_total") {
 		t.Errorf("the metrics link (%s): %d", metricsURL, code)
 	}
-	form := regexp.MustCompile(`(?s)<form method="get" action="([^"]*)">(.*?)</form>`).FindStringSubmatch(page)
+	form := regexp.MustCompile(`(?s)<form method="post" action="([^"]*)">(.*?)</form>`).FindStringSubmatch(page)
 	if form == nil {
-		t.Fatalf("no GET form:\n%s", page)
+		t.Fatalf("no POST form:\n%s", page)
 	}
 	var inputs []string
 	for _, in := range regexp.MustCompile(`<input name="([^"]*)"`).FindAllStringSubmatch(form[2], -1) {
@@ -410,10 +411,22 @@ func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
 	}
 	explainURL := base.ResolveReference(&url.URL{Path: form[1]})
 	q := url.Values{inputs[0]: {o.URL + "/foo-only"}, inputs[1]: {"FooBot/2.1"}}
-	code, body := adminGet(t, explainURL.Scheme+"://"+explainURL.Host, explainURL.Path+"?"+q.Encode())
+	resp, err := http.PostForm(explainURL.String(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
 	var e admin.Explanation
-	if err := json.Unmarshal([]byte(body), &e); code != 200 || err != nil || e.Decision != "disallow" || e.Rule != "Disallow: /foo-only" {
-		t.Errorf("the explain form (%s): %d %s", explainURL, code, body)
+	if err := json.NewDecoder(resp.Body).Decode(&e); resp.StatusCode != 200 || err != nil || e.Decision != "disallow" || e.Rule != "Disallow: /foo-only" {
+		t.Errorf("the explain form (%s): %d %+v %v", explainURL, resp.StatusCode, e, err)
+	}
+	page2, err := http.Get(adminURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page2.Body.Close()
+	if csp := page2.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") || !strings.Contains(csp, "form-action 'self'") {
+		t.Errorf("the status page's Content-Security-Policy: %q", csp)
 	}
 }
 
