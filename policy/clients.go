@@ -69,16 +69,32 @@ type Clients struct {
 	// milliseconds by design, far too much for every request.
 	verified *lru.Cache[[sha256.Size]byte, struct{}]
 	// htpasswd are auth.htpasswd's users (CheckUser).
-	htpasswd map[string][]byte
+	htpasswd  map[string][]byte
+	dummyOnce sync.Once
+	dummy     []byte
 }
 
-// dummyHash is compared against the password of a user nobody is, so
-// that an unknown user costs what a wrong password does: the time of an
-// answer must not tell which user names exist.
-var dummyHash = sync.OnceValue(func() []byte {
-	h, _ := bcrypt.GenerateFromPassword([]byte("robotsgate: no such user"), bcrypt.DefaultCost)
-	return h
-})
+// dummyHash returns a hash to compare the password of a user nobody is
+// against, so that an unknown user costs what a wrong password does: the
+// time of an answer must not tell which user names exist. Its cost is
+// the highest of the configured hashes', made once.
+func (c *Clients) dummyHash() []byte {
+	c.dummyOnce.Do(func() {
+		cost := bcrypt.MinCost
+		for _, h := range c.htpasswd {
+			if n, err := bcrypt.Cost(h); err == nil {
+				cost = max(cost, n)
+			}
+		}
+		for i := range c.rules {
+			if n, err := bcrypt.Cost(c.rules[i].hash); err == nil {
+				cost = max(cost, n)
+			}
+		}
+		c.dummy, _ = bcrypt.GenerateFromPassword([]byte("robotsgate: no such user"), cost)
+	})
+	return c.dummy
+}
 
 // CheckUser reports whether user and password are those of a user of
 // auth.htpasswd (the admin listener's users). An unknown user costs the
@@ -86,7 +102,7 @@ var dummyHash = sync.OnceValue(func() []byte {
 func (c *Clients) CheckUser(user, password string) bool {
 	hash, ok := c.htpasswd[user]
 	if !ok {
-		bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
+		bcrypt.CompareHashAndPassword(c.dummyHash(), []byte(password))
 		return false
 	}
 	return c.check(&clientRule{user: user, hash: hash}, user, password)
@@ -232,7 +248,7 @@ func (c *Clients) identify(addr netip.Addr, user string, hasCreds bool, verify f
 	if hasCreds && !checked {
 		// An unknown user (or one outside its CIDR) costs what a wrong
 		// password does.
-		verify(&clientRule{hash: dummyHash()})
+		verify(&clientRule{hash: c.dummyHash()})
 	}
 	switch {
 	case c.needAuth:

@@ -234,3 +234,35 @@ func TestClientsDefaultDeny(t *testing.T) {
 		}
 	}
 }
+
+// An unknown proxy user costs the bcrypt comparison a known user with a
+// wrong password costs: the answer's time does not tell which names exist
+// (before, an unknown user was answered in microseconds).
+func TestUnknownUsersCostABcryptComparison(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("right"), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := NewClients([]config.Client{{User: "alice", PasswordBcrypt: string(hash)}}, config.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients.dummyHash() // made once, not timed
+	// bcrypt at cost 10 takes tens of milliseconds anywhere; a lookup
+	// that skips it, microseconds. A loaded machine only makes it slower.
+	const atLeast = 10 * time.Millisecond
+	for _, c := range []struct{ name, auth string }{
+		{"a wrong password", basic("alice", "wrong")},
+		{"an unknown user", basic("mallory", "wrong")},
+	} {
+		start := time.Now()
+		_, err := clients.Identify(netip.MustParseAddr("192.0.2.1"), c.auth)
+		if took := time.Since(start); !errors.Is(err, ErrAuthRequired) || took < atLeast {
+			t.Errorf("%s: %v in %v, want ErrAuthRequired after at least %v", c.name, err, took, atLeast)
+		}
+	}
+	start := time.Now()
+	if clients.CheckUser("nobody", "x") || time.Since(start) < atLeast {
+		t.Errorf("CheckUser for an unknown user took %v, want at least %v", time.Since(start), atLeast)
+	}
+}
