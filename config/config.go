@@ -23,6 +23,7 @@ package config
 
 import (
 	"log/slog"
+	"strconv"
 	"time"
 )
 
@@ -90,6 +91,11 @@ type Robots struct {
 	// CacheEntries is the number of origins whose parsed robots.txt is kept
 	// (LRU). Must be > 0. Default 100000.
 	CacheEntries int `yaml:"cache_entries"`
+	// CacheBytes bounds the memory the robots.txt cache keeps, as the parsed
+	// files measure it (a 500 KiB file keeps up to about 2 MiB): the least
+	// recently used are dropped first. With CacheEntries, whichever bound is
+	// reached first applies. Must be >= 1MiB. Default 256MiB.
+	CacheBytes ByteSize `yaml:"cache_bytes"`
 	// MinTTL is the shortest time a fetched copy is considered fresh, whatever
 	// Cache-Control says. Default 1m.
 	MinTTL Duration `yaml:"min_ttl"`
@@ -322,6 +328,10 @@ type Usage struct {
 	// fetched, cached and archived like robots.txt, and only for those
 	// clients. Default "refuse".
 	OnUnknown UsageOnUnknown `yaml:"on_unknown"`
+	// CacheBytes bounds the memory the tdmrep.json cache keeps, as the
+	// parsed files measure it (its entries are bounded by
+	// robots.cache_entries). Must be >= 1MiB. Default 64MiB.
+	CacheBytes ByteSize `yaml:"cache_bytes"`
 }
 
 // Trap configures the crawler-trap guard (docs/configuration.md): limits that stop a
@@ -503,6 +513,25 @@ func (l LogLevel) SlogLevel() slog.Level {
 // Duration is a time.Duration written in YAML as a Go duration string
 // ("1.5s", "10m", "24h"; "0" is zero).
 type Duration time.Duration
+
+// ByteSize is a number of bytes, written as an integer or with a binary
+// unit: 512KiB, 256MiB, 1GiB (KB, MB, GB are taken as the same units).
+type ByteSize int64
+
+// String formats s with the largest unit that divides it ("256MiB").
+func (s ByteSize) String() string {
+	for _, u := range byteUnits {
+		if s >= ByteSize(u.n) && int64(s)%u.n == 0 {
+			return strconv.FormatInt(int64(s)/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(s), 10)
+}
+
+var byteUnits = []struct {
+	name string
+	n    int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
 
 // Duration returns d as a time.Duration.
 func (d Duration) Duration() time.Duration { return time.Duration(d) }

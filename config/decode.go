@@ -1,6 +1,8 @@
 package config
 
 import (
+	"math"
+
 	"github.com/robotsgate/robotsgate/internal/editdist"
 
 	"bytes"
@@ -370,6 +372,43 @@ func describe(n *yaml.Node) string {
 	}
 	return strconv.Quote(v)
 }
+
+// UnmarshalYAML reads a size such as 256MiB, 512 KiB or 1048576.
+func (s *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		return fmt.Errorf("expected a size such as 256MiB, got %s", describe(n))
+	}
+	v, err := parseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("invalid size %s (want a number of bytes, or one with a unit: 512KiB, 256MiB, 1GiB)", describe(n))
+	}
+	*s = v
+	return nil
+}
+
+func parseByteSize(text string) (ByteSize, error) {
+	t := strings.TrimSpace(text)
+	mult := int64(1)
+	for _, u := range byteUnits {
+		short := u.name[:1] + "B" // KB, MB, GB
+		if rest, ok := strings.CutSuffix(t, u.name); ok {
+			t, mult = strings.TrimSpace(rest), u.n
+			break
+		}
+		if rest, ok := strings.CutSuffix(t, short); ok {
+			t, mult = strings.TrimSpace(rest), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("invalid size %q", text)
+	}
+	return ByteSize(n * mult), nil
+}
+
+// MarshalYAML writes s with its unit.
+func (s ByteSize) MarshalYAML() (any, error) { return s.String(), nil }
 
 // UnmarshalYAML reads a Go duration string such as "1.5s" or "10m".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {

@@ -15,6 +15,7 @@ func Default() Config {
 			FetchUserAgent: "robotsgate/1.0",
 			FetchTimeout:   Duration(10 * time.Second),
 			CacheEntries:   100000,
+			CacheBytes:     256 << 20,
 			MinTTL:         Duration(time.Minute),
 			MaxTTL:         Duration(24 * time.Hour),
 			RetryMin:       Duration(10 * time.Second),
@@ -43,8 +44,9 @@ func Default() Config {
 		},
 		ClientsDefault: ClientsAllow,
 		Usage: Usage{
-			ScanHTML:  false, // it delays the first byte of HTML pages
-			OnUnknown: UsageUnknownRefuse,
+			ScanHTML:   false, // it delays the first byte of HTML pages
+			OnUnknown:  UsageUnknownRefuse,
+			CacheBytes: 64 << 20,
 		},
 		Trap: Trap{
 			Enabled:             false,

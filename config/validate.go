@@ -96,6 +96,9 @@ func (v *validator) validate(c *Config) {
 		v.site(fmt.Sprintf("sites[%d]", i), &c.Sites[i])
 	}
 	v.enum("usage.on_unknown", string(c.Usage.OnUnknown), UsageUnknownRefuse, UsageUnknownAllow)
+	if c.Usage.CacheBytes < 1<<20 {
+		v.add("usage.cache_bytes", "must be at least 1MiB, got %s", c.Usage.CacheBytes)
+	}
 	v.trap(&c.Trap)
 	if f := c.Identify.From; f != "" {
 		if a, err := mail.ParseAddress(f); err != nil || checkHeaderText(f) != "" {
@@ -121,6 +124,9 @@ func (v *validator) robots(r *Robots) {
 		v.add("robots.fetch_user_agent", "%s", msg)
 	}
 	v.positive("robots.fetch_timeout", r.FetchTimeout)
+	if r.CacheBytes < 1<<20 {
+		v.add("robots.cache_bytes", "must be at least 1MiB, got %s", r.CacheBytes)
+	}
 	if r.CacheEntries <= 0 {
 		v.add("robots.cache_entries", "must be > 0, got %d", r.CacheEntries)
 	}

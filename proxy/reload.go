@@ -29,6 +29,8 @@ var restartOnly = []struct {
 	{"robots.fetch_user_agent", func(c *config.Config) any { return c.Robots.FetchUserAgent }},
 	{"robots.fetch_timeout", func(c *config.Config) any { return c.Robots.FetchTimeout }},
 	{"robots.cache_entries", func(c *config.Config) any { return c.Robots.CacheEntries }},
+	{"robots.cache_bytes", func(c *config.Config) any { return c.Robots.CacheBytes }},
+	{"usage.cache_bytes", func(c *config.Config) any { return c.Usage.CacheBytes }},
 	{"robots.min_ttl", func(c *config.Config) any { return c.Robots.MinTTL }},
 	{"robots.max_ttl", func(c *config.Config) any { return c.Robots.MaxTTL }},
 	{"robots.retry_min", func(c *config.Config) any { return c.Robots.RetryMin }},

@@ -229,6 +229,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		UserAgent:    cfg.Robots.FetchUserAgent,
 		FetchTimeout: cfg.Robots.FetchTimeout.Duration(),
 		CacheEntries: cfg.Robots.CacheEntries,
+		CacheBytes:   int64(cfg.Robots.CacheBytes),
 		MinTTL:       cfg.Robots.MinTTL.Duration(),
 		MaxTTL:       cfg.Robots.MaxTTL.Duration(),
 		RetryMin:     cfg.Robots.RetryMin.Duration(),
@@ -249,6 +250,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Resolver:     r,
 		Store:        sharedTDM,
 		CacheEntries: cfg.Robots.CacheEntries,
+		CacheBytes:   int64(cfg.Usage.CacheBytes),
 		OnAnswer:     s.onTDMRepAnswer(),
 	})
 	if err != nil {
@@ -281,6 +283,10 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 func (s *Server) registerGauges() {
 	s.metrics.GaugeFunc("robotsgate_robots_cache_entries", "Origins whose robots.txt is cached.",
 		func() float64 { return float64(s.resolver.Stats().Entries) })
+	s.metrics.GaugeFunc("robotsgate_robots_cache_bytes", "Memory the robots.txt cache keeps (robots.cache_bytes bounds it).",
+		func() float64 { return float64(s.resolver.Stats().Bytes) })
+	s.metrics.GaugeFunc("robotsgate_tdmrep_cache_bytes", "Memory the tdmrep.json cache keeps (usage.cache_bytes bounds it).",
+		func() float64 { return float64(s.tdmrep.Stats().Bytes) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_hits_total", "robots.txt lookups answered from the cache.",
 		func() float64 { return float64(s.resolver.Stats().Hits) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",

@@ -202,8 +202,12 @@ func (b *builder) finish() *File {
 	return f
 }
 
-// appendArena appends s to the arena and returns where it lies.
+// appendArena appends s to the arena and returns where it lies: the zero
+// span when s is empty, so that a file without extras allocates none.
 func (b *builder) appendArena(s []byte) span {
+	if len(s) == 0 {
+		return span{}
+	}
 	start := uint32(len(b.arena))
 	b.arena = append(b.arena, s...)
 	return span{start, uint32(len(b.arena))}

@@ -51,6 +51,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/robotsgate/robotsgate/robots"
 )
@@ -148,6 +149,26 @@ type File struct {
 	Truncated bool
 
 	problems int
+}
+
+// Size returns the bytes f retains on the heap: the File, its entries and
+// their strings, its problems. Caches bound themselves by it.
+func (f *File) Size() int64 {
+	if f == nil {
+		return 0
+	}
+	n := int64(unsafe.Sizeof(*f)) + int64(cap(f.Entries))*int64(unsafe.Sizeof(Entry{})) + int64(cap(f.Problems))*16
+	for i := range f.Entries {
+		e := &f.Entries[i]
+		n += int64(len(e.Location) + len(e.Policy) + len(e.pattern))
+	}
+	for _, p := range f.Problems {
+		n += int64(len(p))
+	}
+	if f.Err != nil {
+		n += int64(len(f.Err.Error()))
+	}
+	return n
 }
 
 // Parse reads a tdmrep.json body (see the package documentation for what

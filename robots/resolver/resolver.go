@@ -25,10 +25,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/internal/sizedlru"
 	"github.com/robotsgate/robotsgate/origin"
 )
 
@@ -40,7 +39,11 @@ type Config struct {
 	// Default 10s.
 	FetchTimeout time.Duration
 	// CacheEntries is how many origins the cache holds. Default 100000.
+	// CacheBytes bounds the memory the cached results keep, as their
+	// parsed files measure it (robots.File.Size): the least recently used
+	// go first. Default 256 MiB.
 	CacheEntries int
+	CacheBytes   int64
 	// MinTTL is the shortest freshness, whatever Cache-Control says (so
 	// max-age=0 does not turn every request into a fetch). Default 1m.
 	MinTTL time.Duration
@@ -82,6 +85,7 @@ func (c *Config) setDefaults() {
 	c.UserAgent = cmp.Or(c.UserAgent, "robotsgate/1.0")
 	c.FetchTimeout = cmp.Or(c.FetchTimeout, 10*time.Second)
 	c.CacheEntries = cmp.Or(c.CacheEntries, 100000)
+	c.CacheBytes = cmp.Or(c.CacheBytes, 256<<20)
 	c.MinTTL = cmp.Or(c.MinTTL, time.Minute)
 	c.MaxTTL = cmp.Or(c.MaxTTL, 24*time.Hour)
 	c.RetryMin = cmp.Or(c.RetryMin, 10*time.Second)
@@ -102,7 +106,7 @@ type Resolver struct {
 	// cache is keyed by a seeded hash of the origin rather than the origin
 	// itself, which would be stored twice more per entry (the LRU's element
 	// and its map); a Result names its origin, so a collision is a miss.
-	cache  *lru.Cache[uint64, *Result]
+	cache  *sizedlru.Cache[uint64, *Result]
 	seed   maphash.Seed
 	flight Flight[*Result]
 
@@ -125,13 +129,14 @@ type Resolver struct {
 
 // Stats are the resolver's counters.
 type Stats struct {
+	Bytes        int64  // the memory the cached results keep, as measured for the byte bound
 	Hits, Misses uint64 // cache lookups answered at once, and not
 	Entries      int    // origins cached now
 }
 
 // Stats returns the current counters.
 func (r *Resolver) Stats() Stats {
-	return Stats{Hits: r.hits.Load(), Misses: r.misses.Load(), Entries: r.cache.Len()}
+	return Stats{Hits: r.hits.Load(), Misses: r.misses.Load(), Entries: r.cache.Len(), Bytes: r.cache.Bytes()}
 }
 
 // promoteEvery limits LRU promotions of a hot entry: a hit is a read-locked
@@ -145,7 +150,7 @@ func New(cfg Config) (*Resolver, error) {
 	if cfg.MinTTL > cfg.MaxTTL {
 		return nil, fmt.Errorf("resolver: min TTL %v exceeds max TTL %v", cfg.MinTTL, cfg.MaxTTL)
 	}
-	cache, err := lru.New[uint64, *Result](cfg.CacheEntries)
+	cache, err := sizedlru.New[uint64, *Result](cfg.CacheEntries, cfg.CacheBytes)
 	if err != nil {
 		return nil, fmt.Errorf("resolver: cache: %w", err)
 	}
@@ -225,7 +230,7 @@ func (r *Resolver) peek(o origin.Origin) (*Result, bool) {
 }
 
 // add caches res under its origin, replacing what was there.
-func (r *Resolver) add(res *Result) { r.cache.Add(r.key(res.Origin()), res) }
+func (r *Resolver) add(res *Result) { r.cache.Add(r.key(res.Origin()), res, res.size()) }
 
 // refreshInBackground starts one refresh of an expired res; the flag lives
 // in res, so the Result that replaces it starts without one.

@@ -3,8 +3,9 @@ package resolver
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/robotsgate/robotsgate/internal/testclock"
 	"io"
+
+	"github.com/robotsgate/robotsgate/internal/testclock"
 
 	"bytes"
 	"compress/gzip"
@@ -752,7 +753,7 @@ func TestHashCollisionIsAMiss(t *testing.T) {
 	b := startOrigin(t, "127.0.0.3", false, serveRobots("User-agent: *\nDisallow: /b-only\n"))
 	r := newResolver(t, Config{})
 	resA := resolve(t, r, a.origin)
-	r.cache.Add(r.key(b.origin), resA) // as if b's key collided with a's
+	r.cache.Add(r.key(b.origin), resA, resA.size()) // as if b's key collided with a's
 
 	resB := resolve(t, r, b.origin)
 	if resB.Origin() != b.origin || !resB.Allowed("Bot", "/a-only") || resB.Allowed("Bot", "/b-only") {

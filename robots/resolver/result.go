@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/robotsgate/robotsgate/egress"
 
@@ -67,6 +68,19 @@ type Result struct {
 	promoted           atomic.Int64 // the last LRU promotion
 	// detail is set only for a verdict that rests on an error or a redirect.
 	detail *detail
+}
+
+// size is what r keeps on the heap: itself, its host, its detail and its
+// parsed file (robots.File.Size), for the cache's byte bound.
+func (r *Result) size() int64 {
+	n := int64(unsafe.Sizeof(*r)) + int64(len(r.host)) + r.File.Size()
+	if d := r.detail; d != nil {
+		n += int64(unsafe.Sizeof(*d)) + int64(len(d.redirectedTo)+len(d.sha256)+len(d.etag)+len(d.lastModified))
+		if d.err != nil {
+			n += int64(len(d.err.Error())) // about what an error keeps
+		}
+	}
+	return n
 }
 
 // detail is what few Results need.

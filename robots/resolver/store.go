@@ -2,9 +2,10 @@ package resolver
 
 import (
 	"context"
-	"github.com/robotsgate/robotsgate/archive"
 	"log/slog"
 	"time"
+
+	"github.com/robotsgate/robotsgate/archive"
 
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots"

@@ -25,10 +25,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
+	"unsafe"
 
 	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/internal/sizedlru"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/tdmrep"
@@ -44,6 +44,9 @@ type Config struct {
 	Resolver *resolver.Resolver
 	// CacheEntries is how many origins the cache holds. Default 100000.
 	CacheEntries int
+	// CacheBytes bounds the memory the cached results keep, as their
+	// parsed files measure it (tdmrep.File.Size). Default 64 MiB.
+	CacheBytes int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// OnAnswer, when set, is called after every fetch with what it
@@ -93,6 +96,15 @@ type Result struct {
 	refreshing atomic.Bool // a background refresh is under way
 }
 
+// size is what r keeps on the heap, for the cache's byte bound.
+func (r *Result) size() int64 {
+	n := int64(unsafe.Sizeof(*r)) + int64(len(r.Origin.Host)+len(r.URL)+len(r.SHA256)) + r.File.Size()
+	if r.Err != nil {
+		n += int64(len(r.Err.Error()))
+	}
+	return n
+}
+
 // Unknown reports whether nothing is known of the origin's reservations:
 // its tdmrep.json could not be fetched and no earlier copy stands in.
 func (r *Result) Unknown() bool { return r.File == nil && r.Status == resolver.Unreachable }
@@ -136,7 +148,7 @@ type Answer struct {
 // Close stops background refreshes.
 type Cache struct {
 	cfg    Config
-	cache  *lru.Cache[origin.Origin, *Result]
+	cache  *sizedlru.Cache[origin.Origin, *Result]
 	flight resolver.Flight[*Result]
 
 	ctx       context.Context // parent of the fetches, cancelled by Close
@@ -150,11 +162,12 @@ type Cache struct {
 type Stats struct {
 	Hits, Misses uint64 // lookups answered at once, and not
 	Entries      int    // origins cached now
+	Bytes        int64  // the memory the cached results keep, as measured for the byte bound
 }
 
 // Stats returns the current counters.
 func (c *Cache) Stats() Stats {
-	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.cache.Len()}
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.cache.Len(), Bytes: c.cache.Bytes()}
 }
 
 // New returns a Cache for cfg.
@@ -163,10 +176,11 @@ func New(cfg Config) (*Cache, error) {
 		return nil, errors.New("tdmcache: no resolver")
 	}
 	cfg.CacheEntries = cmp.Or(cfg.CacheEntries, 100000)
+	cfg.CacheBytes = cmp.Or(cfg.CacheBytes, 64<<20)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cache, err := lru.New[origin.Origin, *Result](cfg.CacheEntries)
+	cache, err := sizedlru.New[origin.Origin, *Result](cfg.CacheEntries, cfg.CacheBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tdmcache: %w", err)
 	}
@@ -217,14 +231,14 @@ func (c *Cache) refresh(o origin.Origin) *Result {
 		return prev // stored by the flight that just ended
 	}
 	if res, ok := c.fromStore(o); ok {
-		c.cache.Add(o, res)
+		c.cache.Add(o, res, res.size())
 		return res
 	}
 	u := o.URL(tdmrep.Path)
 	a := c.cfg.Resolver.FetchFile(c.ctx, o, tdmrep.Path, accept)
 	now := c.cfg.Now()
 	res := c.verdict(o, prev, &a, now)
-	c.cache.Add(o, res)
+	c.cache.Add(o, res, res.size())
 	if !res.Stale && (res.Status == resolver.OK || res.Status == resolver.Unavailable) {
 		c.toStore(o, res, a.Body)
 	}
