@@ -23,6 +23,7 @@ const (
 	ClientClosed      = "client-closed"      // the client left while its request was judged or held (499)
 	ClientTLSFailed   = "client-tls-failed"  // the client failed the intercepted TLS handshake (a CONNECT)
 	AuditUnavailable  = "audit-unavailable"  // the audit log cannot be written and log.audit_on_error is refuse (503)
+	FetchLimited      = "fetch-limited"      // the client has too many lookups of uncached origins in flight (503)
 )
 
 // StatusClientClosed is what the audit records for a request whose client
@@ -54,6 +55,7 @@ func Decisions() []DecisionInfo {
 		{TrapDenied, 403, true}, // 429 when the page budget is spent
 		{RateLimited, 429, true},
 		{PacingUnavailable, 503, true},
+		{FetchLimited, 503, true},
 		{EgressDenied, 403, true},
 		{AuthRequired, 407, true},
 		{ClientDenied, 403, true},

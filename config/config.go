@@ -96,6 +96,13 @@ type Robots struct {
 	// recently used are dropped first. With CacheEntries, whichever bound is
 	// reached first applies. Must be >= 1MiB. Default 256MiB.
 	CacheBytes ByteSize `yaml:"cache_bytes"`
+	// ColdFetchesPerClient bounds the requests of one client address that
+	// may wait at once for an uncached origin's robots.txt (or
+	// tdmrep.json): a client asking for thousands of new origins at once
+	// must not start thousands of fetches. Beyond it a request waits for a
+	// place, at most pacing.max_wait, then gets 503 fetch-limited. 0 means
+	// no bound. Default 16.
+	ColdFetchesPerClient int `yaml:"cold_fetches_per_client"`
 	// MinTTL is the shortest time a fetched copy is considered fresh, whatever
 	// Cache-Control says. Default 1m.
 	MinTTL Duration `yaml:"min_ttl"`

@@ -127,6 +127,9 @@ func (v *validator) robots(r *Robots) {
 	if r.CacheBytes < 1<<20 {
 		v.add("robots.cache_bytes", "must be at least 1MiB, got %s", r.CacheBytes)
 	}
+	if r.ColdFetchesPerClient < 0 {
+		v.add("robots.cold_fetches_per_client", "must be >= 0 (0: no bound), got %d", r.ColdFetchesPerClient)
+	}
 	if r.CacheEntries <= 0 {
 		v.add("robots.cache_entries", "must be > 0, got %d", r.CacheEntries)
 	}

@@ -42,12 +42,14 @@ const (
 	RateLimited          // the pacing slot lies beyond pacing.max_wait (429)
 	PacingDown           // the shared pacing store cannot answer (503)
 	UsageUnknown         // the site's TDM reservations (tdmrep.json) cannot be fetched (503)
+	FetchLimited         // the client has too many lookups of uncached origins in flight (503)
 )
 
 var verdictNames = [...]string{
 	Allow: audit.Allow, Disallow: audit.Disallow, Unreachable: audit.Unreachable,
 	UsageDenied: audit.UsageDenied, TrapDenied: audit.TrapDenied, TrapBudget: audit.TrapDenied,
 	RateLimited: audit.RateLimited, PacingDown: audit.PacingUnavailable, UsageUnknown: audit.UsageUnknown,
+	FetchLimited: audit.FetchLimited,
 }
 
 // String returns the decision name used in headers and logs ("disallow").
@@ -211,7 +213,8 @@ func (e *Engine) CheckUser(user, password string) bool { return e.clients.CheckU
 func (e *Engine) Realm() string { return e.clients.Realm() }
 
 // Decide judges one request. The only error is ctx's, when the caller gave
-// up while robots.txt (or tdmrep.json) was being fetched.
+// up while robots.txt (or tdmrep.json) was being fetched; a lookup that
+// found no place in the client's cold gate is a FetchLimited decision.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML}
 	if note, skip := e.skipRobots(&req); skip {
@@ -225,7 +228,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	}
 	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
 	if err != nil {
-		return d, err
+		return d, coldLimited(&d, err)
 	}
 	d.Robots = res
 	e.judge(&d, res)
@@ -378,7 +381,7 @@ func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) 
 	}
 	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
 	if err != nil {
-		return d, err
+		return d, coldLimited(&d, err)
 	}
 	d.Robots = res
 	switch {
@@ -392,6 +395,22 @@ func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) 
 		d.RetryAfter = ceilSeconds(res.Expires().Sub(e.cfg.Now()))
 	}
 	return d, nil
+}
+
+// coldLimitRetry is the Retry-After of a FetchLimited refusal: the
+// client's other lookups take a fetch each, seconds at most.
+const coldLimitRetry = 2 * time.Second
+
+// coldLimited turns a lookup that found no place in the client's cold
+// gate into a FetchLimited decision (nil error); any other error is
+// returned as it is.
+func coldLimited(d *Decision, err error) error {
+	if !errors.Is(err, resolver.ErrColdLimit) {
+		return err
+	}
+	d.Verdict, d.RetryAfter = FetchLimited, coldLimitRetry
+	d.Note = "this client has too many lookups of uncached origins in flight (robots.cold_fetches_per_client)"
+	return nil
 }
 
 // ceilSeconds rounds up to whole seconds, at least one (Retry-After).

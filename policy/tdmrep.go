@@ -31,7 +31,7 @@ func (e *Engine) judgeTDM(ctx context.Context, d *Decision) error {
 	}
 	res, err := e.cfg.TDMRep.Lookup(ctx, d.Request.Origin)
 	if err != nil {
-		return err
+		return coldLimited(d, err)
 	}
 	d.TDMRep = res
 	if res.Unknown() {
@@ -88,7 +88,7 @@ func (e *Engine) ConsultTDM(ctx context.Context, d *Decision) error {
 	}
 	res, err := e.cfg.TDMRep.Lookup(ctx, d.Request.Origin)
 	if err != nil {
-		return err
+		return coldLimited(d, err)
 	}
 	d.TDMRep = res
 	if !res.Unknown() {

@@ -11,6 +11,7 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
 // Every way a request reaches robotsgate is decided by admit: an
@@ -128,6 +129,9 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 		}
 	}
 	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client}
+	if g := s.coldGates.gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
+		ctx = resolver.WithColdGate(ctx, g)
+	}
 	var err error
 	switch {
 	case a.intercept:

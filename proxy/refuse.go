@@ -126,7 +126,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusTooManyRequests
 		e.RetryAfter = seconds(d.RetryAfter)
 		e.Message = s.rateLimitMessage(d, e.RetryAfter)
-	case policy.PacingDown:
+	case policy.PacingDown, policy.FetchLimited:
 		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)

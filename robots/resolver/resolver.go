@@ -180,8 +180,10 @@ func (r *Resolver) Close() {
 // Resolve returns the robots.txt verdict for o. A fresh cached entry costs
 // no allocation. An expired entry with rules is returned as is while one
 // background refresh runs. Otherwise the caller waits for the one shared
-// fetch of o; only ctx's cancellation ends that wait early (the fetch goes
-// on for the others), and it is then the only error.
+// fetch of o, having passed ctx's ColdGate (WithColdGate) if it has one;
+// only ctx's cancellation ends that wait early (the fetch goes on for the
+// others), and it is then the only error, with ErrColdLimit when the gate
+// gave no place in time.
 func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error) {
 	now := r.hitNow()
 	if res, ok := r.peek(o); ok {
@@ -197,6 +199,11 @@ func (r *Resolver) Resolve(ctx context.Context, o origin.Origin) (*Result, error
 		}
 	}
 	r.misses.Add(1)
+	release, err := enterCold(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", o, err)
+	}
+	defer release()
 	res, err := r.flight.Wait(ctx, o.String(), func() *Result { return r.refresh(o) })
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", o, err)

@@ -200,8 +200,10 @@ func (c *Cache) Close() {
 // Lookup returns what o's tdmrep.json says. A fresh cached result is
 // returned at once, an expired one that has a file (or none, 4xx) too
 // while one background refresh runs; otherwise the caller waits for the
-// one shared fetch of o, and only ctx's cancellation ends that wait early
-// (the fetch goes on for the others): it is then the only error.
+// one shared fetch of o, having passed ctx's cold gate
+// (resolver.WithColdGate), and only ctx's cancellation ends that wait
+// early (the fetch goes on for the others): it is then the only error,
+// with resolver.ErrColdLimit when the gate gave no place in time.
 func (c *Cache) Lookup(ctx context.Context, o origin.Origin) (*Result, error) {
 	if res, ok := c.cache.Get(o); ok {
 		if c.cfg.Now().Before(res.Expires) {
@@ -215,6 +217,11 @@ func (c *Cache) Lookup(ctx context.Context, o origin.Origin) (*Result, error) {
 		}
 	}
 	c.misses.Add(1)
+	release, err := resolver.EnterCold(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tdmrep.json of %s: %w", o, err)
+	}
+	defer release()
 	res, err := c.flight.Wait(ctx, o.String(), func() *Result { return c.refresh(o) })
 	if err != nil {
 		return nil, fmt.Errorf("tdmrep.json of %s: %w", o, err)

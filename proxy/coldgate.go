@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/robotsgate/robotsgate/robots/resolver"
+)
+
+// coldGates bound, per client address, the requests that wait at once for
+// an uncached origin's robots.txt or tdmrep.json
+// (robots.cold_fetches_per_client): one client must not make robotsgate
+// start thousands of fetches at once. The table holds only the addresses
+// with such a request in flight, so it is bounded by the requests being
+// served.
+type coldGates struct {
+	mu      sync.Mutex
+	clients map[netip.Addr]*coldCount
+}
+
+type coldCount struct {
+	n     int
+	freed chan struct{} // closed, and replaced, when a place comes free
+}
+
+// clientGate is one client's gate: at most limit cold lookups at once, a
+// lookup waiting at most wait for a place.
+type clientGate struct {
+	gates *coldGates
+	addr  netip.Addr
+	limit int
+	wait  time.Duration
+}
+
+// gate returns addr's gate, nil when there is no bound.
+func (g *coldGates) gate(addr netip.Addr, limit int, wait time.Duration) resolver.ColdGate {
+	if limit <= 0 || !addr.IsValid() {
+		return nil
+	}
+	return &clientGate{gates: g, addr: addr, limit: limit, wait: wait}
+}
+
+// Acquire waits for a place among the client's cold lookups.
+func (c *clientGate) Acquire(ctx context.Context) (func(), error) {
+	timer := time.NewTimer(c.wait)
+	defer timer.Stop()
+	for {
+		freed, ok := c.gates.take(c.addr, c.limit)
+		if ok {
+			return func() { c.gates.give(c.addr) }, nil
+		}
+		select {
+		case <-freed:
+		case <-timer.C:
+			return nil, fmt.Errorf("%w (%d, waited %v)", resolver.ErrColdLimit, c.limit, c.wait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// take takes a place for addr if one is free; otherwise it returns the
+// channel closed when one comes free.
+func (g *coldGates) take(addr netip.Addr, limit int) (<-chan struct{}, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.clients == nil {
+		g.clients = map[netip.Addr]*coldCount{}
+	}
+	c := g.clients[addr]
+	if c == nil {
+		c = &coldCount{freed: make(chan struct{})}
+		g.clients[addr] = c
+	}
+	if c.n < limit {
+		c.n++
+		return nil, true
+	}
+	return c.freed, false
+}
+
+// give frees a place of addr.
+func (g *coldGates) give(addr netip.Addr) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.clients[addr]
+	c.n--
+	close(c.freed)
+	c.freed = make(chan struct{})
+	if c.n == 0 {
+		delete(g.clients, addr)
+	}
+}
