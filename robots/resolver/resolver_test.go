@@ -169,12 +169,14 @@ func redirectChain(n int, final string) http.HandlerFunc {
 }
 
 func TestRedirects(t *testing.T) {
+	// Five redirects are followed (RFC 9309 asks for at least five, the
+	// docs promise five), a sixth is not: literals, not the constant.
 	for n := 1; n <= 6; n++ {
 		t.Run(fmt.Sprintf("%d hops", n), func(t *testing.T) {
 			o := startOrigin(t, "127.0.0.2", false, redirectChain(n, "User-agent: *\nDisallow: /private\n"))
 			res := resolve(t, newResolver(t, Config{}), o.origin)
 			want := OK
-			if n > maxRedirects {
+			if n > 5 {
 				want = Unavailable
 			}
 			if res.Status != want {
