@@ -257,9 +257,9 @@ func TestResponseSignalsHeadAndJSON(t *testing.T) {
 	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Purposes: []string{"tdm"}}}
 	p := startProxy(t, cfg)
 	resp, _ := rawGet(t, p.client(), http.MethodHead, o.URL+"/tdm", "Bot")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	resp, body := get(t, p.client(), o.URL+"/noai", "Accept", "application/json", "User-Agent", "Bot/1")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	want := `{"decision":"usage-denied","status":403,"message":"The origin's response was withheld: X-Robots-Tag: noarchive, noai (noai) refuses the purpose tdm.","url":"` +
 		o.URL + `/noai","user_agent":"Bot/1"}` + "\n"
 	if body != want {
@@ -317,7 +317,7 @@ func TestWithheldResponseClosesTheOrigin(t *testing.T) {
 	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Purposes: []string{"train-ai"}}}
 	p := startProxy(t, cfg)
 	resp, body := rawGet(t, p.client(), http.MethodGet, o.URL+"/stream", "Bot")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	if bytes.Contains(body, []byte(bodyMarker)) {
 		t.Errorf("the client got the origin's body:\n%.200s", body)
 	}
