@@ -48,8 +48,12 @@ func squidBinary() string {
 	if p, err := exec.LookPath("squid"); err == nil {
 		return p
 	}
-	if fi, err := os.Stat("/usr/sbin/squid"); err == nil && fi.Mode()&0o111 != 0 {
-		return "/usr/sbin/squid"
+	// Where `make deps` also looks: a non-root PATH lacks them.
+	for _, dir := range []string{"/usr/local/sbin", "/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, "squid")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
 	}
 	return ""
 }
