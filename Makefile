@@ -1,5 +1,8 @@
 # The one test command is `make test`: it installs what the tests need when it
-# is missing, checks formatting, vets, and runs every test with the race detector.
+# is missing, checks formatting, vets, and runs every test with the race
+# detector. The tests run through internal/testreport, which prints go test's
+# usual output, then every skipped test with its reason, and fails when a test
+# skipped that .ci/allowed-skips does not list (with why it may skip).
 GO ?= go
 BENCH_COUNT ?= 6
 MODULE := github.com/robotsgate/robotsgate
@@ -7,7 +10,7 @@ MODULE := github.com/robotsgate/robotsgate
 .PHONY: test deps fmt-check vet bench fuzz
 
 test: deps fmt-check vet
-	$(GO) test -race ./...
+	$(GO) run ./internal/testreport -go $(GO) -allow .ci/allowed-skips -- -race ./...
 
 # deps installs what the tests start, only what is missing (quick when all
 # is there):
