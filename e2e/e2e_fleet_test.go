@@ -85,6 +85,50 @@ func warmUp(t *testing.T, o *pacedOrigin, clients ...*http.Client) {
 	o.reset()
 }
 
+// adminOf returns the base URL of p's admin listener (serve -admin-listen),
+// read from its start-up log.
+func adminOf(t *testing.T, p *proc) string {
+	t.Helper()
+	m := adminOnRE.FindStringSubmatch(p.out.String())
+	if m == nil {
+		t.Fatalf("no admin address in the start-up log:\n%s", p.out)
+	}
+	return "http://" + m[1]
+}
+
+// adminStatus GETs url and returns the status and body.
+func adminStatus(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: requestTimeout}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// storeErrors reads robotsgate_pacing_store_errors_total from the admin
+// listener's /metrics.
+func storeErrors(t *testing.T, admin string) float64 {
+	t.Helper()
+	_, body := adminStatus(t, admin+"/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "robotsgate_pacing_store_errors_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("robotsgate_pacing_store_errors_total %q: %v", v, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no robotsgate_pacing_store_errors_total in /metrics")
+	return 0
+}
+
 // concurrently runs the requests at once and returns their results in
 // order.
 func concurrently(reqs ...func() (response, error)) ([]response, []error) {
@@ -198,25 +242,49 @@ func TestE2ERedisOutage(t *testing.T) {
 			free := startPacedOrigin(t, "User-agent: *\nAllow: /\n")
 			dir := t.TempDir()
 			cfg := fleetConfig(t, dir, redis.Addr, policy)
-			p, q := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+			p, q := startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0"), startServe(t, dir, "-config", cfg)
 			c, cq := proxyClient(t, p.addr, ""), proxyClient(t, q.addr, "")
+			admin := adminOf(t, p)
 			warmUp(t, paced, c, cq)
 			if r := get(t, c, paced.URL+"/before"); r.status != 200 {
 				t.Fatalf("with Redis up: %d %s", r.status, r.body)
+			}
+			if code, body := adminStatus(t, admin+"/readyz"); code != 200 || body != "ready\n" {
+				t.Errorf("/readyz with Redis up: %d %q", code, body)
+			}
+			if v := storeErrors(t, admin); v != 0 {
+				t.Errorf("robotsgate_pacing_store_errors_total %v with Redis up, want 0", v)
 			}
 
 			redis.Kill()
 			start := time.Now()
 			r := get(t, c, paced.URL+"/during")
 			took := time.Since(start)
+			if code, body := adminStatus(t, admin+"/readyz"); code != 503 || !strings.HasPrefix(body, "not ready: ") {
+				t.Errorf("/readyz with Redis down: %d %q, want 503 saying why", code, body)
+			}
 			switch policy {
 			case "refuse":
 				if r.status != 503 || r.header.Get("X-Robotsgate-Decision") != "pacing-unavailable" || r.header.Get("Retry-After") == "" {
 					t.Errorf("Redis down, refuse: %d %v %q", r.status, r.header, r.body)
 				}
+				// The counter counts failed calls to Redis (the first, then
+				// one probe a second), not the requests refused meanwhile.
+				burst := time.Now()
+				for i := range 20 {
+					if r := get(t, c, fmt.Sprintf("%s/refused%d", paced.URL, i)); r.status != 503 {
+						t.Errorf("Redis down, refuse: %d", r.status)
+					}
+				}
+				if v, most := storeErrors(t, admin), 2+time.Since(burst).Seconds(); v < 1 || v > most {
+					t.Errorf("robotsgate_pacing_store_errors_total %v after 21 refusals in %v, want 1 to %.0f (failed calls to Redis)", v, time.Since(burst).Round(time.Millisecond), most)
+				}
 			case "local":
 				if r.status != 200 {
 					t.Errorf("Redis down, local: %d %q", r.status, r.body)
+				}
+				if v := storeErrors(t, admin); v < 1 {
+					t.Errorf("robotsgate_pacing_store_errors_total %v after a failed call to Redis, want at least 1", v)
 				}
 				get(t, c, paced.URL+"/during2")
 				if ts := paced.arrivals(); len(ts) < 3 || ts[len(ts)-1].Sub(ts[len(ts)-2]) < delay-arrivalJitter {
@@ -254,6 +322,9 @@ func TestE2ERedisOutage(t *testing.T) {
 					t.Fatalf("shared pacing did not resume after Redis restarted (%d attempts; last pair: status %d and %d, X-Robotsgate-Wait %q and %q, errors %v); output:\n%s\n%s",
 						attempt, rs[0].status, rs[1].status, rs[0].header.Get("X-Robotsgate-Wait"), rs[1].header.Get("X-Robotsgate-Wait"), errs, p.out, q.out)
 				}
+			}
+			if code, body := adminStatus(t, admin+"/readyz"); code != 200 {
+				t.Errorf("/readyz after Redis came back: %d %q", code, body)
 			}
 			for _, proxy := range []*proc{p, q} {
 				if proxy.exited() || strings.Contains(proxy.out.String(), "panic") {

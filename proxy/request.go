@@ -155,9 +155,6 @@ func (s *Server) pace(req *http.Request, st *settings, d *policy.Decision) error
 	if err != nil {
 		return err
 	}
-	if d.Verdict == policy.PacingDown {
-		s.metrics.StoreErrors.Inc()
-	}
 	if d.Interval > 0 && d.Verdict == policy.Allow {
 		s.metrics.PacingWaitSeconds.Observe(d.Waited.Seconds())
 	}
