@@ -19,9 +19,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -451,6 +453,57 @@ func TestE2ESIGTERMDrains(t *testing.T) {
 				t.Errorf("exit status %d after draining, want 0; output:\n%s", code, s.p.out)
 			}
 		})
+	}
+}
+
+// TestE2ESIGTERMDrainsForAtMost30s: a request that never finishes holds
+// the drain for the documented 30 s, not less, and then robotsgate gives
+// up on it and exits.
+func TestE2ESIGTERMDrainsForAtMost30s(t *testing.T) {
+	t.Parallel()
+	s := startSetup(t, true)
+	// No client timeout: a client giving up would end the request, and the
+	// drain with it, before the 30 s.
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: s.p.addr})}}
+	t.Cleanup(client.CloseIdleConnections)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := client.Get(s.httpO.URL + "/slow")
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-s.httpO.slowStarted:
+	case err := <-done:
+		t.Fatalf("the stuck request ended before reaching the origin: %v", err)
+	case <-time.After(requestTimeout):
+		t.Fatalf("the stuck request never reached the origin; proxy output:\n%s", s.p.out)
+	}
+	sigterm := time.Now()
+	s.p.signal(syscall.SIGTERM)
+	s.p.waitLog("draining", 1)
+	// Until 30 s after SIGTERM the process waits for the request (half a
+	// second early, for the time SIGTERM took to arrive): a negative
+	// property, watched for the whole of it.
+	if code, exited := s.p.wait(30*time.Second - 500*time.Millisecond - time.Since(sigterm)); exited {
+		t.Fatalf("robotsgate exited (status %d) %v after SIGTERM with a request in flight, before the 30 s drain; output:\n%s",
+			code, time.Since(sigterm).Round(time.Millisecond), s.p.out)
+	}
+	if _, exited := s.p.wait(stopTimeout); !exited {
+		t.Fatalf("robotsgate still runs %v after SIGTERM: the drain is not bounded by 30 s; output:\n%s",
+			time.Since(sigterm).Round(time.Millisecond), s.p.out)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(sigterm).Round(time.Millisecond))
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the stuck request completed, though the origin never answered")
+		}
+	case <-time.After(requestTimeout):
+		t.Error("the stuck request's client was not let go when robotsgate exited")
 	}
 }
 
