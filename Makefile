@@ -92,8 +92,8 @@ vet:
 # proxy/bench_test.go) and the time to first byte that usage.scan_html adds
 # to a 200 KiB page (proxy/usage_bench_test.go), then verify's lines/s
 # (compliance), then the deny lists' lookups at a thousand and a million
-# entries side by side (the same cost: O(1)) and their load at a million
-# (egress).
+# entries side by side (the same probes at either size; at a million the
+# maps miss the CPU's cache) and their load at a million (egress).
 # The BENCH_COUNT repetitions are separate runs of every benchmark, so that
 # the implementations alternate and a change in the machine's load during
 # the run does not favour one of them. The corpus benchmarks need
