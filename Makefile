@@ -1,5 +1,8 @@
 # The one test command is `make test`: it installs what the tests need when it
-# is missing, checks formatting, vets, and runs every test with the race detector.
+# is missing, checks formatting, vets, and runs every test with the race
+# detector. The tests run through internal/testreport, which prints go test's
+# usual output, then every skipped test with its reason, and fails when a test
+# skipped that .ci/allowed-skips does not list (with why it may skip).
 GO ?= go
 BENCH_COUNT ?= 6
 MODULE := github.com/robotsgate/robotsgate
@@ -7,28 +10,33 @@ MODULE := github.com/robotsgate/robotsgate
 .PHONY: test deps fmt-check vet bench fuzz
 
 test: deps fmt-check vet
-	$(GO) test -race ./...
+	$(GO) run ./internal/testreport -go $(GO) -allow .ci/allowed-skips -- -race ./...
 
 # deps installs what the tests start, only what is missing (quick when all
 # is there):
 #   - Debian packages: redis-server (the pacing store's tests run a real
 #     one), squid (the parent proxy tests start their own on a free loopback
 #     port; the package may also start a system squid on 3128, which the
-#     tests do not use; /usr/sbin is not on a non-root PATH, so it is looked
-#     for there), curl and wget (the end-to-end tests drive the real binary with
+#     tests do not use), curl and wget (the end-to-end tests drive the real binary with
 #     them), chromium (the status page, and a client of e2e/clients_test.go) with
 #     certutil (libnss3-tools: Chromium's trust store), and for the Python
 #     clients of e2e/clients_test.go Debian's python3-requests, -httpx, -h2,
 #     -aiohttp and -scrapy, which are for Debian's /usr/bin/python3 (PyPI is
-#     not used). Installing needs root and apt; otherwise it says what is
-#     missing and stops.
+#     not used). A binary counts when it is on PATH; the servers, redis-server
+#     and squid, also in /usr/local/sbin, /usr/sbin or /sbin, which a non-root
+#     PATH lacks (Debian's squid is in /usr/sbin), where their tests look as
+#     well. Installing needs root and apt; otherwise it says what is missing
+#     and stops.
+#   - Node.js 20 or later with npm (not installed here: Debian's is older):
+#     the Node clients of e2e/clients_test.go run with it.
 #   - npm packages of the Node clients, at the exact versions of
 #     e2e/testdata/clients/package-lock.json, into ROBOTSGATE_NODE_DIR (default
 #     ~/.cache/robotsgate-e2e/node, outside the repository; the tests look
 #     there too), with the machine's npm. Reinstalled when the lock file
 #     changes.
-DEPS_BINARIES = redis-server curl wget chromium certutil
-DEPS_SQUID = /usr/sbin/squid
+DEPS_BINARIES = curl wget chromium certutil
+DEPS_SERVERS = redis-server squid
+DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
 DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools \
 	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy
 DEPS_PYTHON = /usr/bin/python3
@@ -39,7 +47,11 @@ export ROBOTSGATE_NODE_DIR
 
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
-	[ -x $(DEPS_SQUID) ] || command -v squid >/dev/null 2>&1 || missing="$$missing squid"; \
+	for b in $(DEPS_SERVERS); do \
+		found=""; command -v $$b >/dev/null 2>&1 && found=1; \
+		for d in $(DEPS_SBIN); do [ -x $$d/$$b ] && found=1; done; \
+		[ -n "$$found" ] || missing="$$missing $$b"; \
+	done; \
 	if [ -x $(DEPS_PYTHON) ]; then \
 		missing="$$missing $$($(DEPS_PYTHON) -c 'import importlib.util, sys; print(" ".join("python3-" + m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' $(DEPS_PYTHON_MODULES))"; \
 	else missing="$$missing $(DEPS_PYTHON)"; fi; \
@@ -53,9 +65,11 @@ deps:
 			echo "missing: $$missing (install them, e.g. apt-get install $(DEPS_PACKAGES), then rerun make test)"; exit 1; \
 		fi; \
 	fi
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && \
+		node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || \
+		{ echo "missing: node and npm, Node.js 20 or later (for the Node clients of e2e/clients_test.go; node $$(node --version 2>/dev/null || echo 'not found'))"; exit 1; }
 	@if ! cmp -s $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json" || \
 		[ ! -d "$(ROBOTSGATE_NODE_DIR)/node_modules" ]; then \
-		command -v npm >/dev/null 2>&1 || { echo "missing: npm (Node.js 20 or later), for the Node clients of e2e/clients_test.go"; exit 1; }; \
 		echo "installing the Node clients' npm packages into $(ROBOTSGATE_NODE_DIR)"; \
 		mkdir -p "$(ROBOTSGATE_NODE_DIR)" && \
 		rm -f "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json" && \
@@ -78,8 +92,8 @@ vet:
 # proxy/bench_test.go) and the time to first byte that usage.scan_html adds
 # to a 200 KiB page (proxy/usage_bench_test.go), then verify's lines/s
 # (compliance), then the deny lists' lookups at a thousand and a million
-# entries side by side (the same cost: O(1)) and their load at a million
-# (egress).
+# entries side by side (the same probes at either size; at a million the
+# maps miss the CPU's cache) and their load at a million (egress).
 # The BENCH_COUNT repetitions are separate runs of every benchmark, so that
 # the implementations alternate and a change in the machine's load during
 # the run does not favour one of them. The corpus benchmarks need

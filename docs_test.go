@@ -206,7 +206,7 @@ func TestDocsConfigurationNamesEveryConfigKey(t *testing.T) {
 }
 
 // The decision values of docs/decisions.md's table are exactly the
-// decisions the code makes (proxy.Decisions), in its order, each with its
+// decisions the code makes (audit.Decisions), in its order, each with its
 // status code.
 func TestDocsListEveryDecision(t *testing.T) {
 	doc := readText(t, "docs/decisions.md")

@@ -721,16 +721,6 @@ func ioCopy(w io.Writer, resp *http.Response) (int64, error) {
 	return io.Copy(w, resp.Body)
 }
 
-// portFree reports whether addr can be listened on right now.
-func portFree(addr string) bool {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return false
-	}
-	ln.Close()
-	return true
-}
-
 // count is the number of requests the origin received.
 func (o *origin) count() int {
 	o.mu.Lock()

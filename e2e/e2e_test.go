@@ -19,11 +19,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -453,6 +456,57 @@ func TestE2ESIGTERMDrains(t *testing.T) {
 	}
 }
 
+// TestE2ESIGTERMDrainsForAtMost30s: a request that never finishes holds
+// the drain for the documented 30 s, not less, and then robotsgate gives
+// up on it and exits.
+func TestE2ESIGTERMDrainsForAtMost30s(t *testing.T) {
+	t.Parallel()
+	s := startSetup(t, true)
+	// No client timeout: a client giving up would end the request, and the
+	// drain with it, before the 30 s.
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: s.p.addr})}}
+	t.Cleanup(client.CloseIdleConnections)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := client.Get(s.httpO.URL + "/slow")
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-s.httpO.slowStarted:
+	case err := <-done:
+		t.Fatalf("the stuck request ended before reaching the origin: %v", err)
+	case <-time.After(requestTimeout):
+		t.Fatalf("the stuck request never reached the origin; proxy output:\n%s", s.p.out)
+	}
+	sigterm := time.Now()
+	s.p.signal(syscall.SIGTERM)
+	s.p.waitLog("draining", 1)
+	// Until 30 s after SIGTERM the process waits for the request (half a
+	// second early, for the time SIGTERM took to arrive): a negative
+	// property, watched for the whole of it.
+	if code, exited := s.p.wait(30*time.Second - 500*time.Millisecond - time.Since(sigterm)); exited {
+		t.Fatalf("robotsgate exited (status %d) %v after SIGTERM with a request in flight, before the 30 s drain; output:\n%s",
+			code, time.Since(sigterm).Round(time.Millisecond), s.p.out)
+	}
+	if _, exited := s.p.wait(stopTimeout); !exited {
+		t.Fatalf("robotsgate still runs %v after SIGTERM: the drain is not bounded by 30 s; output:\n%s",
+			time.Since(sigterm).Round(time.Millisecond), s.p.out)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(sigterm).Round(time.Millisecond))
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the stuck request completed, though the origin never answered")
+		}
+	case <-time.After(requestTimeout):
+		t.Error("the stuck request's client was not let go when robotsgate exited")
+	}
+}
+
 // TestE2ECommands covers check, lint, ca init and version.
 func TestE2ECommands(t *testing.T) {
 	t.Parallel()
@@ -624,35 +678,25 @@ func TestE2EInvalidConfig(t *testing.T) {
 	}
 }
 
+// adminOnRE finds the admin address in serve's "robotsgate listening" log
+// line.
+var adminOnRE = regexp.MustCompile(`msg="robotsgate listening" .*\badmin=(\S+)`)
+
 // TestE2EQuickStart runs `serve` as the README's quick start does — no config
-// file, in a fresh working directory — only moving the proxy to a free port.
-// It starts, prints its address and the trust instructions, creates
-// certs/ca.pem there, and refuses loopback origins (the default egress guard)
-// before sending them anything.
+// file, in a fresh working directory — only moving the proxy and the admin
+// listener to free ports (the documented defaults, 8080 and 9090, may be
+// taken on a shared machine; the binary's help must name 9090). It starts,
+// prints its address and the trust instructions, creates certs/ca.pem
+// there, refuses loopback origins (the default egress guard) before sending
+// them anything, and answers /healthz on the admin listener.
 func TestE2EQuickStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	httpO, httpsO := startOrigin(t, false), startOrigin(t, true)
-	// The default admin listener is 127.0.0.1:9090: keep it, as documented,
-	// unless something else (another test run, say) holds that port; then
-	// turn it off rather than fail.
-	adminDefault := portFree("127.0.0.1:9090")
-	var p *proc
-	if adminDefault {
-		var err error
-		p, err = tryStartServe(t, dir, "-listen", "127.0.0.1:0")
-		if err != nil && strings.Contains(err.Error(), "admin listen") {
-			t.Logf("the default admin address was taken meanwhile: %v", err)
-			adminDefault = false
-			os.RemoveAll(filepath.Join(dir, "certs")) // start afresh
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	if help, _, _ := runBin(t, t.TempDir(), "serve", "-h"); !strings.Contains(help, "built-in default 127.0.0.1:9090") {
+		t.Errorf("serve -h does not give the admin listener's default, 127.0.0.1:9090:\n%s", help)
 	}
-	if !adminDefault {
-		t.Log("127.0.0.1:9090 is in use: running with -admin-listen off")
-		p = startServe(t, dir, "-listen", "127.0.0.1:0", "-admin-listen", "off")
-	}
+	p := startServe(t, dir, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
 
 	out := p.out.String()
 	caAbs := filepath.Join(dir, "certs", "ca.pem")
@@ -691,15 +735,17 @@ func TestE2EQuickStart(t *testing.T) {
 		t.Errorf("the loopback origins received %d requests (robots.txt fetches included), want none", n)
 	}
 
-	if adminDefault {
-		resp, err := http.Get("http://127.0.0.1:9090/healthz")
-		if err != nil {
-			t.Fatalf("admin /healthz on the default address: %v", err)
-		}
-		var b strings.Builder
-		ioCopy(&b, resp)
-		if resp.StatusCode != 200 || strings.TrimSpace(b.String()) != "ok" {
-			t.Errorf("admin /healthz: status %d, body %q", resp.StatusCode, b.String())
-		}
+	m := adminOnRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("serve did not log its admin address:\n%s", out)
+	}
+	resp, err := (&http.Client{Timeout: requestTimeout}).Get("http://" + m[1] + "/healthz")
+	if err != nil {
+		t.Fatalf("admin /healthz: %v", err)
+	}
+	var b strings.Builder
+	ioCopy(&b, resp)
+	if resp.StatusCode != 200 || strings.TrimSpace(b.String()) != "ok" {
+		t.Errorf("admin /healthz: status %d, body %q", resp.StatusCode, b.String())
 	}
 }

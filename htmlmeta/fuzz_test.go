@@ -10,7 +10,8 @@ import (
 // FuzzMetaScan: Scan never panics, never reads more than its limit, and
 // what it finds depends only on the bytes within the limit: the document
 // cut at the limit, or followed by anything else, gives the same tags, and
-// so do reads of one byte at a time.
+// so do reads of one byte at a time. A <meta> right after <head> within the
+// limit is found whatever follows it.
 func FuzzMetaScan(f *testing.F) {
 	for _, s := range []string{
 		`<!doctype html><html><head><meta name="robots" content="noai, noimageai"></head><body>`,
@@ -48,6 +49,16 @@ func FuzzMetaScan(f *testing.F) {
 			if m.Name == "" {
 				t.Fatalf("a tag without a name: %+v", m)
 			}
+		}
+
+		// Whatever follows, a <meta> right after <head> and within the
+		// limit is found, and first: a Scan that found nothing would pass
+		// every check above.
+		const head = `<head><meta name="Robots" content=" noai ">`
+		headed := append([]byte(head), doc...)
+		found, err := Scan(bytes.NewReader(headed), int64(len(head))+lim)
+		if err != nil || len(found) == 0 || found[0] != (Meta{Name: "robots", Content: "noai"}) {
+			t.Fatalf("the <meta> right after <head> is not the first tag found in %q: %+v, %v", headed, found, err)
 		}
 	})
 }

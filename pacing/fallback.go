@@ -34,6 +34,10 @@ type FallbackOptions struct {
 	// ProbeInterval is how long the primary is left alone after a failure
 	// before one request tries it again. Default DefaultProbeInterval.
 	ProbeInterval time.Duration
+	// OnFailure, if set, is called with the error of every call on the
+	// primary that fails (a caller's cancellation is not a failure): the
+	// first failure, then one per probe while the primary stays down.
+	OnFailure func(error)
 }
 
 // Fallback is a Store that uses a primary (shared) store and, while that
@@ -64,6 +68,7 @@ type Fallback struct {
 	probing    atomic.Bool  // a probe is in flight
 	localUntil atomic.Int64 // local reservations may be pending until then
 	lastErr    atomic.Pointer[error]
+	onFailure  func(error)
 }
 
 // flooredReserver is a Store that can reserve a slot no earlier than floor
@@ -77,7 +82,7 @@ func NewFallback(primary Store, opts FallbackOptions) (*Fallback, error) {
 	if primary == nil {
 		return nil, errors.New("pacing: fallback: no primary store")
 	}
-	f := &Fallback{primary: primary, base: time.Now()}
+	f := &Fallback{primary: primary, base: time.Now(), onFailure: opts.OnFailure}
 	f.floored, _ = primary.(flooredReserver)
 	f.probe = int64(orDefault(opts.ProbeInterval, DefaultProbeInterval))
 	switch opts.OnError {
@@ -191,6 +196,9 @@ func (f *Fallback) outcome(ctx context.Context, probe bool, err error) error {
 	default:
 		f.lastErr.Store(&err)
 		f.openUntil.Store(f.now() + f.probe)
+		if f.onFailure != nil {
+			f.onFailure(err)
+		}
 		return err
 	}
 }

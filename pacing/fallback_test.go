@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -141,6 +142,42 @@ func TestFallbackFrozenRedis(t *testing.T) {
 	}
 	srv.Thaw()
 	waitShared(t, f)
+}
+
+// TestFallbackProbesADeadPrimaryOncePerSecond: with the default probe
+// interval (the documented one probe per second), a steady stream of
+// reservations against a dead Redis reaches it once, then once a second,
+// and each of those failed calls is reported to OnFailure; the others are
+// answered by the policy without touching Redis.
+func TestFallbackProbesADeadPrimaryOncePerSecond(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	var failures atomic.Int64
+	f, err := NewFallback(newRedisStore(t, srv), FallbackOptions{OnError: OnErrorLocal, OnFailure: func(error) { failures.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := f.Reserve(ctx, "k", time.Millisecond, time.Minute); err != nil || failures.Load() != 0 {
+		t.Fatalf("healthy: %v, %d failures", err, failures.Load())
+	}
+	srv.Kill()
+	tick := time.NewTicker(10 * time.Millisecond) // the stream of requests, not a wait
+	defer tick.Stop()
+	calls, start := 0, time.Now()
+	for time.Since(start) < 2500*time.Millisecond {
+		if _, err := f.Reserve(ctx, "k", time.Millisecond, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		calls++
+		<-tick.C
+	}
+	// The first failure, then probes about 1 s and 2 s later: 3. Fewer
+	// than 2 would mean no probe; more than 4, probes less than a second
+	// apart.
+	if got := failures.Load(); got < 2 || got > 4 {
+		t.Errorf("%d calls over %v against a dead Redis: %d failed calls reached it, want 3 (one, then one per second)", calls, time.Since(start).Round(time.Millisecond), got)
+	}
 }
 
 func TestFallbackCallerCancelIsNotAFailure(t *testing.T) {

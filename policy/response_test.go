@@ -1,10 +1,13 @@
 package policy
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
@@ -99,8 +102,97 @@ func TestHeaderRefusal(t *testing.T) {
 func TestHeaderRefusalBoundsTheQuotedValue(t *testing.T) {
 	long := strings.Repeat("noindex, ", 1000) + "noai"
 	s, ok := HeaderRefusal(header("X-Robots-Tag", long), "", []string{"train-ai"})
-	if !ok || len(s.Value) > maxSignalValue+len("…") || s.Directive != "noai" {
-		t.Errorf("HeaderRefusal = %+v, %v; want noai with a value of at most %d bytes", s, ok, maxSignalValue)
+	// 256 bytes and an ellipsis: the bound docs/decisions.md gives.
+	if !ok || len(s.Value) > 256+len("…") || s.Directive != "noai" {
+		t.Errorf("HeaderRefusal = %+v, %v; want noai with a value of at most 256 bytes", s, ok)
+	}
+}
+
+// TestQuotedValuesNeverSplitAUTF8Sequence puts a multi-byte character
+// across the 256-byte cut of every field that quotes what an origin wrote,
+// at each offset where a byte cut would split it: the field must stay
+// valid UTF-8 (it goes into JSON and headers) and be a prefix of the value
+// followed by "…".
+func TestQuotedValuesNeverSplitAUTF8Sequence(t *testing.T) {
+	train := []string{"train-ai"}
+	meta := func(kv ...string) []htmlmeta.Meta {
+		var out []htmlmeta.Meta
+		for i := 0; i+1 < len(kv); i += 2 {
+			out = append(out, htmlmeta.Meta{Name: kv[i], Content: kv[i+1]})
+		}
+		return out
+	}
+	signalField := func(signals []audit.UsageSignal, kind string, policy bool) string {
+		for _, s := range signals {
+			if s.Signal == kind {
+				if policy {
+					return s.Policy
+				}
+				return s.Value
+			}
+		}
+		return "(no " + kind + " signal)"
+	}
+	tests := []struct {
+		name   string
+		prefix string                   // the value's start; padded to the cut
+		field  func(long string) string // the quoted field for the value long
+	}{
+		{"X-Robots-Tag refusal value", "noai, ", func(v string) string {
+			s, _ := HeaderRefusal(header("X-Robots-Tag", v), "", train)
+			return s.Value
+		}},
+		{"tdm-reservation refusal policy", "https://example.org/", func(v string) string {
+			s, _ := HeaderRefusal(header("Tdm-Reservation", "1", "Tdm-Policy", v), "", train)
+			return s.Policy
+		}},
+		{"meta robots refusal value", "noai ", func(v string) string {
+			s, _ := MetaRefusal(meta("robots", v), "", train)
+			return s.Value
+		}},
+		{"meta tdm-reservation refusal policy", "https://example.org/", func(v string) string {
+			s, _ := MetaRefusal(meta("tdm-policy", v, "tdm-reservation", "1"), "", train)
+			return s.Policy
+		}},
+		{"header tdm-reservation signal value", "0 ", func(v string) string {
+			return signalField(HeaderSignals(header("Tdm-Reservation", v), "", train), audit.SignalHeaderTDMReservation, false)
+		}},
+		{"header tdm-policy signal policy", "https://example.org/", func(v string) string {
+			return signalField(HeaderSignals(header("Tdm-Reservation", "1", "Tdm-Policy", v), "", train), audit.SignalHeaderTDMReservation, true)
+		}},
+		{"header Content-Usage signal value", "train-ai=n, x", func(v string) string {
+			return signalField(HeaderSignals(header("Content-Usage", v), "", train), audit.SignalHeaderContentUsage, false)
+		}},
+		{"header X-Robots-Tag signal value", "noai, ", func(v string) string {
+			return signalField(HeaderSignals(header("X-Robots-Tag", v), "", train), audit.SignalXRobotsTag, false)
+		}},
+		{"meta tdm-reservation signal value", "", func(v string) string {
+			return signalField(MetaSignals(meta("tdm-reservation", v), ""), audit.SignalMetaTDMReservation, false)
+		}},
+		{"meta tdm-policy signal policy", "https://example.org/", func(v string) string {
+			return signalField(MetaSignals(meta("tdm-policy", v, "tdm-reservation", "1"), ""), audit.SignalMetaTDMReservation, true)
+		}},
+		{"meta robots signal value", "noai ", func(v string) string {
+			return signalField(MetaSignals(meta("robots", v), ""), audit.SignalMetaRobots, false)
+		}},
+	}
+	for _, tt := range tests {
+		for _, char := range []string{"é", "€", "𝄞"} {
+			// Every start of char that puts byte 256 inside it.
+			for start := 256 - len(char) + 1; start < 256; start++ {
+				long := tt.prefix + strings.Repeat("a", start-len(tt.prefix)) + strings.Repeat(char, 10)
+				t.Run(fmt.Sprintf("%s/%q at byte %d", tt.name, char, start), func(t *testing.T) {
+					got := tt.field(long)
+					if !utf8.ValidString(got) {
+						t.Fatalf("not valid UTF-8: %q", got)
+					}
+					kept, cut := strings.CutSuffix(got, "…")
+					if !cut || !strings.HasPrefix(long, kept) || len(kept) > 256 || len(kept) < 256-len(char) {
+						t.Fatalf("got %q (%d bytes), want the first 256 bytes of the value or less, up to a whole character, and \"…\"", got, len(got))
+					}
+				})
+			}
+		}
 	}
 }
 

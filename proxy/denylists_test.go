@@ -118,7 +118,7 @@ func TestDenyListRefusesRobotsRedirect(t *testing.T) {
 	cfg.Egress.DenyHostsFiles = []string{list}
 	p := startProxyWith(t, cfg, Options{Resolver: names})
 	resp, _ := get(t, p.client(), o.URL+"/page")
-	checkRefusal(t, resp, 503, "unreachable", "")
+	checkRefusal(t, resp, 503, "unreachable", "destination_ip_prohibited")
 	if len(listed.seen()) != 0 || names.lookedUp("robots.listed.test") {
 		t.Errorf("the redirect to a listed host was followed: %v", listed.seen())
 	}

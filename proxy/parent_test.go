@@ -48,8 +48,12 @@ func squidBinary() string {
 	if p, err := exec.LookPath("squid"); err == nil {
 		return p
 	}
-	if fi, err := os.Stat("/usr/sbin/squid"); err == nil && fi.Mode()&0o111 != 0 {
-		return "/usr/sbin/squid"
+	// Where `make deps` also looks: a non-root PATH lacks them.
+	for _, dir := range []string{"/usr/local/sbin", "/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, "squid")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
 	}
 	return ""
 }
@@ -472,7 +476,7 @@ func testParentBlindTunnel(t *testing.T, sq *testSquid) {
 			client.CloseIdleConnections()
 			closedHost := hostOf(closed.URL)
 			resp, _ = dialProxy(t, p).roundTrip(t, "CONNECT "+closedHost+" HTTP/1.1\r\nHost: "+closedHost+"\r\n\r\n")
-			checkRefusal(t, resp, 403, "disallow", "")
+			checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 			p.stop(t)
 
 			if want := []string{hostOf(cfg.Upstream.Proxy)}; !slices.Equal(rec.dialled(), want) {
@@ -560,7 +564,7 @@ func testParentRefusesCredentials(t *testing.T, sq *testSquid) {
 		decision    string
 		proxyStatus string
 	}{
-		{o.URL + "/public", 503, "unreachable", ""}, // its robots.txt fetch got the 407
+		{o.URL + "/public", 503, "unreachable", "http_request_denied"}, // its robots.txt fetch got the 407: an answer, not a network cause
 		{ignored.URL + "/public", 502, "upstream-error", "proxy_configuration_error"},
 		{tlsOrigin.URL + "/public", 502, "upstream-error", "proxy_configuration_error"},
 	} {
@@ -599,7 +603,7 @@ func TestDeadParentProxyIs502(t *testing.T) {
 		decision    string
 		proxyStatus string
 	}{
-		{"http, robots.txt needed", func() (*http.Response, string) { return get(t, p.client(), o.URL+"/public") }, 503, "unreachable", ""},
+		{"http, robots.txt needed", func() (*http.Response, string) { return get(t, p.client(), o.URL+"/public") }, 503, "unreachable", "connection_refused"},
 		{"http", func() (*http.Response, string) { return get(t, p.client(), "http://127.0.0.1:9/public") }, 502, "upstream-error", "connection_refused"},
 		{"https intercepted", func() (*http.Response, string) { return get(t, p.client(), tlsOrigin.URL+"/public") }, 502, "upstream-error", "connection_refused"},
 		{"blind tunnel", func() (*http.Response, string) {

@@ -37,7 +37,7 @@ func TestProxyAuthentication(t *testing.T) {
 	p := startProxy(t, cfg)
 
 	resp, _ := get(t, p.client(), o.URL+"/public")
-	checkRefusal(t, resp, http.StatusProxyAuthRequired, "auth-required", "")
+	checkRefusal(t, resp, http.StatusProxyAuthRequired, "auth-required", "http_request_denied")
 	if got := resp.Header.Get("Proxy-Authenticate"); got != `Basic realm="robotsgate"` {
 		t.Errorf("Proxy-Authenticate %q", got)
 	}
@@ -92,7 +92,7 @@ func TestFixedAgentJudgesTheClient(t *testing.T) {
 	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Agent: "FooBot"}}
 	p := startProxy(t, cfg)
 	resp, body := get(t, p.client(), o.URL+"/foo-only", "User-Agent", "curl/8")
-	checkRefusal(t, resp, 403, "disallow", "")
+	checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 	if !strings.Contains(body, "User-agent: FooBot") {
 		t.Errorf("body does not name FooBot's group:\n%s", body)
 	}
@@ -105,12 +105,12 @@ func TestPurposesAgainstAIUsagePreferences(t *testing.T) {
 	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Purposes: []string{"train-ai", "ai-input"}}}
 	p := startProxy(t, cfg)
 	resp, body := get(t, p.client(), o.URL+"/article")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	if !strings.Contains(body, "train-ai=n (line 2)") {
 		t.Errorf("body does not name the preference:\n%s", body)
 	}
 	resp, body = get(t, p.client(), o.URL+"/open/x")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	if !strings.Contains(body, "ai-input=no (line 4)") {
 		t.Errorf("Content-Signal refusal not named:\n%s", body)
 	}
@@ -131,16 +131,16 @@ func TestTrapGuard(t *testing.T) {
 	p := startProxy(t, cfg)
 	c := p.client()
 	resp, _ := get(t, c, o.URL+"/q?"+strings.Repeat("x", 80))
-	checkRefusal(t, resp, 403, "trap-denied", "")
+	checkRefusal(t, resp, 403, "trap-denied", "http_request_denied")
 	resp, _ = get(t, c, o.URL+"/a/b/a/b/a/b/a/b")
-	checkRefusal(t, resp, 403, "trap-denied", "")
+	checkRefusal(t, resp, 403, "trap-denied", "http_request_denied")
 	for i := range 3 {
 		if resp, _ := get(t, c, fmt.Sprintf("%s/page%d", o.URL, i)); resp.StatusCode != 200 {
 			t.Fatalf("page %d: %d", i, resp.StatusCode)
 		}
 	}
 	resp, _ = get(t, c, o.URL+"/page4")
-	checkRefusal(t, resp, 429, "trap-denied", "")
+	checkRefusal(t, resp, 429, "trap-denied", "http_request_denied")
 	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 3500 || ra > 3600 {
 		t.Errorf("Retry-After %q, want the rest of the hour", resp.Header.Get("Retry-After"))
 	}
@@ -195,10 +195,10 @@ func TestHostListsAndPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, _ = get(t, p.client(), b.URL+"/x")
-	checkRefusal(t, resp, 403, "egress-denied", "")
+	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
 	host := strings.TrimPrefix(tlsOrigin.URL, "https://")
 	resp, body := dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", host, host))
-	checkRefusal(t, resp, 403, "egress-denied", "")
+	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
 	if len(a.seen())+len(b.seen()) != 2 || len(tlsOrigin.seen()) != 0 {
 		t.Errorf("origins saw %v %v %v (%s)", a.seen(), b.seen(), tlsOrigin.seen(), body)
 	}
@@ -208,7 +208,7 @@ func TestRequestToTheProxyItselfIsRefused(t *testing.T) {
 	cfg := testConfig(t, nil)
 	p := startProxy(t, cfg) // 127.0.0.1 is allowed: only the self check stops the loop
 	resp, _ := get(t, p.client(), "http://"+p.addr+"/x")
-	checkRefusal(t, resp, 403, "egress-denied", "")
+	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
 }
 
 // rebindResolver answers every name with one forbidden address.
@@ -281,7 +281,7 @@ func TestRobotsRedirectToForbiddenAddressIsNotFollowed(t *testing.T) {
 	cfg.Egress.AllowNetworks = []string{"127.0.0.2/32"}
 	p := startProxy(t, cfg)
 	resp, _ := get(t, p.client(), o.URL+"/page")
-	checkRefusal(t, resp, 503, "unreachable", "")
+	checkRefusal(t, resp, 503, "unreachable", "destination_ip_prohibited")
 	if len(internal.seen()) != 0 {
 		t.Errorf("the redirect to a forbidden address was followed: %v", internal.seen())
 	}
@@ -343,9 +343,12 @@ func TestClientsDefaultDenyRefusesUnmatchedClients(t *testing.T) {
 			t.Errorf("%s: GET %d, want %d", tt.name, resp.StatusCode, tt.status)
 		}
 		if tt.status == 403 {
-			checkRefusal(t, resp, 403, "client-denied", "clients_default is deny")
+			checkRefusal(t, resp, 403, "client-denied", "http_request_denied")
+			if ps := resp.Header.Get("Proxy-Status"); !strings.Contains(ps, "clients_default is deny") {
+				t.Errorf("Proxy-Status %q does not name clients_default", ps)
+			}
 			resp, _ = dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", host, host))
-			checkRefusal(t, resp, 403, "client-denied", "")
+			checkRefusal(t, resp, 403, "client-denied", "http_request_denied")
 		}
 	}
 }

@@ -26,7 +26,7 @@ func TestHTTPAllowedAndDisallowed(t *testing.T) {
 	}
 
 	resp, body = get(t, c, o.URL+"/private/x", "User-Agent", "Mozilla/5.0 (compatible; TestBot/1.0)")
-	checkRefusal(t, resp, 403, "disallow", "error=http_request_denied")
+	checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 	for _, want := range []string{o.URL + "/private/x", "TestBot/1.0", "User-agent: *", "Disallow: /private (line 2)", o.URL + "/robots.txt"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("403 body lacks %q:\n%s", want, body)
@@ -41,20 +41,28 @@ func TestHTTPAllowedAndDisallowed(t *testing.T) {
 		t.Errorf("longer allow rule: %d", resp.StatusCode)
 	}
 	resp, _ = get(t, c, o.URL+"/foo-only", "User-Agent", "FooBot/2")
-	checkRefusal(t, resp, 403, "disallow", "")
+	checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 	resp, _ = get(t, c, o.URL+"/private/x", "User-Agent", "FooBot/2")
 	if resp.StatusCode != 200 {
 		t.Errorf("FooBot has its own group, which allows /private: %d", resp.StatusCode)
 	}
 }
 
-func checkRefusal(t *testing.T, resp *http.Response, status int, decision, proxyStatus string) {
+// checkRefusal checks a response robotsgate made: its status, decision,
+// the error type of its Proxy-Status (RFC 9209, exactly errorType) and
+// Cache-Control: no-store.
+func checkRefusal(t *testing.T, resp *http.Response, status int, decision, errorType string) {
 	t.Helper()
+	if errorType == "" {
+		t.Fatal("checkRefusal: the Proxy-Status error type to expect is missing")
+	}
 	if resp.StatusCode != status || resp.Header.Get("X-Robotsgate-Decision") != decision {
 		t.Errorf("status %d decision %q, want %d %q", resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision"), status, decision)
 	}
-	if ps := resp.Header.Get("Proxy-Status"); !strings.HasPrefix(ps, "robotsgate; error=") || !strings.Contains(ps, proxyStatus) {
-		t.Errorf("Proxy-Status %q, want %q", ps, proxyStatus)
+	ps := resp.Header.Get("Proxy-Status")
+	rest, ok := strings.CutPrefix(ps, "robotsgate; error=")
+	if got, _, _ := strings.Cut(rest, ";"); !ok || got != errorType {
+		t.Errorf("Proxy-Status %q, want error=%s", ps, errorType)
 	}
 	if resp.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("Cache-Control %q", resp.Header.Get("Cache-Control"))
@@ -275,8 +283,8 @@ func TestEgressGuardRefusesLoopbackByDefault(t *testing.T) {
 	resp, _ = dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", host, host))
 	// A refused CONNECT explains itself in its headers, naming the key
 	// that would allow it (regression: details="egress-denied" only).
-	checkRefusal(t, resp, 403, "egress-denied", `details="egress-denied: The destination is on a loopback network`)
-	if ps := resp.Header.Get("Proxy-Status"); !strings.Contains(ps, "egress.allow_networks") {
+	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
+	if ps := resp.Header.Get("Proxy-Status"); !strings.Contains(ps, `details="egress-denied: The destination is on a loopback network`) || !strings.Contains(ps, "egress.allow_networks") {
 		t.Errorf("Proxy-Status %q does not name egress.allow_networks", ps)
 	}
 	if len(o.seen()) != 0 {
@@ -396,7 +404,7 @@ func TestRobotsTooCostlyToJudgeIsRefused(t *testing.T) {
 	p := startProxy(t, testConfig(t, nil))
 	target := "/" + strings.Repeat("b1", 1023) + "b"
 	resp, body := get(t, p.client(), o.URL+target)
-	checkRefusal(t, resp, 403, "disallow", "")
+	checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 	if !strings.Contains(body, "too costly") {
 		t.Errorf("403 body does not say why:\n%s", body)
 	}
@@ -413,7 +421,7 @@ func TestRefusedConnectIsAuditedByAuthority(t *testing.T) {
 	cfg.Log.Audit = filepath.Join(t.TempDir(), "audit.log")
 	p := startProxy(t, cfg)
 	resp, _ := dialProxy(t, p).roundTrip(t, "CONNECT 127.0.0.9:443 HTTP/1.1\r\nHost: 127.0.0.9:443\r\n\r\n")
-	checkRefusal(t, resp, 403, "egress-denied", "")
+	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
 	if r := waitAudit(t, cfg.Log.Audit, 1)[0]; r["url"] != "127.0.0.9:443" || r["method"] != "CONNECT" {
 		t.Errorf("audit record %v, want url 127.0.0.9:443", r)
 	}

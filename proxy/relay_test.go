@@ -218,7 +218,7 @@ func TestUnrequestedSwitchIs502(t *testing.T) {
 	p := startProxy(t, testConfig(t, nil))
 	c := dialProxy(t, p)
 	resp, _ := c.roundTrip(t, fmt.Sprintf("GET http://%s/page HTTP/1.1\r\nHost: %s\r\n\r\n", o.addr, o.addr))
-	checkRefusal(t, resp, http.StatusBadGateway, "upstream-error", "error=http_upgrade_failed")
+	checkRefusal(t, resp, http.StatusBadGateway, "upstream-error", "http_upgrade_failed")
 	fmt.Fprintf(c, "GET /private HTTP/1.1\r\nHost: %s\r\n\r\n", o.addr)
 	if line := <-later; line != "" {
 		t.Errorf("the origin received %q after its 101", line)
@@ -237,7 +237,7 @@ func TestRefusalOfAStalledBodyIsAnswered(t *testing.T) {
 	c := dialProxy(t, p)
 	fmt.Fprintf(c, "POST http://%s/private/form HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\nabc", host, host)
 	resp, _ := c.readResponse(t, "the refusal")
-	checkRefusal(t, resp, 403, "disallow", "")
+	checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 	if o.saw("/private/form") {
 		t.Error("the refused request reached the origin")
 	}

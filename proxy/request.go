@@ -139,9 +139,6 @@ func (s *Server) pace(ctx context.Context, st *settings, d *policy.Decision) (pa
 	if err != nil {
 		return permit, err
 	}
-	if d.Verdict == policy.PacingDown {
-		s.metrics.StoreErrors.Inc()
-	}
 	if d.Interval > 0 && d.Verdict == policy.Allow {
 		s.metrics.PacingWaitSeconds.Observe(d.Waited.Seconds())
 	}

@@ -33,9 +33,9 @@ func TestUnreachableRobotsSaysWhy(t *testing.T) {
 	for _, tt := range []struct {
 		url, cause, proxyError, says string
 	}{
-		{untrusted.URL, "tls_certificate_error", "error=tls_certificate_error", "mitm.upstream_ca"},
-		{refusedURL, "connection_refused", "error=connection_refused", "the connection was refused"},
-		{failing.URL, "http_5xx", "error=http_request_denied", "server error, HTTP 502"},
+		{untrusted.URL, "tls_certificate_error", "tls_certificate_error", "mitm.upstream_ca"},
+		{refusedURL, "connection_refused", "connection_refused", "the connection was refused"},
+		{failing.URL, "http_5xx", "http_request_denied", "server error, HTTP 502"},
 	} {
 		for range 2 { // the second is answered from the cached failure
 			resp, body := get(t, c, tt.url+"/page", "Accept", "text/plain")

@@ -272,7 +272,8 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 	if err != nil {
 		return fmt.Errorf("proxy: pacing.redis: %w", err)
 	}
-	f, err := pacing.NewFallback(r, pacing.FallbackOptions{OnError: pacing.OnError(p.OnStoreError)})
+	f, err := pacing.NewFallback(r, pacing.FallbackOptions{OnError: pacing.OnError(p.OnStoreError),
+		OnFailure: func(error) { s.metrics.StoreErrors.Inc() }})
 	if err != nil {
 		r.Close()
 		return fmt.Errorf("proxy: pacing: %w", err)

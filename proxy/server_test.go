@@ -96,14 +96,15 @@ func TestOversizedHeadIs431WithDecision(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, prefix := open()
-			big := fmt.Sprintf("GET %s/public HTTP/1.1\r\nHost: %s\r\nX-Big: %s\r\n\r\n", prefix, host, strings.Repeat("x", maxHeaderBytes))
+			// 1 MiB as a literal, the documented limit, not the constant.
+			big := fmt.Sprintf("GET %s/public HTTP/1.1\r\nHost: %s\r\nX-Big: %s\r\n\r\n", prefix, host, strings.Repeat("x", 1<<20))
 			resp, body := c.roundTrip(t, big)
 			checkRefusal(t, resp, http.StatusRequestHeaderFieldsTooLarge, "bad-request", "http_request_error")
 			if !resp.Close || !strings.Contains(body, "1 MiB") {
 				t.Errorf("close=%v body %q", resp.Close, body)
 			}
 			c, _ = open()
-			fits := fmt.Sprintf("GET %s/fits HTTP/1.1\r\nHost: %s\r\nX-Big: %s\r\n\r\n", prefix, host, strings.Repeat("x", maxHeaderBytes-1024))
+			fits := fmt.Sprintf("GET %s/fits HTTP/1.1\r\nHost: %s\r\nX-Big: %s\r\n\r\n", prefix, host, strings.Repeat("x", 1<<20-1024))
 			if resp, _ := c.roundTrip(t, fits); resp.StatusCode != 200 {
 				t.Errorf("a head just under 1 MiB: %d", resp.StatusCode)
 			}

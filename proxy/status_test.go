@@ -206,9 +206,9 @@ func TestStatusPageNamesRefusedConnects(t *testing.T) {
 	cfg.Egress.TunnelPorts = []int{n}
 	p := startProxy(t, cfg)
 	adminURL := startAdmin(t, p)
-	for target, decision := range map[string]string{blind: "disallow", "127.0.0.9:443": "egress-denied"} {
+	for target, want := range map[string][2]string{blind: {"disallow", "http_request_denied"}, "127.0.0.9:443": {"egress-denied", "destination_ip_prohibited"}} {
 		resp, _ := dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target))
-		checkRefusal(t, resp, 403, decision, "")
+		checkRefusal(t, resp, 403, want[0], want[1])
 	}
 	waitFor(t, "two refusals", func() bool { _, _, _, r := p.srv.stats.snapshot(10); return len(r) == 2 })
 
@@ -602,7 +602,7 @@ func statusTraffic(t *testing.T, p *testProxy, origins ...*testOrigin) (longURL 
 	get(t, c, tlsSite.URL+"/private/report.pdf")
 	for _, target := range []string{"127.0.0.9:443", "127.0.0.9:22"} {
 		resp, _ := dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target))
-		checkRefusal(t, resp, 403, "egress-denied", "")
+		checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")
 	}
 	// A client without robotsgate's CA.
 	tc := dialProxy(t, p)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/htmlmeta"
 )
 
 // bodyMarker is in every body the signals origin sends: it must never
@@ -59,7 +58,10 @@ func compress(t testing.TB, coding string, data []byte) []byte {
 func signalPages(t testing.TB) map[string]signalPage {
 	text := []byte("text " + bodyMarker + "\n")
 	noai := htmlPage(`<meta name="robots" content="noindex, noai">`, 4<<10)
-	late := htmlPage(`<script>`+strings.Repeat(" ", htmlmeta.Limit)+`</script><meta name="robots" content="noai">`, 1<<10)
+	// The scan reads the first 64 KiB (a literal: the documented figure):
+	// a tag that ends a little before is found, one that starts after is not.
+	within := htmlPage(`<script>`+strings.Repeat(" ", 64<<10-256)+`</script><meta name="robots" content="noai">`, 1<<10)
+	late := htmlPage(`<script>`+strings.Repeat(" ", 64<<10)+`</script><meta name="robots" content="noai">`, 1<<10)
 	return map[string]signalPage{
 		"/plain":        {[]string{"Content-Type", "text/plain"}, text},
 		"/tdm":          {[]string{"tdm-reservation", "1", "tdm-policy", "https://example.org/tdm-policy.json"}, text},
@@ -75,6 +77,7 @@ func signalPages(t testing.TB) map[string]signalPage {
 		"/meta-tdm":     {[]string{"Content-Type", "text/html"}, htmlPage(`<meta name="tdm-reservation" content="1"><meta name="tdm-policy" content="https://example.org/p">`, 4<<10)},
 		"/meta-agent":   {[]string{"Content-Type", "text/html"}, htmlPage(`<meta name="trainbot" content="noai">`, 4<<10)},
 		"/meta-comment": {[]string{"Content-Type", "text/html"}, htmlPage(`<!-- <meta name="robots" content="noai"> -->`, 4<<10)},
+		"/meta-within":  {[]string{"Content-Type", "text/html"}, within},
 		"/meta-late":    {[]string{"Content-Type", "text/html"}, late},
 		"/meta-gzip":    {[]string{"Content-Type", "text/html", "Content-Encoding", "gzip"}, compress(t, "gzip", noai)},
 		"/meta-deflate": {[]string{"Content-Type", "text/html", "Content-Encoding", "deflate"}, compress(t, "zlib", noai)},
@@ -175,6 +178,7 @@ func TestResponseSignals(t *testing.T) {
 		{"/meta-tdm", `<meta name="tdm-reservation" content="1"> refuses the purpose train-ai (tdm-policy https://example.org/p)`},
 		{"/meta-agent", `<meta name="trainbot" content="noai"> refuses the purpose train-ai`},
 		{"/meta-comment", ""},
+		{"/meta-within", `<meta name="robots" content="noai"> refuses the purpose train-ai`},
 		{"/meta-late", ""},
 		{"/meta-gzip", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
 		{"/meta-deflate", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
@@ -253,9 +257,9 @@ func TestResponseSignalsHeadAndJSON(t *testing.T) {
 	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Purposes: []string{"tdm"}}}
 	p := startProxy(t, cfg)
 	resp, _ := rawGet(t, p.client(), http.MethodHead, o.URL+"/tdm", "Bot")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	resp, body := get(t, p.client(), o.URL+"/noai", "Accept", "application/json", "User-Agent", "Bot/1")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	want := `{"decision":"usage-denied","status":403,"message":"The origin's response was withheld: X-Robots-Tag: noarchive, noai (noai) refuses the purpose tdm.","url":"` +
 		o.URL + `/noai","user_agent":"Bot/1","client_rule":"127.0.0.0/8","purposes":["tdm"]}` + "\n"
 	if body != want {
@@ -313,7 +317,7 @@ func TestWithheldResponseClosesTheOrigin(t *testing.T) {
 	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Purposes: []string{"train-ai"}}}
 	p := startProxy(t, cfg)
 	resp, body := rawGet(t, p.client(), http.MethodGet, o.URL+"/stream", "Bot")
-	checkRefusal(t, resp, 403, "usage-denied", "")
+	checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 	if bytes.Contains(body, []byte(bodyMarker)) {
 		t.Errorf("the client got the origin's body:\n%.200s", body)
 	}

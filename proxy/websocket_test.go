@@ -67,7 +67,7 @@ func TestWebSocketUpgradesPassAndAreJudged(t *testing.T) {
 	for _, scheme := range []string{"http", "ws"} {
 		echoRoundTrip(t, dialProxy(t, p), upgradeRequest(scheme+"://"+host+"/socket", host))
 		resp, _ := dialProxy(t, p).roundTrip(t, upgradeRequest(scheme+"://"+host+"/private/socket", host))
-		checkRefusal(t, resp, 403, "disallow", "")
+		checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 	}
 	if o.saw("/private/socket") {
 		t.Error("the disallowed upgrade reached the origin")
@@ -81,5 +81,5 @@ func TestWebSocketUpgradeInsideTunnel(t *testing.T) {
 	echoRoundTrip(t, dialProxy(t, p).connect(t, p, host, "127.0.0.1"), upgradeRequest("/socket", host))
 	tc := dialProxy(t, p).connect(t, p, host, "127.0.0.1")
 	resp, _ := tc.roundTrip(t, upgradeRequest("/private/socket", host))
-	checkRefusal(t, resp, 403, "disallow", "")
+	checkRefusal(t, resp, 403, "disallow", "http_request_denied")
 }

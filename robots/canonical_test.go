@@ -1,6 +1,7 @@
 package robots
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -89,9 +90,14 @@ func TestDecideStrictDoesNotAllocateOnCanonicalInput(t *testing.T) {
 }
 
 // FuzzCanonicalTarget checks idempotence, that the query is untouched, and
-// that the canonical path has no "//" and no dot segments.
+// that the canonical path has no "//" and no dot segments; and, on a path
+// derived from the input that is canonical by construction, that it is a
+// fixed point and that a %-escape of one of its unreserved octets (lower or
+// upper case hex) decodes back to it. Those two properties do not come from
+// the code under test: a CanonicalTarget that returned "/" for every path,
+// or decoded nothing, would satisfy the others.
 func FuzzCanonicalTarget(f *testing.F) {
-	for _, s := range []string{"/a/../b", "//x", "/%2e%2E/%7e", "/ä?q=/../", "/.", "/a/b/.."} {
+	for _, s := range []string{"/a/../b", "//x", "/%2e%2E/%7e", "/ä?q=/../", "/.", "/a/b/..", "/private/x", "/~joe/a-b_c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, target string) {
@@ -109,5 +115,42 @@ func FuzzCanonicalTarget(f *testing.F) {
 		if strings.Contains(path, "//") || strings.HasSuffix(path, "/..") || strings.Contains(path, "/../") || strings.Contains(path, "/./") {
 			t.Fatalf("not canonical: %q -> %q", target, c)
 		}
+
+		p := canonicalByConstruction(target)
+		if got := CanonicalTarget(p); got != p {
+			t.Fatalf("canonical path %q is not a fixed point: got %q", p, got)
+		}
+		if got := CanonicalTarget(p + "?q=%41/../"); got != p+"?q=%41/../" {
+			t.Fatalf("canonical path %q with a query is not a fixed point: got %q", p, got)
+		}
+		if i := strings.IndexFunc(p, func(r rune) bool { return r != '/' }); i >= 0 {
+			hex := "%%%02X"
+			if len(target)%2 == 1 {
+				hex = "%%%02x"
+			}
+			escaped := p[:i] + fmt.Sprintf(hex, p[i]) + p[i+1:]
+			if got := CanonicalTarget(escaped); got != p {
+				t.Fatalf("the unreserved octet %q escaped in %q does not decode: got %q, want %q", p[i], escaped, got, p)
+			}
+		}
 	})
+}
+
+// canonicalByConstruction maps s to a path that is canonical by RFC 3986's
+// rules alone: it starts with "/", has only unreserved letters, digits, "-",
+// "_", "~" and single slashes, so no escape, no non-ASCII octet, no "//" and
+// no dot segment.
+func canonicalByConstruction(s string) string {
+	b := []byte{'/'}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '~':
+			b = append(b, c)
+		case c == '/' && b[len(b)-1] != '/':
+			b = append(b, c)
+		default:
+			b = append(b, 'x')
+		}
+	}
+	return string(b)
 }

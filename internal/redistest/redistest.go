@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -18,13 +19,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Path is the redis-server the tests run (`make test` installs Debian's
-// package when it is missing).
-const Path = "/usr/bin/redis-server"
+// sbinDirs are where a redis-server may be installed outside a non-root
+// PATH; `make deps` looks there too, so that a server it accepts is never
+// one the tests miss.
+var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin", "/sbin"}
+
+// Binary returns the redis-server the tests run: the first on PATH, else
+// one in sbinDirs (`make test` installs Debian's package when there is
+// none).
+func Binary() (string, error) {
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	for _, dir := range sbinDirs {
+		p := filepath.Join(dir, "redis-server")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("redis-server is not on PATH nor in %v", sbinDirs)
+}
 
 // Server is a redis-server process of one test.
 type Server struct {
-	tb testing.TB
+	tb   testing.TB
+	path string // the redis-server binary
 	// Addr is the server's host:port.
 	Addr   string
 	port   int
@@ -36,12 +55,13 @@ type Server struct {
 // when redis-server is not installed.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	if _, err := os.Stat(Path); err != nil {
-		tb.Skipf("%s not installed (run `make deps` or apt-get install redis-server): %v", Path, err)
+	path, err := Binary()
+	if err != nil {
+		tb.Skipf("%v: install it (make deps, or apt-get install redis-server)", err)
 	}
 	var lastErr error
 	for range 5 { // a free port can be taken between probing and binding
-		s := &Server{tb: tb, port: freePort(tb)}
+		s := &Server{tb: tb, path: path, port: freePort(tb)}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 		if lastErr = s.start(); lastErr == nil {
 			tb.Cleanup(s.Kill)
@@ -66,7 +86,7 @@ func freePort(tb testing.TB) int {
 // start runs redis-server on s.port and waits (bounded) until it answers
 // PING.
 func (s *Server) start() error {
-	s.cmd = exec.Command(Path,
+	s.cmd = exec.Command(s.path,
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
 		"--dir", s.tb.TempDir(), "--loglevel", "warning")
