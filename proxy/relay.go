@@ -43,6 +43,10 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 				w.Header().Set("Connection", "close") // the rest of the body may never come
 				s.respond(w, plainResponse(req, http.StatusRequestTimeout, audit.ClientTimeout, "http_request_error",
 					"The request body stalled for longer than timeouts.client_body."))
+				// Nor wait for it: net/http reads what is left of a body
+				// before it closes, which would hold the connection for
+				// timeouts.client_body once more.
+				http.NewResponseController(w).SetReadDeadline(time.Now())
 				return
 			}
 			s.respond(w, s.upstream.failure(req, err))

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/config"
 )
 
 // rawOrigin is a plain HTTP origin on 127.0.0.2 that answers robots.txt
@@ -169,7 +171,7 @@ func TestStalledRequestBodyTimesOut(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	})
 	cfg := testConfig(t, nil)
-	cfg.Timeouts.ClientBody = 300_000_000 // 300 ms
+	cfg.Timeouts.ClientBody = config.Duration(1500 * time.Millisecond)
 	p := startProxy(t, cfg)
 	c := dialProxy(t, p)
 	start := time.Now()
@@ -178,8 +180,18 @@ func TestStalledRequestBodyTimesOut(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestTimeout || !resp.Close {
 		t.Errorf("%d close=%v, want 408 and the connection closed", resp.StatusCode, resp.Close)
 	}
-	if d := time.Since(start); d < 300*time.Millisecond {
+	if d := time.Since(start); d < 1500*time.Millisecond {
 		t.Errorf("refused after %v, before the timeout", d)
+	}
+	// The connection is closed once the 408 is written, not after waiting
+	// timeouts.client_body once more for the rest of the body.
+	answered := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.r.Read(make([]byte, 1)); err == nil || n > 0 {
+		t.Errorf("read %d bytes after the 408 (%v), want the connection closed", n, err)
+	}
+	if d := time.Since(answered); d > 750*time.Millisecond {
+		t.Errorf("the connection was closed %v after the 408, want at once (the body timeout is 1.5 s)", d)
 	}
 }
 
