@@ -154,6 +154,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)
 	s.metrics.CountRequest(rec.Decision, r.Method)
 	if kind := slot.d.RefusedBy(); slot.decided && kind != "" {

@@ -73,6 +73,10 @@ func remoteAlert(err error) (string, bool) {
 // tlsWarnEvery is how often a client's TLS failures to one host are logged.
 const tlsWarnEvery = time.Minute
 
+// maxTLSWarned bounds the client and host pairs whose last warning is
+// remembered (keys of at most an address and a 253-byte host: under 4 MB).
+const maxTLSWarned = 10000
+
 // tlsFailures counts client TLS failures by reason and remembers when each
 // client and host was last logged.
 type tlsFailures struct {
@@ -95,11 +99,14 @@ func (f *tlsFailures) record(reason, clientIP, host, explain string, now time.Ti
 	if last, ok := f.warned[key]; ok && now.Sub(last) < tlsWarnEvery {
 		return false
 	}
-	if len(f.warned) > 10000 { // bounded: forget the old entries
+	if len(f.warned) >= maxTLSWarned { // bounded: forget the old entries
 		for k, t := range f.warned {
 			if now.Sub(t) >= tlsWarnEvery {
 				delete(f.warned, k)
 			}
+		}
+		if len(f.warned) >= maxTLSWarned { // all recent (a flood): forget them all
+			clear(f.warned)
 		}
 	}
 	f.warned[key] = now
