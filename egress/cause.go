@@ -26,12 +26,13 @@ const (
 // with a destination. Errors it cannot place are CauseUnreachable.
 func Cause(err error) string {
 	var denied *DeniedError
+	var port *PortError
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	var recordErr tls.RecordHeaderError
 	var netErr net.Error
 	switch {
-	case errors.As(err, &denied):
+	case errors.As(err, &denied), errors.As(err, &port):
 		return CauseDenied
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():

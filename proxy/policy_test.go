@@ -303,7 +303,7 @@ func TestRobotsRedirectToAPortNotAllowedIsNotFollowed(t *testing.T) {
 	cfg.Archive.Dir = t.TempDir()
 	p := startProxy(t, cfg)
 	resp, _ := get(t, p.client(), o.URL+"/page")
-	checkRefusal(t, resp, 503, "unreachable", "")
+	checkRefusal(t, resp, 503, "unreachable", "destination_ip_prohibited")
 	if len(other.seen()) != 0 {
 		t.Errorf("the redirect to a port outside egress.allow_ports was followed: %v", other.seen())
 	}

@@ -56,6 +56,10 @@ func causeHint(cause string, err error) string {
 // or tdmrep.json redirected to a refused host, or its address).
 func egressHint(err error) string {
 	var denied *egress.DeniedError
+	var port *egress.PortError
+	if errors.As(err, &port) {
+		return fmt.Sprintf("port %d is not in egress.allow_ports", port.Port)
+	}
 	if !errors.As(err, &denied) {
 		return "the egress guard refused the destination (see egress: allow_networks, allow_hosts, deny_hosts, deny_hosts_files)"
 	}
