@@ -16,12 +16,21 @@ const (
 	AuthRequired      = "auth-required"      // proxy credentials missing or wrong (407)
 	ClientDenied      = "client-denied"      // no clients entry matches and clients_default is deny (403)
 	Misdirected       = "misdirected"        // a request in a tunnel for another origin (421)
+	HostMismatch      = "host-mismatch"      // a transparent request's Host or SNI does not resolve to the address connected to (409)
 	BadRequest        = "bad-request"        // malformed or ambiguous request, not a proxy request (400)
 	ClientTimeout     = "client-timeout"     // the client stopped sending its request body (408)
 	UpstreamError     = "upstream-error"     // the origin could not be reached or failed (502, 504)
 	UnknownProtocol   = "unknown-protocol"   // the client spoke neither TLS nor HTTP in a tunnel (a CONNECT)
 	ClientClosed      = "client-closed"      // the client left while its request was judged or held (499)
 	ClientTLSFailed   = "client-tls-failed"  // the client failed the intercepted TLS handshake (a CONNECT)
+)
+
+// How a request arrived (the audit record's via).
+const (
+	ViaProxy       = "proxy"       // on the proxy port: absolute-form, or the CONNECT itself
+	ViaTunnel      = "tunnel"      // inside a tunnel the client opened with CONNECT
+	ViaTransparent = "transparent" // redirected to a transparent listener by the kernel
+	ViaSOCKS       = "socks"       // through the SOCKS5 listener
 )
 
 // StatusClientClosed is what the audit records for a request whose client
@@ -57,6 +66,7 @@ func Decisions() []DecisionInfo {
 		{AuthRequired, 407, true},
 		{ClientDenied, 403, true},
 		{Misdirected, 421, true},
+		{HostMismatch, 409, true},
 		{BadRequest, 400, true}, // 405, 417, 431 for some
 		{ClientTimeout, 408, true},
 		{UpstreamError, 502, false}, // 504 for a timeout
