@@ -81,7 +81,11 @@ func startOriginTLS(t testing.TB, ip string, tlsCfg *tls.Config, robots string, 
 		w.Header().Set("X-Origin", "yes")
 		fmt.Fprintf(w, "target=%s", r.RequestURI)
 	})
-	ln, err := net.Listen("tcp", ip+":0")
+	addr := ip + ":0"
+	if strings.Contains(ip, ":") { // host:port
+		addr = ip
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -197,5 +198,44 @@ func TestTransparentTLSFailureIsAudited(t *testing.T) {
 	r := waitAudit(t, e.audit, 1)[0]
 	if r["decision"] != "client-tls-failed" || r["status"] != float64(0) || r["via"] != "transparent" || r["url"] != fmt.Sprintf("site-a.test:%d", e.dest.Port()) {
 		t.Errorf("audit record %v", r)
+	}
+}
+
+// multiResolver resolves every name to its addresses, in order.
+type multiResolver map[string][]netip.Addr
+
+func (r multiResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if ips, ok := r[host]; ok {
+		return ips, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// A name with several addresses: the request goes to the one the client
+// connected to, not to the first the name resolves to.
+func TestTransparentRequestsGoToTheOriginalDestination(t *testing.T) {
+	first := startOrigin(t, "127.0.0.3", false, testRobots, 0)
+	port := first.Listener.Addr().(*net.TCPAddr).Port
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
+	if err != nil {
+		t.Skipf("port %d is taken on 127.0.0.2: %v", port, err)
+	}
+	ln.Close()
+	second := startOriginTLS(t, fmt.Sprintf("127.0.0.2:%d", port), nil, testRobots, 0)
+	dest := netip.MustParseAddrPort(second.Listener.Addr().String())
+	names := multiResolver{"site-a.test": {netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.2")}}
+	p := startProxyWith(t, testConfig(t, nil), Options{Resolver: names,
+		OriginalDst: func(net.Conn) (netip.AddrPort, error) { return dest, nil }})
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.srv.ServeTransparent(tl)
+	defer tl.Close()
+	e := &transparentEnv{p: p, ln: tl.Addr().String()}
+	resp, body := e.get(t, "", fmt.Sprintf("site-a.test:%d", port), "/where")
+	if resp.StatusCode != 200 || !second.saw("/where") || first.saw("/where") {
+		t.Errorf("status %d (%s): the request reached 127.0.0.2 (the original destination): %v, 127.0.0.3: %v",
+			resp.StatusCode, body, second.saw("/where"), first.saw("/where"))
 	}
 }
