@@ -17,11 +17,14 @@ test: deps fmt-check vet
 #     tests do not use; /usr/sbin is not on a non-root PATH, so it is looked
 #     for there), curl and wget (the end-to-end tests drive the real binary with
 #     them), chromium (the status page, and a client of e2e/clients_test.go) with
-#     certutil (libnss3-tools: Chromium's trust store), and for the Python
-#     clients of e2e/clients_test.go Debian's python3-requests, -httpx, -h2,
-#     -aiohttp and -scrapy, which are for Debian's /usr/bin/python3 (PyPI is
-#     not used). Installing needs root and apt; otherwise it says what is
-#     missing and stops.
+#     certutil (libnss3-tools: Chromium's trust store), nft (nftables, in
+#     /usr/sbin like squid: the
+#     transparent listeners' tests REDIRECT ports 80 and 443 inside a
+#     network namespace of their own), and for the Python clients of
+#     e2e/clients_test.go Debian's python3-requests, -httpx, -h2, -aiohttp,
+#     -scrapy and -socks (PySocks: requests through SOCKS5), which are for
+#     Debian's /usr/bin/python3 (PyPI is not used). Installing needs root
+#     and apt; otherwise it says what is missing and stops.
 #   - npm packages of the Node clients, at the exact versions of
 #     e2e/testdata/clients/package-lock.json, into ROBOTSGATE_NODE_DIR (default
 #     ~/.cache/robotsgate-e2e/node, outside the repository; the tests look
@@ -29,10 +32,11 @@ test: deps fmt-check vet
 #     changes.
 DEPS_BINARIES = redis-server curl wget chromium certutil
 DEPS_SQUID = /usr/sbin/squid
-DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools \
-	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy
+DEPS_NFT = /usr/sbin/nft
+DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools nftables \
+	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks
 DEPS_PYTHON = /usr/bin/python3
-DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy
+DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy socks
 NODE_CLIENTS = e2e/testdata/clients
 ROBOTSGATE_NODE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/node
 export ROBOTSGATE_NODE_DIR
@@ -40,6 +44,7 @@ export ROBOTSGATE_NODE_DIR
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
 	[ -x $(DEPS_SQUID) ] || command -v squid >/dev/null 2>&1 || missing="$$missing squid"; \
+	[ -x $(DEPS_NFT) ] || command -v nft >/dev/null 2>&1 || missing="$$missing nft"; \
 	if [ -x $(DEPS_PYTHON) ]; then \
 		missing="$$missing $$($(DEPS_PYTHON) -c 'import importlib.util, sys; print(" ".join("python3-" + m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' $(DEPS_PYTHON_MODULES))"; \
 	else missing="$$missing $(DEPS_PYTHON)"; fi; \
@@ -109,6 +114,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME) ./proxy/
+	$(GO) test -run '^$$' -fuzz '^FuzzHandshake$$' -fuzztime $(FUZZTIME) ./socks/
 	$(GO) test -run '^$$' -fuzz '^FuzzMetaScan$$' -fuzztime $(FUZZTIME) ./htmlmeta/
 	$(GO) test -run '^$$' -fuzz '^FuzzTDMRep$$' -fuzztime $(FUZZTIME) ./tdmrep/
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/

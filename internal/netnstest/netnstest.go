@@ -36,24 +36,24 @@ func New(t testing.TB, addrs ...string) *NS {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create a network namespace (ip netns add); CI runs as root")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
+	if tool("ip") == "" {
 		t.Skip("needs iproute2's ip to create a network namespace (apt-get install iproute2)")
 	}
 	b := make([]byte, 4)
 	rand.Read(b)
 	n := &NS{Name: "rgtest-" + hex.EncodeToString(b)}
-	run(t, "ip", "netns", "add", n.Name)
+	run(t, tool("ip"), "netns", "add", n.Name)
 	t.Cleanup(func() {
-		exec.Command("ip", "netns", "delete", n.Name).Run()
+		exec.Command(tool("ip"), "netns", "delete", n.Name).Run()
 		os.RemoveAll(filepath.Join("/etc/netns", n.Name))
 	})
-	run(t, "ip", "-n", n.Name, "link", "set", "lo", "up")
+	run(t, tool("ip"), "-n", n.Name, "link", "set", "lo", "up")
 	for _, a := range addrs {
 		prefix := a + "/32"
 		if strings.Contains(a, ":") {
 			prefix = a + "/128"
 		}
-		run(t, "ip", "-n", n.Name, "addr", "add", prefix, "dev", "lo")
+		run(t, tool("ip"), "-n", n.Name, "addr", "add", prefix, "dev", "lo")
 	}
 	return n
 }
@@ -61,7 +61,7 @@ func New(t testing.TB, addrs ...string) *NS {
 // NeedNft skips the test when nft (nftables) is missing.
 func NeedNft(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("nft"); err != nil {
+	if tool("nft") == "" {
 		t.Skip("needs nft to install REDIRECT rules (make deps installs Debian's nftables)")
 	}
 }
@@ -70,7 +70,7 @@ func NeedNft(t testing.TB) {
 func (n *NS) Nft(t testing.TB, ruleset string) {
 	t.Helper()
 	NeedNft(t)
-	cmd := exec.Command("ip", "netns", "exec", n.Name, "nft", "-f", "-")
+	cmd := exec.Command(tool("ip"), "netns", "exec", n.Name, tool("nft"), "-f", "-")
 	cmd.Stdin = strings.NewReader(ruleset)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nft -f in %s: %v: %s\nruleset:\n%s", n.Name, err, out, ruleset)
@@ -94,7 +94,7 @@ func (n *NS) Hosts(t testing.TB, lines ...string) {
 // Command runs name inside the namespace (ip netns exec, which also
 // mounts the namespace's /etc/hosts).
 func (n *NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
+	return exec.CommandContext(ctx, tool("ip"), append([]string{"netns", "exec", n.Name, name}, args...)...)
 }
 
 // Listen opens a TCP listener inside the namespace, from this process.
@@ -161,4 +161,23 @@ func run(t testing.TB, name string, args ...string) {
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 	}
+}
+
+// tool is the path of an administration tool: on PATH, or in /usr/sbin or
+// /sbin (not on every PATH); "" when missing.
+func tool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
