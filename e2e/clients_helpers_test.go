@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -120,6 +121,19 @@ type gate struct {
 // (ALPN h2 and http/1.1) whose TLS handshakes take at least handshake.
 func startClientOrigin(t *testing.T, useTLS bool, robots string, handshake time.Duration) *clientOrigin {
 	t.Helper()
+	var cfg *tls.Config
+	if useTLS {
+		cfg = &tls.Config{}
+	}
+	return startClientOriginOn(t, nil, cfg, robots, handshake)
+}
+
+// startClientOriginOn is startClientOrigin on ln (nil: a free loopback
+// port) with tlsCfg (nil: plain HTTP; without GetConfigForClient:
+// httptest's certificate).
+func startClientOriginOn(t *testing.T, ln net.Listener, tlsCfg *tls.Config, robots string, handshake time.Duration) *clientOrigin {
+	t.Helper()
+	useTLS := tlsCfg != nil
 	o := &clientOrigin{robots: robots, gates: map[string]*gate{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
@@ -189,13 +203,24 @@ func startClientOrigin(t *testing.T, useTLS bool, robots string, handshake time.
 		mux.ServeHTTP(w, r)
 	})
 	o.Server = httptest.NewUnstartedServer(h)
+	if ln != nil {
+		o.Listener.Close()
+		o.Listener = ln
+	}
 	if useTLS {
 		o.EnableHTTP2 = true
+		if tlsCfg.GetConfigForClient != nil || handshake > 0 {
+			o.TLS = tlsCfg.Clone()
+		}
 		if handshake > 0 {
-			o.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			configFor := tlsCfg.GetConfigForClient
+			o.TLS.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 				time.Sleep(handshake) // the origin's latency (see handshakeLatency)
+				if configFor != nil {
+					return configFor(hello)
+				}
 				return nil, nil
-			}}
+			}
 		}
 		o.StartTLS()
 	} else {
@@ -450,6 +475,20 @@ func (e *clientEnv) waitAuditLine(match func(auditEntry) bool) (auditEntry, bool
 		return false
 	})
 	return found, ok
+}
+
+// waitAuditCount waits (bounded) until n audit lines match.
+func (e *clientEnv) waitAuditCount(match func(auditEntry) bool, n int) bool {
+	return e.p.out.waitFor(logTimeout, e.p.done, func(s string) bool {
+		count := 0
+		for line := range strings.Lines(s) {
+			var a auditEntry
+			if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &a) == nil && match(a) {
+				count++
+			}
+		}
+		return count >= n
+	})
 }
 
 // wantAllowed checks a response to an allowed GET of o's target: status

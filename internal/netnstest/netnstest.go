@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package netnstest gives tests a private Linux network namespace: its own
 // loopback with the addresses a test chooses (documentation addresses such
 // as 203.0.113.10 for origins), its own nftables rules and its own
@@ -95,6 +97,12 @@ func (n *NS) Hosts(t testing.TB, lines ...string) {
 // mounts the namespace's /etc/hosts).
 func (n *NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, tool("ip"), append([]string{"netns", "exec", n.Name, name}, args...)...)
+}
+
+// Prefix is the command line that runs a command inside the namespace
+// (ip netns exec NAME), to put before it.
+func (n *NS) Prefix() []string {
+	return []string{tool("ip"), "netns", "exec", n.Name}
 }
 
 // Listen opens a TCP listener inside the namespace, from this process.
