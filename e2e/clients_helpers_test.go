@@ -414,6 +414,7 @@ type auditEntry struct {
 	Time           time.Time `json:"time"`
 	WaitMS         float64   `json:"wait_ms"`
 	Method         string    `json:"method"`
+	Via            string    `json:"via"`
 	URL            string    `json:"url"`
 	Decision       string    `json:"decision"`
 	Rule           string    `json:"rule"`
@@ -752,13 +753,19 @@ func streamLines(t *testing.T, env []string, onLine func(string), name string, a
 // by default.
 func chromium(t *testing.T, e *clientEnv, pageURL string) string {
 	t.Helper()
+	return chromiumVia(t, e, e.proxyURL(), pageURL)
+}
+
+// chromiumVia is chromium with --proxy-server=proxyServer (socks5://...).
+func chromiumVia(t *testing.T, e *clientEnv, proxyServer, pageURL string) string {
+	t.Helper()
 	bin := needTool(t, "chromium")
 	home := chromiumHome(t, e)
 	args := []string{
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + filepath.Join(home, "profile"),
-		"--proxy-server=" + e.proxyURL(), "--proxy-bypass-list=<-loopback>",
+		"--proxy-server=" + proxyServer, "--proxy-bypass-list=<-loopback>",
 		"--dump-dom", pageURL,
 	}
 	stdout, stderr, code := runProgram(t, home, clientVars("HOME="+home), bin, args...)
