@@ -415,6 +415,7 @@ type auditEntry struct {
 	WaitMS         float64   `json:"wait_ms"`
 	Method         string    `json:"method"`
 	Via            string    `json:"via"`
+	Client         string    `json:"client"`
 	URL            string    `json:"url"`
 	Decision       string    `json:"decision"`
 	Rule           string    `json:"rule"`

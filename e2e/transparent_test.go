@@ -37,9 +37,10 @@ var transparentSites = []struct{ name, ip string }{
 // redirecting rule returns early for it.
 const transparentMark = 0x2a
 
-// transparentRules redirect the namespace's connections to the sites to
-// the transparent listeners, except robotsgate's own (marked).
-const transparentRules = `table inet robotsgate_e2e {
+// sameHostRules redirect the namespace's connections to the sites to the
+// transparent listeners, except robotsgate's own (marked): clients and
+// robotsgate on one host.
+const sameHostRules = `table inet robotsgate_e2e {
   chain output {
     type nat hook output priority -100; policy accept;
     meta mark 0x2a return
@@ -48,20 +49,40 @@ const transparentRules = `table inet robotsgate_e2e {
   }
 }`
 
+// gatewayRules redirect what arrives from the clients' link (%s) to the
+// transparent listeners: robotsgate on a gateway, as docs/operations.md
+// gives them.
+const gatewayRules = `table inet robotsgate_e2e {
+  chain prerouting {
+    type nat hook prerouting priority dstnat; policy accept;
+    iifname "%[1]s" tcp dport 80 redirect to :8081
+    iifname "%[1]s" tcp dport 443 redirect to :8443
+  }
+}`
+
+// The gateway test's link: the clients' namespace and the gateway.
+const gatewayClientAddr, gatewayAddr = "10.99.0.2", "10.99.0.1"
+
 // nsSite is one site's origins.
 type nsSite struct {
 	name, ip    string
 	http, https *clientOrigin
 }
 
-// transparentEnv is one test's namespace, robotsgate in it and its sites.
+// transparentEnv is one test's namespace, robotsgate in it and its sites,
+// and the namespace its clients run in (the same one, or behind a
+// gateway).
 type transparentEnv struct {
 	*clientEnv // plain, tls: site-a's origins; paced: paced.test's HTTPS origin
 	ns         *netnstest.NS
+	clients    *netnstest.NS
 	sites      map[string]*nsSite
 }
 
-func startTransparentEnv(t *testing.T) *transparentEnv {
+// startTransparentEnv starts robotsgate and the sites in a namespace,
+// with clients in the same one (gateway false) or in another whose
+// traffic is routed through it.
+func startTransparentEnv(t *testing.T, gateway bool) *transparentEnv {
 	t.Helper()
 	var ips, hosts []string
 	for _, s := range transparentSites {
@@ -69,12 +90,23 @@ func startTransparentEnv(t *testing.T) *transparentEnv {
 		hosts = append(hosts, s.ip+" "+s.name)
 	}
 	ns := netnstest.New(t, ips...)
-	ns.Nft(t, transparentRules)
-	ns.Hosts(t, hosts...)
+	clients := ns
+	if gateway {
+		clients = netnstest.New(t)
+		gw, _ := ns.Link(t, gatewayAddr+"/24", clients, gatewayClientAddr+"/24")
+		clients.Route(t, "203.0.113.0/24", "via", gatewayAddr)
+		ns.Nft(t, fmt.Sprintf(gatewayRules, gw))
+	} else {
+		ns.Nft(t, sameHostRules)
+	}
+	ns.Hosts(t, hosts...) // robotsgate resolves the names too
+	if gateway {
+		clients.Hosts(t, hosts...)
+	}
 	dir := t.TempDir()
 	upstream := filepath.Join(dir, "upstream.pem")
 	originTLS := originCertificates(t, upstream)
-	e := &transparentEnv{clientEnv: &clientEnv{dir: dir, caFile: filepath.Join(dir, "certs", "ca.pem")}, ns: ns, sites: map[string]*nsSite{}}
+	e := &transparentEnv{clientEnv: &clientEnv{dir: dir, caFile: filepath.Join(dir, "certs", "ca.pem")}, ns: ns, clients: clients, sites: map[string]*nsSite{}}
 	for _, s := range transparentSites {
 		robots, handshake := clientRobotsTxt, time.Duration(0)
 		if s.name == "paced.test" {
@@ -88,8 +120,8 @@ func startTransparentEnv(t *testing.T) *transparentEnv {
 	}
 	e.plain, e.tls, e.paced = e.sites["site-a.test"].http, e.sites["site-a.test"].https, e.sites["paced.test"].https
 	cfgPath := filepath.Join(dir, "cfg.yaml")
-	writeFile(t, cfgPath, transparentConfig(dir, upstream))
-	p, err := tryStartServeIn(t, e.in(), dir, "-config", cfgPath)
+	writeFile(t, cfgPath, transparentConfig(dir, upstream, gateway))
+	p, err := tryStartServeIn(t, ns.Prefix(), dir, "-config", cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +130,8 @@ func startTransparentEnv(t *testing.T) *transparentEnv {
 	return e
 }
 
-// in is the prefix that runs a command inside the namespace.
-func (e *transparentEnv) in() []string { return e.ns.Prefix() }
+// in is the prefix that runs a client (in the clients' namespace).
+func (e *transparentEnv) in() []string { return e.clients.Prefix() }
 
 // originCertificates is the sites' TLS configuration: certificates from a
 // CA of their own (written to caFile for mitm.upstream_ca) for the name in
@@ -131,9 +163,14 @@ func originCertificates(t *testing.T, caFile string) *tls.Config {
 }
 
 // transparentConfig: the proxy port, the transparent listeners the rules
-// redirect to, robotsgate's own connections marked, the sites' network
-// allowed, the audit log on stdout.
-func transparentConfig(dir, upstreamCA string) string {
+// redirect to (on a gateway, on every address: REDIRECT sends packets to
+// the address of the interface they came in on), robotsgate's own
+// connections marked, the sites' network allowed, the audit log on stdout.
+func transparentConfig(dir, upstreamCA string, gateway bool) string {
+	listen := "127.0.0.1"
+	if gateway {
+		listen = "0.0.0.0"
+	}
 	return fmt.Sprintf(`# written by the transparent tests
 listen: 127.0.0.1:8080
 admin_listen: ""
@@ -147,12 +184,12 @@ mitm:
   ca_key: %q
   upstream_ca: %q
 transparent:
-  http_listen: 127.0.0.1:8081
-  tls_listen: 127.0.0.1:8443
-  mark: %#x
+  http_listen: %[5]s:8081
+  tls_listen: %[5]s:8443
+  mark: %#[6]x
 log:
   audit: "-"
-`, e2eFetchUA, filepath.Join(dir, "certs", "ca.pem"), filepath.Join(dir, "certs", "ca-key.pem"), upstreamCA, transparentMark)
+`, e2eFetchUA, filepath.Join(dir, "certs", "ca.pem"), filepath.Join(dir, "certs", "ca-key.pem"), upstreamCA, listen, transparentMark)
 }
 
 // script runs a client script inside the namespace.
@@ -168,7 +205,7 @@ func (e *transparentEnv) script(t *testing.T, env []string, interpreter, name st
 func TestTransparentClientsWithoutProxySettings(t *testing.T) {
 	t.Parallel()
 	needTool(t, "curl")
-	e := startTransparentEnv(t)
+	e := startTransparentEnv(t, false)
 	site := e.sites["site-a.test"]
 	t.Run("curl", func(t *testing.T) {
 		for _, o := range []*clientOrigin{site.http, site.https} {
@@ -236,7 +273,7 @@ func (e *transparentEnv) wantScriptJudged(t *testing.T, env []string, interprete
 func TestTransparentForgedHostAndSNIAreRefused(t *testing.T) {
 	t.Parallel()
 	needTool(t, "curl")
-	e := startTransparentEnv(t)
+	e := startTransparentEnv(t, false)
 	a, b := e.sites["site-a.test"], e.sites["site-b.test"]
 	cases := []struct {
 		name, url, target string
@@ -266,7 +303,7 @@ func TestTransparentForgedHostAndSNIAreRefused(t *testing.T) {
 func TestTransparentCrawlDelayHoldsAtTheOrigin(t *testing.T) {
 	t.Parallel()
 	needTool(t, "curl")
-	e := startTransparentEnv(t)
+	e := startTransparentEnv(t, false)
 	const n = 3
 	var args []string
 	for i := range n {
@@ -285,7 +322,7 @@ func TestTransparentCrawlDelayHoldsAtTheOrigin(t *testing.T) {
 func TestTransparentUntrustedCAReasonPerClient(t *testing.T) {
 	t.Parallel()
 	needTool(t, "curl")
-	e := startTransparentEnv(t)
+	e := startTransparentEnv(t, false)
 	cases := []struct {
 		client string
 		run    func(t *testing.T)
@@ -317,5 +354,33 @@ func TestTransparentUntrustedCAReasonPerClient(t *testing.T) {
 				t.Errorf("%s: no client-tls-failed audit line saying %q; %s", c.client, c.note, e.log())
 			}
 		})
+	}
+}
+
+// On a gateway, the clients' traffic routed through robotsgate's host is
+// redirected as it arrives (prerouting, the rules of docs/operations.md):
+// judged the same way, and audited with the client's own address.
+func TestTransparentGatewayJudgesRoutedClients(t *testing.T) {
+	t.Parallel()
+	needTool(t, "curl")
+	e := startTransparentEnv(t, true)
+	site := e.sites["site-a.test"]
+	for _, o := range []*clientOrigin{site.http, site.https} {
+		for _, target := range []string{"/data/gateway", "/private/gateway"} {
+			r := curlIn(t, e.in(), clientVars(), "--cacert", e.caFile, o.URL+target)
+			if r.code != 0 {
+				t.Fatalf("curl %s: exit %d: %s\n%s", o.URL+target, r.code, r.stderr, e.log())
+			}
+			if strings.HasPrefix(target, "/data/") {
+				e.wantAllowed(t, "curl", o, target, r.status, []byte(r.body))
+			} else {
+				e.wantRefused(t, "curl", o, target, r.status, r.body)
+			}
+		}
+		if _, ok := e.waitAuditLine(func(a auditEntry) bool {
+			return a.URL == o.URL+"/data/gateway" && strings.HasPrefix(a.Client, gatewayClientAddr+":")
+		}); !ok {
+			t.Errorf("no audit line of %s/data/gateway from the client's address %s; %s", o.URL, gatewayClientAddr, e.log())
+		}
 	}
 }

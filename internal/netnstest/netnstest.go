@@ -60,6 +60,26 @@ func New(t testing.TB, addrs ...string) *NS {
 	return n
 }
 
+// Link joins n and other with a veth pair: n's end gets addr, other's
+// otherAddr (CIDR, e.g. 10.99.0.1/24), both up. It returns the names of
+// the two ends, n's first.
+func (n *NS) Link(t testing.TB, addr string, other *NS, otherAddr string) (string, string) {
+	t.Helper()
+	a, b := "v"+n.Name[len("rgtest-"):], "w"+n.Name[len("rgtest-"):] // at most 15 bytes
+	run(t, tool("ip"), "link", "add", a, "netns", n.Name, "type", "veth", "peer", "name", b, "netns", other.Name)
+	run(t, tool("ip"), "-n", n.Name, "addr", "add", addr, "dev", a)
+	run(t, tool("ip"), "-n", other.Name, "addr", "add", otherAddr, "dev", b)
+	run(t, tool("ip"), "-n", n.Name, "link", "set", a, "up")
+	run(t, tool("ip"), "-n", other.Name, "link", "set", b, "up")
+	return a, b
+}
+
+// Route adds a route in the namespace (ip route add ROUTE...).
+func (n *NS) Route(t testing.TB, route ...string) {
+	t.Helper()
+	run(t, tool("ip"), append([]string{"-n", n.Name, "route", "add"}, route...)...)
+}
+
 // NeedNft skips the test when nft (nftables) is missing.
 func NeedNft(t testing.TB) {
 	t.Helper()
