@@ -68,6 +68,8 @@ func TestHandshake(t *testing.T) {
 			Request{}, Credentials{}, append([]byte{5, 0}, 5, 7, 0, 1, 0, 0, 0, 0, 0, 0), nil, ReplyCommandNotSupported},
 		{"unknown address type", Server{}, cat([]byte{5, 1, 0}, request(CmdConnect, 9, nil, 80)),
 			Request{}, Credentials{}, append([]byte{5, 0}, 5, 8, 0, 1, 0, 0, 0, 0, 0, 0), nil, ReplyAddressNotSupported},
+		{"reserved byte not 0", Server{}, cat([]byte{5, 1, 0}, []byte{5, 1, 1, 1, 203, 0, 113, 10, 0, 80}),
+			Request{}, Credentials{}, []byte{5, 0}, nil, 0xFF},
 		{"SOCKS4 refused", Server{}, []byte{4, 1, 0, 80, 203, 0, 113, 10, 0},
 			Request{}, Credentials{}, nil, nil, 0xFF},
 		{"truncated request", Server{}, cat([]byte{5, 1, 0}, domain[:8]),
