@@ -80,6 +80,7 @@ type Error struct {
 	Msg   string
 }
 
+// Error says what was wrong with the handshake.
 func (e *Error) Error() string { return "socks5: " + e.Msg }
 
 // ErrAuthFailed is a client whose credentials were refused (the client
