@@ -97,7 +97,7 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	err := tlsConn.HandshakeContext(context.Background())
 	conn.SetDeadline(time.Time{})
-	connect := openingRequest(conn, cmpHostPort(o, dest), audit.ViaTransparent)
+	connect := openingRequest(conn, authorityOf(o, dest), audit.ViaTransparent)
 	switch {
 	case blind:
 		s.passTransparent(conn, hc.read, o, dest, connect)
@@ -112,9 +112,9 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	}
 }
 
-// cmpHostPort is o's host:port, or dest when o is not known (the client
+// authorityOf is o's host:port, or dest when o is not known (the client
 // sent no ClientHello robotsgate could read).
-func cmpHostPort(o origin.Origin, dest netip.AddrPort) string {
+func authorityOf(o origin.Origin, dest netip.AddrPort) string {
 	if o.Host == "" {
 		return dest.String()
 	}
