@@ -19,14 +19,16 @@ test: deps fmt-check vet
 #     port; the package may also start a system squid on 3128, which the
 #     tests do not use), curl and wget (the end-to-end tests drive the real binary with
 #     them), chromium (the status page, and a client of e2e/clients_test.go) with
-#     certutil (libnss3-tools: Chromium's trust store), and for the Python
-#     clients of e2e/clients_test.go Debian's python3-requests, -httpx, -h2,
-#     -aiohttp and -scrapy, which are for Debian's /usr/bin/python3 (PyPI is
-#     not used). A binary counts when it is on PATH; the servers, redis-server
-#     and squid, also in /usr/local/sbin, /usr/sbin or /sbin, which a non-root
-#     PATH lacks (Debian's squid is in /usr/sbin), where their tests look as
-#     well. Installing needs root and apt; otherwise it says what is missing
-#     and stops.
+#     certutil (libnss3-tools: Chromium's trust store), nft (nftables: the
+#     transparent listeners' tests REDIRECT ports 80 and 443 inside a
+#     network namespace of their own), and for the Python clients of
+#     e2e/clients_test.go Debian's python3-requests, -httpx, -h2, -aiohttp,
+#     -scrapy and -socks (PySocks: requests through SOCKS5), which are for
+#     Debian's /usr/bin/python3 (PyPI is not used). A binary counts when it
+#     is on PATH; redis-server, squid and nft also in /usr/local/sbin,
+#     /usr/sbin or /sbin, which a non-root PATH lacks (Debian's squid and
+#     nft are in /usr/sbin), where their tests look as well. Installing
+#     needs root and apt; otherwise it says what is missing and stops.
 #   - Node.js 20 or later with npm (not installed here: Debian's is older):
 #     the Node clients of e2e/clients_test.go run with it.
 #   - npm packages of the Node clients, at the exact versions of
@@ -35,12 +37,12 @@ test: deps fmt-check vet
 #     there too), with the machine's npm. Reinstalled when the lock file
 #     changes.
 DEPS_BINARIES = curl wget chromium certutil
-DEPS_SERVERS = redis-server squid
+DEPS_SERVERS = redis-server squid nft
 DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
-DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools \
-	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy
+DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools nftables \
+	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks
 DEPS_PYTHON = /usr/bin/python3
-DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy
+DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy socks
 NODE_CLIENTS = e2e/testdata/clients
 ROBOTSGATE_NODE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/node
 export ROBOTSGATE_NODE_DIR
@@ -124,6 +126,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME) ./proxy/
+	$(GO) test -run '^$$' -fuzz '^FuzzHandshake$$' -fuzztime $(FUZZTIME) ./socks/
 	$(GO) test -run '^$$' -fuzz '^FuzzMetaScan$$' -fuzztime $(FUZZTIME) ./htmlmeta/
 	$(GO) test -run '^$$' -fuzz '^FuzzTDMRep$$' -fuzztime $(FUZZTIME) ./tdmrep/
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,9 +80,15 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	inbound, err := listenInbound(cfg, srv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	admin, adminAddr, err := startAdmin(cfg.AdminListen, srv.AdminHandler(), logger)
 	if err != nil {
 		ln.Close()
+		inbound.close()
 		return err
 	}
 	adminShown := ""
@@ -100,11 +107,74 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "robotsgate %s: proxy on %s (export http_proxy=http://%[2]s https_proxy=http://%[2]s HTTP_PROXY=http://%[2]s HTTPS_PROXY=http://%[2]s)\n",
 		shortVersion(), ln.Addr())
 
-	errc := make(chan error, 1)
+	inbound.announce(stderr, logger, cfg)
+	errc := make(chan error, 1+len(inbound))
+	for _, in := range inbound {
+		go func() {
+			if err := in.serve(in.ln); err != nil {
+				errc <- fmt.Errorf("%s: %w", in.key, err)
+			}
+		}()
+	}
 	go func() { errc <- srv.Serve(ln) }()
 	err = waitForSignals(sigs, srv, admin, errc, reloader{configPath, listen, adminListen, level}, logger)
 	logger.Info("stopped", "err", err)
 	return err
+}
+
+// inboundListener is a listener besides the proxy port: SOCKS5 or
+// transparent.
+type inboundListener struct {
+	key, what, addr string // its configuration key; what it serves; its address
+	ln              net.Listener
+	serve           func(net.Listener) error
+}
+
+type inboundListeners []inboundListener
+
+// listenInbound opens the SOCKS5 and transparent listeners the
+// configuration asks for.
+func listenInbound(cfg config.Config, srv *proxy.Server) (inboundListeners, error) {
+	var out inboundListeners
+	for _, l := range []inboundListener{
+		{key: "socks.listen", what: "SOCKS5", addr: cfg.SOCKS.Listen, serve: srv.ServeSOCKS},
+		{key: "transparent.http_listen", what: "transparent HTTP", addr: cfg.Transparent.HTTPListen, serve: srv.ServeTransparent},
+		{key: "transparent.tls_listen", what: "transparent TLS", addr: cfg.Transparent.TLSListen, serve: srv.ServeTransparent},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			out.close()
+			return nil, fmt.Errorf("%s: %w", l.key, err)
+		}
+		l.ln = ln
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (ls inboundListeners) close() {
+	for _, l := range ls {
+		l.ln.Close()
+	}
+}
+
+// announce says where each listener is, and warns when transparent
+// listeners run without a socket mark for robotsgate's own connections.
+func (ls inboundListeners) announce(stderr io.Writer, logger *slog.Logger, cfg config.Config) {
+	transparent := false
+	for _, l := range ls {
+		fmt.Fprintf(stderr, "robotsgate: %s on %s\n", l.what, l.ln.Addr())
+		logger.Info("listening", "what", l.what, "addr", l.ln.Addr().String())
+		transparent = transparent || strings.HasPrefix(l.key, "transparent.")
+	}
+	if transparent && cfg.Transparent.Mark == 0 {
+		logger.Warn("transparent listeners, and no transparent.mark on robotsgate's own upstream connections: " +
+			"the firewall rule must exclude them by owner (nftables meta skuid, iptables -m owner --uid-owner), " +
+			"or they are redirected back to robotsgate")
+	}
 }
 
 // reloader reloads the configuration on SIGHUP as it was loaded at start.

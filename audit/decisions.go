@@ -16,6 +16,7 @@ const (
 	AuthRequired      = "auth-required"      // proxy credentials missing or wrong (407)
 	ClientDenied      = "client-denied"      // no clients entry matches and clients_default is deny (403)
 	Misdirected       = "misdirected"        // a request in a tunnel for another origin (421)
+	HostMismatch      = "host-mismatch"      // a transparent request's Host or SNI does not resolve to the address connected to (409)
 	BadRequest        = "bad-request"        // malformed or ambiguous request, not a proxy request (400)
 	ClientTimeout     = "client-timeout"     // the client stopped sending its request body (408)
 	UpstreamError     = "upstream-error"     // the origin could not be reached or failed (502, 504)
@@ -24,6 +25,14 @@ const (
 	ClientTLSFailed   = "client-tls-failed"  // the client failed the intercepted TLS handshake (a CONNECT)
 	AuditUnavailable  = "audit-unavailable"  // the audit log cannot be written and log.audit_on_error is refuse (503)
 	FetchLimited      = "fetch-limited"      // the client has too many lookups of uncached origins in flight (503)
+)
+
+// How a request arrived (the audit record's via).
+const (
+	ViaProxy       = "proxy"       // on the proxy port: absolute-form, or the CONNECT itself
+	ViaTunnel      = "tunnel"      // inside a tunnel the client opened with CONNECT
+	ViaTransparent = "transparent" // redirected to a transparent listener by the kernel
+	ViaSOCKS       = "socks"       // through the SOCKS5 listener
 )
 
 // StatusClientClosed is what the audit records for a request whose client
@@ -60,6 +69,7 @@ func Decisions() []DecisionInfo {
 		{AuthRequired, 407, true},
 		{ClientDenied, 403, true},
 		{Misdirected, 421, true},
+		{HostMismatch, 409, true},
 		{BadRequest, 400, true}, // 405, 417, 431 for some
 		{ClientTimeout, 408, true},
 		{AuditUnavailable, 503, true},

@@ -25,6 +25,7 @@ type Record struct {
 	Agent          string    `json:"agent"`           // what the request was judged as (fixed agent or header)
 	Group          string    `json:"group"`           // the robots.txt group that judged it ("*", a token, "")
 	Method         string    `json:"method"`          // HTTP method (CONNECT for tunnels)
+	Via            string    `json:"via"`             // how the request arrived: proxy, tunnel, transparent, socks
 	URL            string    `json:"url"`             // origin + request-target as sent
 	Decision       string    `json:"decision"`        // allow, disallow, unreachable, egress-denied...
 	Enforced       bool      `json:"enforced"`        // false when a refusal was only logged (monitor mode)

@@ -65,6 +65,8 @@ type Config struct {
 	Trap           Trap           `yaml:"trap"`
 	Identify       Identify       `yaml:"identify"`
 	Timeouts       Timeouts       `yaml:"timeouts"`
+	Transparent    Transparent    `yaml:"transparent"`
+	SOCKS          SOCKS          `yaml:"socks"`
 	Archive        Archive        `yaml:"archive"`
 	Log            Log            `yaml:"log"`
 }
@@ -389,6 +391,41 @@ type Timeouts struct {
 	// (408) and the connection. Idle time, not total: a long upload that
 	// keeps sending is never cut off. Must be > 0. Default 60s.
 	ClientBody Duration `yaml:"client_body"`
+}
+
+// Transparent configures the transparent listeners (Linux): they receive
+// the connections that firewall rules (iptables or nftables REDIRECT)
+// send to robotsgate instead of their destination, so that clients with
+// no proxy setting are judged too (docs/operations.md, Transparent
+// interception). Every key needs a restart to change.
+type Transparent struct {
+	// HTTPListen is the address (host:port) of the listener for redirected
+	// plain HTTP (port 80): each request is judged as http://Host, and its
+	// Host must resolve to the address the client connected to. "" disables
+	// it. Default "".
+	HTTPListen string `yaml:"http_listen"`
+	// TLSListen is the address of the listener for redirected TLS (port
+	// 443): intercepted with a certificate minted for the SNI, or passed
+	// blind for mitm.skip_hosts; the SNI must resolve to the address the
+	// client connected to. "" disables it. Default "".
+	TLSListen string `yaml:"tls_listen"`
+	// Mark is the socket mark (SO_MARK, 1..4294967295; 0x2a in hex is
+	// fine) set on every
+	// upstream connection robotsgate makes, so that the firewall rule can
+	// leave them alone (on the same host, they would otherwise be
+	// redirected back to robotsgate). Setting it needs CAP_NET_ADMIN. 0
+	// sets none (exclude robotsgate's connections by its user instead).
+	// Default 0.
+	Mark int `yaml:"mark"`
+}
+
+// SOCKS configures the SOCKS5 listener (RFC 1928; CONNECT only).
+type SOCKS struct {
+	// Listen is its address (host:port); "" disables it. Clients entries
+	// with a user authenticate with username/password (RFC 1929), as with
+	// Proxy-Authorization on the proxy port. Needs a restart to change.
+	// Default "".
+	Listen string `yaml:"listen"`
 }
 
 // Log configures logging.

@@ -80,6 +80,7 @@ func (v *validator) validate(c *Config) {
 	if c.AdminAuth && c.Auth.Htpasswd == "" {
 		v.add("admin_auth", "needs auth.htpasswd: the admin listener's users are its users")
 	}
+	v.listeners(c)
 	v.robots(&c.Robots)
 	v.egress(&c.Egress)
 	v.mitm(&c.MITM)
@@ -115,6 +116,32 @@ func (v *validator) validate(c *Config) {
 	v.positive("timeouts.client_body", c.Timeouts.ClientBody)
 	v.enum("log.level", string(c.Log.Level), LevelDebug, LevelInfo, LevelWarn, LevelError)
 	v.enum("log.audit_on_error", string(c.Log.AuditOnError), AuditContinue, AuditRefuse)
+}
+
+// listeners checks the SOCKS5 and transparent listeners' addresses: each
+// valid and none the same as another listener's (port 0 excepted).
+func (v *validator) listeners(c *Config) {
+	if m := c.Transparent.Mark; m < 0 || m > 1<<32-1 {
+		v.add("transparent.mark", "must be 0..4294967295, got %d", m)
+	}
+	seen := map[string]string{c.Listen: "listen", c.AdminListen: "admin_listen"}
+	for _, l := range []struct{ key, addr string }{
+		{"transparent.http_listen", c.Transparent.HTTPListen},
+		{"transparent.tls_listen", c.Transparent.TLSListen},
+		{"socks.listen", c.SOCKS.Listen},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		if msg := checkHostPort(l.addr, 0); msg != "" {
+			v.add(l.key, "%s", msg)
+			continue
+		}
+		if other, ok := seen[l.addr]; ok && !strings.HasSuffix(l.addr, ":0") {
+			v.add(l.key, "same address as %s (use another port)", other)
+		}
+		seen[l.addr] = l.key
+	}
 }
 
 func (v *validator) robots(r *Robots) {

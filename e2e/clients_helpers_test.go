@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -120,6 +121,19 @@ type gate struct {
 // (ALPN h2 and http/1.1) whose TLS handshakes take at least handshake.
 func startClientOrigin(t *testing.T, useTLS bool, robots string, handshake time.Duration) *clientOrigin {
 	t.Helper()
+	var cfg *tls.Config
+	if useTLS {
+		cfg = &tls.Config{}
+	}
+	return startClientOriginOn(t, nil, cfg, robots, handshake)
+}
+
+// startClientOriginOn is startClientOrigin on ln (nil: a free loopback
+// port) with tlsCfg (nil: plain HTTP; without GetConfigForClient:
+// httptest's certificate).
+func startClientOriginOn(t *testing.T, ln net.Listener, tlsCfg *tls.Config, robots string, handshake time.Duration) *clientOrigin {
+	t.Helper()
+	useTLS := tlsCfg != nil
 	o := &clientOrigin{robots: robots, gates: map[string]*gate{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
@@ -189,13 +203,24 @@ func startClientOrigin(t *testing.T, useTLS bool, robots string, handshake time.
 		mux.ServeHTTP(w, r)
 	})
 	o.Server = httptest.NewUnstartedServer(h)
+	if ln != nil {
+		o.Listener.Close()
+		o.Listener = ln
+	}
 	if useTLS {
 		o.EnableHTTP2 = true
+		if tlsCfg.GetConfigForClient != nil || handshake > 0 {
+			o.TLS = tlsCfg.Clone()
+		}
 		if handshake > 0 {
-			o.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			configFor := tlsCfg.GetConfigForClient
+			o.TLS.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 				time.Sleep(handshake) // the origin's latency (see handshakeLatency)
+				if configFor != nil {
+					return configFor(hello)
+				}
 				return nil, nil
-			}}
+			}
 		}
 		o.StartTLS()
 	} else {
@@ -389,6 +414,8 @@ type auditEntry struct {
 	Time           time.Time `json:"time"`
 	WaitMS         float64   `json:"wait_ms"`
 	Method         string    `json:"method"`
+	Via            string    `json:"via"`
+	Client         string    `json:"client"`
 	URL            string    `json:"url"`
 	Decision       string    `json:"decision"`
 	Rule           string    `json:"rule"`
@@ -450,6 +477,20 @@ func (e *clientEnv) waitAuditLine(match func(auditEntry) bool) (auditEntry, bool
 		return false
 	})
 	return found, ok
+}
+
+// waitAuditCount waits (bounded) until n audit lines match.
+func (e *clientEnv) waitAuditCount(match func(auditEntry) bool, n int) bool {
+	return e.p.out.waitFor(logTimeout, e.p.done, func(s string) bool {
+		count := 0
+		for line := range strings.Lines(s) {
+			var a auditEntry
+			if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &a) == nil && match(a) {
+				count++
+			}
+		}
+		return count >= n
+	})
 }
 
 // wantAllowed checks a response to an allowed GET of o's target: status
@@ -713,13 +754,19 @@ func streamLines(t *testing.T, env []string, onLine func(string), name string, a
 // by default.
 func chromium(t *testing.T, e *clientEnv, pageURL string) string {
 	t.Helper()
+	return chromiumVia(t, e, e.proxyURL(), pageURL)
+}
+
+// chromiumVia is chromium with --proxy-server=proxyServer (socks5://...).
+func chromiumVia(t *testing.T, e *clientEnv, proxyServer, pageURL string) string {
+	t.Helper()
 	bin := needTool(t, "chromium")
 	home := chromiumHome(t, e)
 	args := []string{
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + filepath.Join(home, "profile"),
-		"--proxy-server=" + e.proxyURL(), "--proxy-bypass-list=<-loopback>",
+		"--proxy-server=" + proxyServer, "--proxy-bypass-list=<-loopback>",
 		"--dump-dom", pageURL,
 	}
 	stdout, stderr, code := runProgram(t, home, clientVars("HOME="+home), bin, args...)

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,9 +207,17 @@ func startServe(t *testing.T, dir string, args ...string) *proc {
 // process exits (or never prints its address) instead of starting.
 func tryStartServe(t *testing.T, dir string, args ...string) (*proc, error) {
 	t.Helper()
+	return tryStartServeIn(t, nil, dir, args...)
+}
+
+// tryStartServeIn is tryStartServe run by prefix (ip netns exec NAME),
+// none when nil.
+func tryStartServeIn(t *testing.T, prefix []string, dir string, args ...string) (*proc, error) {
+	t.Helper()
+	argv := append(append(slices.Clone(prefix), binary(t), "serve"), args...)
 	p := &proc{
 		t:    t,
-		cmd:  exec.Command(binary(t), append([]string{"serve"}, args...)...),
+		cmd:  exec.Command(argv[0], argv[1:]...),
 		out:  newLogBuffer(),
 		done: make(chan struct{}),
 	}
@@ -655,11 +664,22 @@ type curlResult struct {
 // curl runs curl with args (plus flags to record the response) and env.
 func curl(t *testing.T, env []string, args ...string) curlResult {
 	t.Helper()
+	return curlIn(t, nil, env, args...)
+}
+
+// curlIn is curl run by prefix (a command that runs another: ip netns
+// exec NAME), none when nil.
+func curlIn(t *testing.T, prefix []string, env []string, args ...string) curlResult {
+	t.Helper()
 	bin := needTool(t, "curl")
 	dir := t.TempDir()
 	hdrFile, bodyFile := filepath.Join(dir, "headers"), filepath.Join(dir, "body")
 	// -q must come first: it stops curl reading ~/.curlrc.
 	full := append([]string{"-q", "-sS", "--max-time", "20", "-D", hdrFile, "-o", bodyFile, "-w", "%{http_code} %{http_version}"}, args...)
+	if len(prefix) > 0 {
+		full = append(append(slices.Clone(prefix[1:]), bin), full...)
+		bin = prefix[0]
+	}
 	stdout, stderr, code := runProgram(t, dir, env, bin, full...)
 	r := curlResult{code: code, stderr: stderr}
 	status, version, _ := strings.Cut(strings.TrimSpace(stdout), " ")

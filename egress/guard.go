@@ -233,6 +233,12 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	return nil, firstErr
 }
 
+// Lookup resolves host as the guard does before it checks and dials (an
+// IP literal is itself).
+func (g *Guard) Lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	return g.resolve(ctx, "tcp", host)
+}
+
 func (g *Guard) resolve(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{ip}, nil

@@ -42,6 +42,11 @@ type Metrics struct {
 	// intercepted tunnels, by reason ("unknown_ca": the client does not
 	// trust robotsgate's CA).
 	ClientTLSFailures *prometheus.CounterVec
+	// ProxyTLSServed counts client connections that spoke TLS to the
+	// proxy port (an https:// proxy URL) and were served over TLS;
+	// ProxyTLSRefused those closed because there is no CA to answer
+	// with (mitm.enabled false).
+	ProxyTLSServed, ProxyTLSRefused prometheus.Counter
 	// UsageRefusals counts requests refused by an AI-usage signal, by the
 	// kind of signal ("tdmrep", "x-robots-tag"...: audit.SignalKinds),
 	// monitor-mode refusals included as in Requests.
@@ -68,6 +73,8 @@ func New() *Metrics {
 	m.UpstreamErrors = counterVec(r, "robotsgate_upstream_errors_total", "Failed upstream requests by RFC 9209 error type.", "kind")
 	m.StoreErrors = counter(r, "robotsgate_pacing_store_errors_total", "Failed calls to the shared pacing store.")
 	m.ClientTLSFailures = counterVec(r, "robotsgate_client_tls_failures_total", "Failed TLS handshakes of clients in intercepted tunnels, by reason.", "reason")
+	m.ProxyTLSServed = counter(r, "robotsgate_proxy_tls_connections_total", "Client connections that spoke TLS to the proxy port (an https:// proxy URL), served over TLS.")
+	m.ProxyTLSRefused = counter(r, "robotsgate_proxy_tls_refused_total", "Client connections that spoke TLS to the proxy port, closed because mitm.enabled is false: use http:// in the proxy URL.")
 	m.UsageRefusals = counterVec(r, "robotsgate_usage_refusals_total", "Requests refused by an AI-usage signal, by kind of signal.", "signal")
 	m.ReloadSuccessful = gauge(r, "robotsgate_config_last_reload_successful", "Whether the last configuration reload applied (1) or was rejected (0).")
 	m.ReloadTimestamp = gauge(r, "robotsgate_config_last_reload_success_timestamp_seconds", "When the configuration last applied, at start or by a reload.")

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 
@@ -46,6 +47,9 @@ type admission struct {
 	// checked: the destination was checked already (a request inside a
 	// tunnel, checked at its CONNECT).
 	checked bool
+	// dest, when valid, is the address a transparent client connected to:
+	// the origin's name must resolve to it (and its port be the same).
+	dest netip.AddrPort
 	// connect is a CONNECT: intercepted (each request inside is judged on
 	// its own), or blind (only the host can be judged).
 	connect, intercept bool
@@ -60,7 +64,8 @@ type admitted struct {
 	decided bool
 	// refused is why the request was refused before or instead of a
 	// decision: an *identifyError, an egress refusal (*egress.DeniedError,
-	// *egress.PortError, or the name's lookup failing), or a *clientLeftError.
+	// *egress.PortError, or the name's lookup failing), a *mismatchError,
+	// or a *clientLeftError.
 	refused error
 	// permit is the pacing permit of a held request; release it when the
 	// request is done.
@@ -95,6 +100,41 @@ func (e *auditError) Unwrap() error { return e.err }
 // seconds: a full disk is not freed in a moment.
 const auditRetryAfter = 10
 
+// mismatchError is a transparent request whose name does not resolve to
+// the address its client connected to (Host or SNI forged, or the name's
+// addresses changed).
+type mismatchError struct {
+	origin origin.Origin
+	dest   netip.AddrPort
+}
+
+func (e *mismatchError) Error() string {
+	return "The client connected to " + e.dest.String() + ", and " + e.origin.HostPort() + " does not resolve to it"
+}
+
+// checkResolvesTo refuses an origin whose name does not resolve to dest
+// (an IP literal must be dest), or whose port is not dest's; nothing to
+// check when dest is invalid (not a transparent request). The name is
+// resolved as the egress guard resolves it.
+func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest netip.AddrPort) error {
+	if !dest.IsValid() {
+		return nil
+	}
+	if o.Port != dest.Port() {
+		return &mismatchError{o, dest}
+	}
+	ips, err := s.settings().guard.Lookup(ctx, o.Host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", o.Host, err)
+	}
+	for _, ip := range ips {
+		if ip.Unmap() == dest.Addr().Unmap() {
+			return nil
+		}
+	}
+	return &mismatchError{o, dest}
+}
+
 // interceptedNote is the decision's note of an intercepted CONNECT.
 const interceptedNote = "tunnel intercepted: each request in it is judged"
 
@@ -105,20 +145,9 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 			return admitted{refused: &auditError{err}}
 		}
 	}
-	var client policy.Client
-	switch {
-	case a.client != nil:
-		client = *a.client
-	default:
-		var err error
-		if a.as {
-			client, err = st.engine.IdentifyAs(a.remote, a.asUser)
-		} else {
-			client, err = st.engine.Identify(a.remote, a.proxyAuth)
-		}
-		if err != nil {
-			return admitted{refused: &identifyError{err}}
-		}
+	client, err := identifyClient(st, &a)
+	if err != nil {
+		return admitted{refused: err}
 	}
 	if a.purposes != nil {
 		client.Purposes = a.purposes
@@ -127,12 +156,14 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 		if err := s.checkDestination(ctx, a.origin, a.connect && !a.intercept); err != nil {
 			return admitted{refused: err}
 		}
+		if err := s.checkResolvesTo(ctx, a.origin, a.dest); err != nil {
+			return admitted{refused: err}
+		}
 	}
 	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client}
 	if g := s.coldGates.gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
 		ctx = resolver.WithColdGate(ctx, g)
 	}
-	var err error
 	switch {
 	case a.intercept:
 		out.d = policy.Decision{Request: req, Note: interceptedNote}
@@ -157,6 +188,27 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 	return out
 }
 
+// identifyClient is the client of an admission: a.client when known,
+// else identified by its address and credentials (an *identifyError when
+// refused). A SOCKS5 client is identified by it when it authenticates,
+// before it names its destination.
+func identifyClient(st *settings, a *admission) (policy.Client, error) {
+	if a.client != nil {
+		return *a.client, nil
+	}
+	var client policy.Client
+	var err error
+	if a.as {
+		client, err = st.engine.IdentifyAs(a.remote, a.asUser)
+	} else {
+		client, err = st.engine.Identify(a.remote, a.proxyAuth)
+	}
+	if err != nil {
+		return client, &identifyError{err}
+	}
+	return client, nil
+}
+
 // refusalOf renders the outcome of admission as the response to send, or
 // nil when the request may go on.
 func (s *Server) refusalOf(req *http.Request, st *settings, a *admitted) *http.Response {
@@ -176,6 +228,7 @@ func (s *Server) refusedBefore(req *http.Request, st *settings, err error) *http
 	var id *identifyError
 	var left *clientLeftError
 	var au *auditError
+	var mismatch *mismatchError
 	switch {
 	case errors.As(err, &id):
 		return s.identifyRefusal(req, st, id.err)
@@ -185,6 +238,9 @@ func (s *Server) refusedBefore(req *http.Request, st *settings, err error) *http
 		return render(req, &explanation{Decision: audit.AuditUnavailable, Status: http.StatusServiceUnavailable, RetryAfter: auditRetryAfter,
 			Message: "The audit log cannot be written, and this proxy refuses requests it cannot record (log.audit_on_error: refuse)."},
 			"proxy_internal_error")
+	case errors.As(err, &mismatch):
+		return plainResponse(req, http.StatusConflict, audit.HostMismatch, "http_request_denied", mismatch.Error()+
+			": the request would be judged by one site's robots.txt while it reaches another.")
 	}
 	return s.egressRefusal(req, err)
 }

@@ -19,6 +19,14 @@ package proxy
 // tunnel per client connection, many requests in it), and intercepted HTTPS
 // with a new connection per request (new TCP connection, new CONNECT, full
 // TLS handshake: the client keeps no session cache, so nothing is resumed).
+// Two more modes measure robotsgate against itself: HTTP/2 to its
+// interception, and transparent TLS (mode=https-transparent: the client
+// has no proxy, dials the origin's address and reaches robotsgate's
+// transparent listener instead, keep-alive, HTTP/1.1), each paired with
+// intercepted HTTPS over HTTP/1.1 keep-alive through CONNECT. The kernel's
+// redirection is stood in for: the client's dialer connects to the
+// transparent listener, and Options.OriginalDst answers with the origin's
+// address (e2e/transparent_test.go uses real REDIRECT rules).
 //
 // Load: -proxybench.conns client goroutines (default 50, as wrk -c 50 in
 // docs/benchmarks.md), each with a transport of its own, so in the keep-alive modes
@@ -47,10 +55,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,6 +103,9 @@ type benchMode struct {
 	// flight on each client connection (robotsgate only: goproxy's
 	// interception speaks HTTP/1.1).
 	h2 bool
+	// transparent: no proxy; connections reach robotsgate's transparent
+	// listener (robotsgate only).
+	transparent bool
 }
 
 // h2Streams is how many requests share one HTTP/2 connection in
@@ -101,13 +114,14 @@ type benchMode struct {
 const h2Streams = 5
 
 var (
-	httpsKeepAlive = benchMode{"https-keepalive", true, true, false}
+	httpsKeepAlive = benchMode{name: "https-keepalive", tls: true, keepAlive: true}
 	benchModes     = []benchMode{
-		{"http-keepalive", false, true, false},
-		{"http-newconn", false, false, false},
+		{name: "http-keepalive", keepAlive: true},
+		{name: "http-newconn"},
 		httpsKeepAlive,
-		{"https-newconn", true, false, false},
-		{"https-h2", true, true, true},
+		{name: "https-newconn", tls: true},
+		{name: "https-h2", tls: true, keepAlive: true, h2: true},
+		{name: "https-transparent", tls: true, keepAlive: true, transparent: true},
 	}
 )
 
@@ -115,6 +129,7 @@ var (
 type benchEnv struct {
 	httpOrigin, httpsOrigin string         // base URLs
 	originRoots             *x509.CertPool // trusts the HTTPS origin
+	transparent             string         // robotsgate's transparent listener
 	originConns             atomic.Int64   // connections the origins accepted
 	proxies                 map[string]benchProxy
 }
@@ -179,8 +194,11 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}
 	cfg.MITM.UpstreamCA = upstreamCA
-	addr := serveBenchRobotsgate(b, cfg, rgCA)
+	httpsDest := netip.MustParseAddrPort(strings.TrimPrefix(env.httpsOrigin, "https://"))
+	srv, addr := serveBenchRobotsgate(b, cfg, rgCA, Options{
+		OriginalDst: func(net.Conn) (netip.AddrPort, error) { return httpsDest, nil }})
 	env.proxies["robotsgate"] = benchProxy{url: &url.URL{Scheme: "http", Host: addr}, roots: rgCA.CertPool()}
+	env.transparent = serveBenchTransparent(b, srv)
 
 	// Every setup answers before anything is timed; for robotsgate this also
 	// fetches and caches both origins' robots.txt.
@@ -222,10 +240,11 @@ func benchOriginHandler() http.Handler {
 // loopback port until the benchmark ends, logging what a production
 // configuration logs (info and above; allowed requests are logged at
 // debug) to nowhere, and returns its address.
-func serveBenchRobotsgate(b *testing.B, cfg config.Config, ca *certs.CA) string {
+func serveBenchRobotsgate(b *testing.B, cfg config.Config, ca *certs.CA, opts Options) (*Server, string) {
 	b.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := New(cfg, Options{CA: ca, Logger: logger})
+	opts.CA = ca
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -241,6 +260,19 @@ func serveBenchRobotsgate(b *testing.B, cfg config.Config, ca *certs.CA) string 
 		srv.Shutdown(ctx)
 		<-done
 	})
+	return srv, ln.Addr().String()
+}
+
+// serveBenchTransparent serves srv's transparent listener on a free
+// loopback port until the benchmark ends (Shutdown closes it), and
+// returns its address.
+func serveBenchTransparent(b *testing.B, srv *Server) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.ServeTransparent(ln)
 	return ln.Addr().String()
 }
 
@@ -324,7 +356,17 @@ func (env *benchEnv) client(mode benchMode, impl string) *http.Transport {
 		// handshake, nothing resumed.
 		TLSClientConfig: &tls.Config{RootCAs: env.originRoots},
 	}
-	if p, ok := env.proxies[impl]; ok {
+	p, ok := env.proxies[impl]
+	switch {
+	case ok && mode.transparent:
+		// What a REDIRECT rule does: the client dials the origin and
+		// reaches the transparent listener.
+		dial := (&net.Dialer{}).DialContext
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dial(ctx, network, env.transparent)
+		}
+		tr.TLSClientConfig.RootCAs = p.roots
+	case ok:
 		tr.Proxy = http.ProxyURL(p.url)
 		tr.TLSClientConfig.RootCAs = p.roots
 	}
@@ -337,7 +379,7 @@ func (env *benchEnv) client(mode benchMode, impl string) *http.Transport {
 
 // impls are the setups measured in a mode.
 func (m benchMode) impls() []string {
-	if m.h2 {
+	if m.h2 || m.transparent {
 		return []string{"robotsgate"}
 	}
 	return []string{"direct", "goproxy", "robotsgate"}
@@ -393,7 +435,7 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	// connections and the other proxy's heap and goroutines. HTTP/2 is
 	// paired with robotsgate's HTTP/1.1 (as many requests in flight).
 	baseMode, other := mode, map[string]string{"robotsgate": "goproxy", "goproxy": "robotsgate"}[impl]
-	if mode.h2 {
+	if mode.h2 || mode.transparent {
 		baseMode, other = httpsKeepAlive, "robotsgate"
 	}
 	if other != "" && !*benchUnpaired {
@@ -431,6 +473,9 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	case base != nil && mode.h2:
 		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-h1")
 		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-h1-ns")
+	case base != nil && mode.transparent:
+		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-connect")
+		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-connect-ns")
 	case base != nil && impl == "robotsgate":
 		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-goproxy")
 		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-goproxy-ns")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -24,18 +25,49 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 	if err != nil {
 		return s.rejectConnect(ctx, plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The CONNECT target is not a valid host:port."))
 	}
-	st := s.settings()
-	mitm := st.mitmHost(o.Host)
-	adm := s.admit(req.Context(), st, admission{origin: o, target: "/", method: req.Method, userAgent: req.UserAgent(),
-		clientAddr: req.RemoteAddr, remote: remoteIP(req), proxyAuth: req.Header.Get("Proxy-Authorization"),
-		connect: true, intercept: mitm})
-	if resp := s.refusalOf(req, st, &adm); resp != nil {
-		return s.rejectConnect(ctx, resp)
+	op := s.openTunnel(req, tunnelOpening{origin: o, proxyAuth: req.Header.Get("Proxy-Authorization")})
+	if op.refusal != nil {
+		return s.rejectConnect(ctx, op.refusal)
 	}
-	if mitm {
-		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o, adm.d.Request.Client)}, host
+	if op.intercept {
+		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.interceptor(o, op.client)}, host
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, host
+}
+
+// tunnelOpening is what is known of a tunnel when it is opened: by a
+// CONNECT on the proxy port, a SOCKS5 CONNECT, or a transparent
+// connection (which opens a tunnel to where the client connected).
+type tunnelOpening struct {
+	origin    origin.Origin // https://host:port
+	proxyAuth string        // the client's credentials, as Proxy-Authorization
+	client    *policy.Client
+	// dest is the address a transparent client connected to: the name
+	// must resolve to it. Invalid for the other ways in.
+	dest netip.AddrPort
+}
+
+// openedTunnel is the outcome of opening a tunnel: a refusal to send, or
+// the client and whether the tunnel is intercepted.
+type openedTunnel struct {
+	refusal   *http.Response
+	intercept bool
+	client    policy.Client
+}
+
+// openTunnel judges the opening of a tunnel through the one admission
+// path: req is the CONNECT (or the CONNECT a SOCKS5 or transparent
+// connection stands for).
+func (s *Server) openTunnel(req *http.Request, t tunnelOpening) openedTunnel {
+	st := s.settings()
+	mitm := st.mitmHost(t.origin.Host)
+	adm := s.admit(req.Context(), st, admission{origin: t.origin, target: "/", method: req.Method, userAgent: req.UserAgent(),
+		clientAddr: req.RemoteAddr, remote: remoteIP(req), proxyAuth: t.proxyAuth, client: t.client, dest: t.dest,
+		connect: true, intercept: mitm})
+	if resp := s.refusalOf(req, st, &adm); resp != nil {
+		return openedTunnel{refusal: resp}
+	}
+	return openedTunnel{intercept: mitm, client: adm.d.Request.Client}
 }
 
 // rejectConnect makes goproxy write resp on the client connection and close
@@ -57,52 +89,64 @@ var established = []byte("HTTP/1.1 200 Connection established\r\n\r\n")
 // origins do.
 var tunnelALPN = []string{"h2", "http/1.1"}
 
-// interceptor returns the hijack function of an intercepted tunnel: answer
-// the CONNECT, tell from the client's first bytes what it speaks, and hand
-// the connection to the tunnel server (TLS terminated with a certificate
-// minted for the host, or plain HTTP), which serves the requests in it. It
-// returns once the tunnel is handed over or closed, so the CONNECT's audit
-// record says what the tunnel became.
+// interceptor returns the hijack function of an intercepted CONNECT: it
+// answers the CONNECT and serves the tunnel (serveTunnel).
 func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.Request, net.Conn, *goproxy.ProxyCtx) {
 	return func(connect *http.Request, conn net.Conn, _ *goproxy.ProxyCtx) {
-		slot := auditSlotOf(connect.Context())
 		if _, err := conn.Write(established); err != nil {
 			conn.Close()
 			return
 		}
-		proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
-		conn = &prefixConn{Conn: conn, prefix: first}
-		info := &tunnelInfo{origin: o, connect: connect, client: client}
-		switch proto {
-		case protoTLS:
-			s.serveTLSTunnel(conn, info, slot)
-		case protoHTTP:
-			info.origin.Scheme = "http"
-			slot.note("plain HTTP inside the tunnel: each request in it is judged as " + info.origin.String())
-			s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), info)
-		default:
-			s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", o.HostPort(),
-				"client", connect.RemoteAddr, "first_bytes", fmt.Sprintf("%q", first), "err", err)
-			slot.refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
-			conn.Close()
-		}
+		s.serveTunnel(conn, &tunnelInfo{origin: o, connect: connect, client: client, via: audit.ViaTunnel})
+	}
+}
+
+// serveTunnel tells from the client's first bytes what it speaks inside
+// an intercepted tunnel and hands the connection to the tunnel server (TLS
+// terminated with a certificate minted for the host, or plain HTTP), which
+// serves the requests in it; anything else is closed. It returns once the
+// tunnel is handed over or closed, so the opening's audit record says what
+// the tunnel became.
+func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
+	slot := auditSlotOf(info.connect.Context())
+	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
+	conn = &prefixConn{Conn: conn, prefix: first}
+	switch proto {
+	case protoTLS:
+		s.serveTLSTunnel(conn, info, slot)
+	case protoHTTP:
+		info.origin.Scheme = "http"
+		slot.note("plain HTTP inside the tunnel: each request in it is judged as " + info.origin.String())
+		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), info)
+	default:
+		s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", info.origin.HostPort(),
+			"client", info.connect.RemoteAddr, "via", info.via, "first_bytes", fmt.Sprintf("%q", first), "err", err)
+		slot.refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
+		conn.Close()
 	}
 }
 
 // serveTLSTunnel terminates the client's TLS and hands the connection to
-// the tunnel server: as it is for HTTP/2, behind a framing guard for
-// HTTP/1.1.
+// the tunnel server.
 func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, slot *auditSlot) {
 	cfg := s.minter.TLSConfigFor(info.origin.Host)
 	cfg.NextProtos = tunnelALPN
-	tlsConn := tls.Server(conn, cfg)
+	rec := &handshakeConn{Conn: conn}
+	tlsConn := tls.Server(rec, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tlsConn.HandshakeContext(context.Background()); err != nil {
-		s.clientTLSFailed(err, info.connect.RemoteAddr, info.origin.Host, slot)
+		s.clientTLSFailed(rec.failure(err), info.connect.RemoteAddr, info.origin.Host, slot)
 		conn.Close()
 		return
 	}
 	conn.SetDeadline(time.Time{})
+	rec.done()
+	s.pushTLS(tlsConn, info)
+}
+
+// pushTLS hands an intercepted TLS connection to the tunnel server: as it
+// is for HTTP/2, behind a framing guard for HTTP/1.1.
+func (s *Server) pushTLS(tlsConn *tls.Conn, info *tunnelInfo) {
 	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
 		// net/http's server must see the *tls.Conn itself to serve HTTP/2;
 		// HTTP/2 frames its messages itself, there is no framing to guard.
@@ -134,7 +178,7 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	if r.Host == "" {
 		r.Host = info.origin.HostPort()
 	}
-	if !info.sameOrigin(r.Host) {
+	if !info.byHost && !info.sameOrigin(r.Host) {
 		s.respond(w, plainResponse(r, http.StatusMisdirectedRequest, audit.Misdirected, "http_request_error",
 			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 		return

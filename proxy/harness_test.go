@@ -54,6 +54,17 @@ func (o *testOrigin) saw(target string) bool {
 // robotsStatus) at /robots.txt and echoes the request-target elsewhere.
 func startOrigin(t testing.TB, ip string, tlsOn bool, robots string, robotsStatus int) *testOrigin {
 	t.Helper()
+	var cfg *tls.Config
+	if tlsOn {
+		cfg = &tls.Config{}
+	}
+	return startOriginTLS(t, ip, cfg, robots, robotsStatus)
+}
+
+// startOriginTLS is startOrigin with the origin's TLS configuration (nil:
+// plain HTTP; no certificate: httptest's).
+func startOriginTLS(t testing.TB, ip string, tlsCfg *tls.Config, robots string, robotsStatus int) *testOrigin {
+	t.Helper()
 	o := &testOrigin{}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.mu.Lock()
@@ -70,7 +81,11 @@ func startOrigin(t testing.TB, ip string, tlsOn bool, robots string, robotsStatu
 		w.Header().Set("X-Origin", "yes")
 		fmt.Fprintf(w, "target=%s", r.RequestURI)
 	})
-	ln, err := net.Listen("tcp", ip+":0")
+	addr := ip + ":0"
+	if strings.Contains(ip, ":") { // host:port
+		addr = ip
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +97,10 @@ func startOrigin(t testing.TB, ip string, tlsOn bool, robots string, robotsStatu
 			o.conns.Add(1)
 		}
 	}
-	if tlsOn {
+	if tlsCfg != nil {
+		if tlsCfg.GetCertificate != nil || len(tlsCfg.Certificates) > 0 {
+			o.TLS = tlsCfg
+		}
 		o.StartTLS()
 	} else {
 		o.Start()

@@ -11,20 +11,9 @@ import (
 )
 
 // Connections reach net/http's servers through the listeners here: the
-// proxy port's through guardedListener, intercepted tunnels' through
-// tunnelListener. The framing guard sits between each HTTP/1.x connection
-// and its server.
-
-// guardedListener wraps accepted connections in a framingGuard.
-type guardedListener struct{ net.Listener }
-
-func (l guardedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return newFramingGuard(c, maxHeaderBytes), nil
-}
+// proxy port's through proxyListener (proxyport.go), intercepted tunnels'
+// (CONNECT, SOCKS5, transparent) through tunnelListener. The framing guard
+// sits between each HTTP/1.x connection and its server.
 
 // tunnelListener hands the connections inside intercepted tunnels to the
 // tunnel server, each with the tunnel it belongs to.

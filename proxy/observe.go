@@ -36,6 +36,9 @@ type auditSlot struct {
 	// (unknown-protocol, client-tls-failed); tunnelNote replaces the
 	// decision's note.
 	tunnel, tunnelNote string
+	// unanswered: a transparent connection's opening, to which nothing
+	// was sent (the record's status is 0).
+	unanswered bool
 	// body wraps the origin's response body (one allocation less per
 	// request); upstreamErr is how that body failed, if it did.
 	body        upstreamBody
@@ -58,10 +61,16 @@ func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
 }
 
 // refine records what an intercepted CONNECT's tunnel became
-// (unknown-protocol, client-tls-failed).
+// (unknown-protocol, client-tls-failed). For a transparent connection,
+// whose opening is not judged (each request in it is), it is the
+// opening's decision, and nothing was answered.
 func (s *auditSlot) refine(decision, note string) {
-	if s != nil && s.decided {
+	switch {
+	case s == nil:
+	case s.decided:
 		s.tunnel, s.tunnelNote = decision, note
+	default:
+		s.decision, s.tunnelNote, s.unanswered = decision, note, true
 	}
 }
 
@@ -78,6 +87,21 @@ func (s *auditSlot) addNote(note string) {
 		note = s.notes + "; " + note
 	}
 	s.notes = note
+}
+
+type viaKey struct{}
+
+// viaOf says how the request of ctx arrived: through its tunnel, as the
+// opening of a SOCKS5 or transparent connection (viaKey), or else on the
+// proxy port.
+func viaOf(ctx context.Context) string {
+	if t, ok := tunnelOf(ctx); ok {
+		return t.via
+	}
+	if v, ok := ctx.Value(viaKey{}).(string); ok {
+		return v
+	}
+	return audit.ViaProxy
 }
 
 func auditSlotOf(ctx context.Context) *auditSlot {
@@ -148,11 +172,15 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	} else {
 		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), audit.BadRequest)
 		rec = &audit.Record{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: requestURL(r),
-			UserAgent: r.UserAgent(), Decision: decision, Enforced: true}
+			UserAgent: r.UserAgent(), Decision: decision, Enforced: true, Note: slot.tunnelNote}
 	}
+	rec.Via = viaOf(r.Context())
 	rec.UpstreamStatus = slot.upstream
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
+	if slot.unanswered {
+		rec.Status = 0
+	}
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)

@@ -31,7 +31,7 @@ import (
 func (s *Server) newRelay() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:        rewrite,
-		Transport:      s.upstream.tr,
+		Transport:      s.upstream,
 		ModifyResponse: s.modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			var refused *usageRefusedError

@@ -38,6 +38,10 @@ var restartOnly = []struct {
 	{"timeouts.client_header", func(c *config.Config) any { return c.Timeouts.ClientHeader }},
 	{"timeouts.client_idle", func(c *config.Config) any { return c.Timeouts.ClientIdle }},
 	{"timeouts.client_body", func(c *config.Config) any { return c.Timeouts.ClientBody }},
+	{"transparent.http_listen", func(c *config.Config) any { return c.Transparent.HTTPListen }},
+	{"transparent.tls_listen", func(c *config.Config) any { return c.Transparent.TLSListen }},
+	{"transparent.mark", func(c *config.Config) any { return c.Transparent.Mark }},
+	{"socks.listen", func(c *config.Config) any { return c.SOCKS.Listen }},
 }
 
 // restartOnlyChanges names the keys that differ between the running

@@ -64,6 +64,9 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		return
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
+	if tunnel != nil && tunnel.dest.IsValid() {
+		req = req.WithContext(context.WithValue(req.Context(), pinKey{}, tunnel.dest))
+	}
 	slot := auditSlotOf(req.Context())
 	if req.Body != nil && req.Body != http.NoBody {
 		b := newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
@@ -103,11 +106,14 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	target := requestTarget(req)
 	a := admission{origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr, hold: true}
 	if tunnel != nil {
-		a.client, a.checked = &tunnel.client, true
+		tunnel.fill(&a, req)
 	} else {
 		a.remote, a.proxyAuth = remoteIP(req), req.Header.Get("Proxy-Authorization")
 	}
 	adm := s.admit(req.Context(), st, a)
+	if adm.refused == nil && a.dest.IsValid() && !a.checked {
+		tunnel.checked.Store(&o) // the next request to o on this connection is not checked again
+	}
 	if resp := s.refusalOf(req, st, &adm); resp != nil {
 		return resp
 	}
@@ -236,13 +242,40 @@ func (s *Server) logDecision(ctx context.Context, a *admission, d *policy.Decisi
 
 type tunnelKey struct{}
 
-// tunnelInfo describes the intercepted tunnel a request arrived in.
+// tunnelInfo describes the intercepted tunnel a request arrived in: a
+// CONNECT's, a SOCKS5 CONNECT's, or a transparent connection.
 type tunnelInfo struct {
 	origin  origin.Origin // https, or http for plain HTTP in the tunnel
-	connect *http.Request // the CONNECT request
+	connect *http.Request // the CONNECT request (or the one its opening stands for)
 	client  policy.Client // identified (and authenticated) at CONNECT
+	via     string        // how the tunnel's requests arrived (audit.Via...)
+	// dest is where a transparent client connected (the kernel's original
+	// destination): each request is judged on its own as on the proxy port
+	// (its client by address, its destination checked) and its name must
+	// resolve to dest; upstream connections go to dest. Invalid for
+	// CONNECT and SOCKS5 tunnels, whose requests are judged as the
+	// tunnel's client, the destination checked when it was opened.
+	dest netip.AddrPort
+	// byHost: each request's Host names its origin (a transparent HTTP
+	// connection); otherwise the Host must name the tunnel's origin.
+	byHost bool
 	// lastHost is the last Host header found to name origin.
 	lastHost atomic.Pointer[string]
+	// checked is the last origin of a transparent connection whose
+	// destination was checked (and found to resolve to dest).
+	checked atomic.Pointer[origin.Origin]
+}
+
+// fill sets what the tunnel tells of a request's admission.
+func (t *tunnelInfo) fill(a *admission, req *http.Request) {
+	if !t.dest.IsValid() {
+		a.client, a.checked = &t.client, true
+		return
+	}
+	a.remote, a.dest = remoteIP(req), t.dest
+	if last := t.checked.Load(); last != nil && *last == a.origin {
+		a.checked = true
+	}
 }
 
 // sameOrigin reports whether a Host header inside the tunnel names the

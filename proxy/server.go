@@ -55,6 +55,7 @@ import (
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
+	"github.com/robotsgate/robotsgate/transparent"
 )
 
 // Timeouts. Upstream ones bound each phase of talking to an origin; client
@@ -81,6 +82,10 @@ type Options struct {
 	// records instead of connecting).
 	Resolver egress.Resolver
 	Dial     egress.DialFunc
+	// OriginalDst, when set, replaces the kernel's answer to where a
+	// transparent listener's client connected (SO_ORIGINAL_DST): for
+	// benchmarks, which connect to the listener without a firewall rule.
+	OriginalDst func(net.Conn) (netip.AddrPort, error)
 }
 
 // Server is the proxy. Create it with New, run it with Serve, stop it with
@@ -92,8 +97,9 @@ type Server struct {
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
-	roots    *x509.CertPool           // upstream TLS: origins, and an https:// parent proxy
-	gp       *goproxy.ProxyHttpServer // answers CONNECTs
+	origDst  func(net.Conn) (netip.AddrPort, error) // a transparent client's original destination
+	roots    *x509.CertPool                         // upstream TLS: origins, and an https:// parent proxy
+	gp       *goproxy.ProxyHttpServer               // answers CONNECTs
 	upstream *upstream
 	relay    *httputil.ReverseProxy // forwards allowed requests
 	current  atomic.Pointer[settings]
@@ -120,6 +126,7 @@ type Server struct {
 	// closeStore and closeShared release the Redis clients, if any.
 	closeStore, closeShared func() error
 	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
+	inbound                 listeners      // SOCKS5 and transparent listeners
 }
 
 // settings is the part of the server that a configuration reload replaces.
@@ -133,7 +140,15 @@ type settings struct {
 // New builds a Server from a validated configuration.
 func New(cfg config.Config, opts Options) (*Server, error) {
 	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver, dialOpt: opts.Dial,
-		metrics: metrics.New(), stats: newStats()}
+		origDst: opts.OriginalDst, metrics: metrics.New(), stats: newStats()}
+	if s.origDst == nil {
+		s.origDst = transparent.OriginalDst
+	}
+	if s.dialOpt == nil && cfg.Transparent.Mark != 0 {
+		// Every upstream connection is marked, for the firewall rule that
+		// keeps them from being redirected back to robotsgate.
+		s.dialOpt = transparent.MarkedDialer(uint32(cfg.Transparent.Mark), dialTimeout).DialContext
+	}
 	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
 	if err != nil {
 		return nil, err
@@ -494,7 +509,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxySrv.Serve(guardedListener{ln})
+	err := s.proxySrv.Serve(newProxyListener(ln, s))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -531,6 +546,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		s.proxySrv.Close()
 	}
+	s.inbound.close()
 	wg.Wait()
 	s.denyWatch.close()
 	s.tdmrep.Close()

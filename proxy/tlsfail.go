@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/robotsgate/robotsgate/admin"
@@ -24,12 +25,15 @@ import (
 
 // Reasons of client TLS failures (metric label values).
 const (
-	tlsUnknownCA  = "unknown_ca"      // the client does not trust robotsgate's CA
-	tlsBadCert    = "bad_certificate" // the client rejected the certificate otherwise
-	tlsTimeout    = "handshake_timeout"
-	tlsClosed     = "client_closed" // the client hung up during the handshake
-	tlsOtherAlert = "other_alert"
-	tlsOther      = "other"
+	tlsUnknownCA = "unknown_ca"      // the client does not trust robotsgate's CA
+	tlsBadCert   = "bad_certificate" // the client rejected the certificate otherwise
+	tlsTimeout   = "handshake_timeout"
+	// tlsClosedAtCert: the client hung up without an alert once it had
+	// the certificate (Node.js does when it does not trust the CA).
+	tlsClosedAtCert = "closed_after_certificate"
+	tlsClosed       = "client_closed" // the client hung up during the handshake, before the certificate
+	tlsOtherAlert   = "other_alert"
+	tlsOther        = "other"
 )
 
 // tlsFailureReason classifies a failed server-side handshake, with a
@@ -46,7 +50,10 @@ func tlsFailureReason(err error) (reason, explain string) {
 		}
 		return tlsOtherAlert, "the client ended the handshake: " + alert
 	}
+	var atCert *closedAtCertError
 	switch {
+	case errors.As(err, &atCert):
+		return tlsClosedAtCert, "the client closed the connection once it had robotsgate's certificate, without a TLS alert: most often it does not trust robotsgate's CA (install certs/ca.pem in its trust store)"
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return tlsTimeout, "the client did not finish the TLS handshake in time"
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
@@ -57,11 +64,14 @@ func tlsFailureReason(err error) (reason, explain string) {
 
 // remoteAlert returns the text of the TLS alert the client sent, if err is
 // one: crypto/tls reports it as a *net.OpError "remote error" (or, over
-// QUIC, a tls.AlertError).
+// QUIC, a tls.AlertError), handshakeConn as a *plainAlertError.
 func remoteAlert(err error) (string, bool) {
 	var op *net.OpError
 	var alert tls.AlertError
+	var plain *plainAlertError
 	switch {
+	case errors.As(err, &plain):
+		return plain.alert.Error(), true
 	case errors.As(err, &op) && op.Op == "remote error" && op.Err != nil:
 		return op.Err.Error(), true
 	case errors.As(err, &alert):
@@ -69,6 +79,100 @@ func remoteAlert(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// handshakeConn watches a client's TLS handshake so that a failure can be
+// told by what the client sent. OpenSSL 3 clients (curl, Python) that
+// reject the certificate of a TLS 1.3 handshake send their alert
+// unencrypted, which crypto/tls, expecting it encrypted, reports as "bad
+// record MAC"; Node.js closes the connection without an alert. So it keeps
+// the first bytes the client sends (the records of the handshake) and
+// whether anything was written to the client (the certificate, in the
+// server's first flight).
+type handshakeConn struct {
+	net.Conn
+	read     []byte
+	wrote    bool
+	finished bool
+	// muted: nothing more is written (a transparent connection passed
+	// blind after its ClientHello: crypto/tls's alert must not reach the
+	// client).
+	muted bool
+}
+
+// maxHandshakeRecord bounds what handshakeConn keeps of the client's bytes.
+const maxHandshakeRecord = 16 << 10
+
+func (c *handshakeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.finished && len(c.read) < maxHandshakeRecord {
+		c.read = append(c.read, p[:min(n, maxHandshakeRecord-len(c.read))]...)
+	}
+	return n, err
+}
+
+func (c *handshakeConn) Write(p []byte) (int, error) {
+	if c.muted {
+		return 0, errBlind
+	}
+	c.wrote = true
+	return c.Conn.Write(p)
+}
+
+// done stops the watch once the handshake is complete.
+func (c *handshakeConn) done() { c.finished, c.read = true, nil }
+
+// failure returns the handshake's error err, told more precisely when
+// the client sent an unencrypted alert (a *plainAlertError) or hung up
+// once it had the certificate (a *closedAtCertError).
+func (c *handshakeConn) failure(err error) error {
+	if _, ok := remoteAlert(err); ok {
+		return err
+	}
+	if desc, ok := plainAlert(c.read); ok {
+		return &plainAlertError{alert: tls.AlertError(desc), err: err}
+	}
+	if c.wrote && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		return &closedAtCertError{err}
+	}
+	return err
+}
+
+// plainAlert finds an unencrypted alert record (content type 21, two
+// bytes: level and description, RFC 8446 §6) among the TLS records b
+// begins with, and returns its description.
+func plainAlert(b []byte) (uint8, bool) {
+	for len(b) >= 5 {
+		n := int(b[3])<<8 | int(b[4])
+		if len(b) < 5+n {
+			return 0, false
+		}
+		if b[0] == 21 && n == 2 {
+			return b[6], true
+		}
+		b = b[5+n:]
+	}
+	return 0, false
+}
+
+// plainAlertError is a handshake the client ended with an unencrypted
+// alert.
+type plainAlertError struct {
+	alert tls.AlertError
+	err   error
+}
+
+func (e *plainAlertError) Error() string {
+	return "the client sent the alert " + e.alert.Error() + " (" + e.err.Error() + ")"
+}
+func (e *plainAlertError) Unwrap() error { return e.err }
+
+// closedAtCertError is a client that hung up once it had the certificate.
+type closedAtCertError struct{ err error }
+
+func (e *closedAtCertError) Error() string {
+	return "the client closed the connection after the server's certificate: " + e.err.Error()
+}
+func (e *closedAtCertError) Unwrap() error { return e.err }
 
 // tlsWarnEvery is how often a client's TLS failures to one host are logged.
 const tlsWarnEvery = time.Minute

@@ -8,8 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"sync"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
@@ -21,6 +25,8 @@ import (
 // internal addresses.
 type upstream struct {
 	tr      *http.Transport
+	pinned  *lru.Cache[netip.AddrPort, *http.Transport] // by original destination (RoundTrip)
+	pinMu   sync.Mutex
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	parent  func() *parentProxy // the current parent proxy (upstream.proxy), for logs
@@ -30,7 +36,8 @@ type upstream struct {
 // for a direct connection.
 func newUpstream(dial func(context.Context, string, string) (net.Conn, error), proxy func(*http.Request) (*url.URL, error),
 	roots *x509.CertPool, log *slog.Logger, m *metrics.Metrics) *upstream {
-	return &upstream{log: log, metrics: m, tr: &http.Transport{
+	pinned, _ := lru.NewWithEvict(pinnedTransports, func(_ netip.AddrPort, tr *http.Transport) { tr.CloseIdleConnections() })
+	return &upstream{log: log, metrics: m, pinned: pinned, tr: &http.Transport{
 		// Never HTTP(S)_PROXY from the environment (a proxy loop): only the
 		// configured parent.
 		Proxy:                  proxy,
@@ -51,7 +58,51 @@ func newUpstream(dial func(context.Context, string, string) (net.Conn, error), p
 	}}
 }
 
-func (u *upstream) close() { u.tr.CloseIdleConnections() }
+func (u *upstream) close() {
+	u.tr.CloseIdleConnections()
+	u.pinned.Purge()
+}
+
+// pinKey is the context key of the address a transparent request's
+// upstream connection must go to (its client's original destination).
+type pinKey struct{}
+
+// pinnedTransports bounds the transports kept for transparent requests'
+// destinations (each with its own pool of idle connections).
+const pinnedTransports = 1024
+
+// RoundTrip sends a request through the transport: a transparent
+// request's through a transport of its own destination, whose connections
+// all go to that address (a shared pool would reuse a connection to
+// another address of the same name).
+func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	dest, ok := req.Context().Value(pinKey{}).(netip.AddrPort)
+	if !ok {
+		return u.tr.RoundTrip(req)
+	}
+	return u.pinnedTransport(dest).RoundTrip(req)
+}
+
+func (u *upstream) pinnedTransport(dest netip.AddrPort) *http.Transport {
+	if tr, ok := u.pinned.Get(dest); ok {
+		return tr
+	}
+	u.pinMu.Lock()
+	defer u.pinMu.Unlock()
+	if tr, ok := u.pinned.Get(dest); ok {
+		return tr
+	}
+	tr := u.tr.Clone()
+	dial := u.tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p := u.parent(); p != nil && addr == p.addr {
+			return dial(ctx, network, addr) // the parent proxy resolves the name itself
+		}
+		return dial(ctx, network, dest.String())
+	}
+	u.pinned.Add(dest, tr)
+	return tr
+}
 
 // failure renders a failed exchange with the origin: the egress guard's
 // refusal at dial time, or a 502/504 that names the cause only by its RFC

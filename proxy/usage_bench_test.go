@@ -112,7 +112,8 @@ func startBenchProxy(b *testing.B, scanHTML bool) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return serveBenchRobotsgate(b, cfg, ca)
+	_, addr := serveBenchRobotsgate(b, cfg, ca, Options{})
+	return addr
 }
 
 func benchTransport(proxyAddr string) *http.Transport {

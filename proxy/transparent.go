@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/origin"
+)
+
+// Transparent listeners receive connections the kernel redirected to them
+// (iptables or nftables REDIRECT): the client connected to an origin's
+// address, not to robotsgate. The connection is served as an intercepted
+// tunnel to that address (its original destination), told by its first
+// bytes: TLS is intercepted with a certificate minted for the SNI (the
+// address when there is none), or passed blind to the destination for
+// mitm.skip_hosts; plain HTTP is served request by request, each judged
+// as http://Host; anything else is closed. Every request is judged by the
+// one admission path as a request on the proxy port is (its client by
+// address), and the name it is judged by must resolve to the original
+// destination, which every upstream connection goes to.
+
+// ServeTransparent accepts connections redirected to ln until Shutdown.
+func (s *Server) ServeTransparent(ln net.Listener) error {
+	return s.acceptLoop(ln, s.serveTransparent)
+}
+
+func (s *Server) serveTransparent(conn net.Conn) {
+	dest, err := s.originalDst(conn)
+	if err == nil && dest.String() == conn.LocalAddr().String() {
+		err = errors.New("the connection was not redirected: it is addressed to the transparent listener itself")
+	}
+	if err != nil {
+		s.log.Warn("transparent connection closed: its original destination is unknown", "client", conn.RemoteAddr().String(), "err", err)
+		conn.Close()
+		return
+	}
+	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
+	conn = &prefixConn{Conn: conn, prefix: first}
+	switch proto {
+	case protoTLS:
+		s.serveTransparentTLS(conn, dest)
+	case protoHTTP:
+		o := destOrigin("http", dest.Addr().String(), dest)
+		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
+			connect: openingRequest(conn, o.HostPort(), audit.ViaTransparent), via: audit.ViaTransparent, dest: dest, byHost: true})
+	default:
+		s.observeOpening(openingRequest(conn, dest.String(), audit.ViaTransparent), func(w http.ResponseWriter, r *http.Request) {
+			s.log.Info("transparent connection closed: the client speaks neither TLS nor HTTP", "dest", dest.String(),
+				"client", r.RemoteAddr, "first_bytes", fmt.Sprintf("%q", first), "err", err)
+			auditSlotOf(r.Context()).refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
+		})
+		conn.Close()
+	}
+}
+
+// destOrigin is scheme://host:port with dest's port (host validated by
+// the caller, or an address).
+func destOrigin(scheme, host string, dest netip.AddrPort) origin.Origin {
+	o, err := origin.New(scheme, net.JoinHostPort(host, strconv.Itoa(int(dest.Port()))))
+	if err != nil {
+		o, _ = origin.New(scheme, dest.String())
+	}
+	return o
+}
+
+// errBlind ends the handshake of a TLS connection that is passed blind.
+var errBlind = errors.New("passed blind (mitm.skip_hosts)")
+
+// serveTransparentTLS intercepts a TLS connection, or passes it blind to
+// its destination when its SNI is not intercepted.
+func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
+	hc := &handshakeConn{Conn: conn}
+	var o origin.Origin
+	blind := false
+	cfg := &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		o = destOrigin("https", dest.Addr().String(), dest)
+		if hello.ServerName != "" {
+			o = destOrigin("https", hello.ServerName, dest)
+		}
+		if s.minter == nil || !s.settings().mitmHost(o.Host) {
+			blind, hc.muted = true, true
+			return nil, errBlind
+		}
+		c := s.minter.TLSConfigFor(o.Host)
+		c.NextProtos = tunnelALPN
+		return c, nil
+	}}
+	tlsConn := tls.Server(hc, cfg)
+	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	err := tlsConn.HandshakeContext(context.Background())
+	conn.SetDeadline(time.Time{})
+	connect := openingRequest(conn, authorityOf(o, dest), audit.ViaTransparent)
+	switch {
+	case blind:
+		s.passTransparent(conn, hc.read, o, dest, connect)
+	case err != nil:
+		s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
+			s.clientTLSFailed(hc.failure(err), r.RemoteAddr, o.Host, auditSlotOf(r.Context()))
+		})
+		conn.Close()
+	default:
+		hc.done()
+		s.pushTLS(tlsConn, &tunnelInfo{origin: o, connect: connect, via: audit.ViaTransparent, dest: dest})
+	}
+}
+
+// authorityOf is o's host:port, or dest when o is not known (the client
+// sent no ClientHello robotsgate could read).
+func authorityOf(o origin.Origin, dest netip.AddrPort) string {
+	if o.Host == "" {
+		return dest.String()
+	}
+	return o.HostPort()
+}
+
+// passTransparent judges a TLS connection that is not intercepted as a
+// blind CONNECT to o (its host only), and if allowed connects it to dest,
+// replaying what the client sent (hello: its ClientHello), and copies
+// between them.
+func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort, connect *http.Request) {
+	var upstream net.Conn
+	s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
+		op := s.openTunnel(r, tunnelOpening{origin: o, dest: dest})
+		if op.refusal != nil {
+			writeResponse(w, op.refusal)
+			return
+		}
+		if len(hello) >= maxHandshakeRecord {
+			auditSlotOf(r.Context()).refine(audit.BadRequest, "the ClientHello is too long to pass on")
+			return
+		}
+		c, err := s.dialBlind(r.Context(), o.HostPort(), dest)
+		if err == nil {
+			_, err = c.Write(hello)
+		}
+		if err != nil {
+			s.blindFailure(w, r, err)
+			return
+		}
+		upstream = c
+	})
+	if upstream == nil {
+		conn.Close()
+		return
+	}
+	splice(conn, upstream)
+}
+
+// originalDst is where a redirected client connected.
+func (s *Server) originalDst(conn net.Conn) (netip.AddrPort, error) {
+	dest, err := s.origDst(conn)
+	return netip.AddrPortFrom(dest.Addr().Unmap(), dest.Port()), err
+}
