@@ -14,6 +14,7 @@ const (
 	PacingUnavailable = "pacing-unavailable" // the shared pacing store cannot answer (503)
 	EgressDenied      = "egress-denied"      // the egress guard refused the destination (403)
 	AuthRequired      = "auth-required"      // proxy credentials missing or wrong (407)
+	AuthLimited       = "auth-limited"       // too many failed credentials from the address (429)
 	ClientDenied      = "client-denied"      // no clients entry matches and clients_default is deny (403)
 	Misdirected       = "misdirected"        // a request in a tunnel for another origin (421)
 	HostMismatch      = "host-mismatch"      // a transparent request's Host or SNI does not resolve to the address connected to (409)
@@ -67,6 +68,7 @@ func Decisions() []DecisionInfo {
 		{FetchLimited, 503, true},
 		{EgressDenied, 403, true},
 		{AuthRequired, 407, true},
+		{AuthLimited, 429, true},
 		{ClientDenied, 403, true},
 		{Misdirected, 421, true},
 		{HostMismatch, 409, true},

@@ -265,6 +265,12 @@ type Auth struct {
 	// Realm is the realm of the Proxy-Authenticate challenge sent with 407.
 	// Default "robotsgate".
 	Realm string `yaml:"realm"`
+	// FailureLimit is how many failed proxy credentials (a wrong
+	// password, an unknown user) an address may send in a minute; beyond
+	// it, its attempts get 429 auth-limited without being checked, so
+	// passwords cannot be guessed at bcrypt's pace. 0 means no limit.
+	// Default 10.
+	FailureLimit int `yaml:"failure_limit"`
 }
 
 // Client is one clients entry: who is asking (source network and/or proxy

@@ -41,7 +41,8 @@ func Default() Config {
 			OnStoreError: OnStoreErrorRefuse,
 		},
 		Auth: Auth{
-			Realm: "robotsgate",
+			Realm:        "robotsgate",
+			FailureLimit: 10,
 		},
 		ClientsDefault: ClientsAllow,
 		Usage: Usage{

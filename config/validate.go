@@ -114,6 +114,9 @@ func (v *validator) validate(c *Config) {
 	v.positive("timeouts.client_header", c.Timeouts.ClientHeader)
 	v.positive("timeouts.client_idle", c.Timeouts.ClientIdle)
 	v.positive("timeouts.client_body", c.Timeouts.ClientBody)
+	if c.Auth.FailureLimit < 0 {
+		v.add("auth.failure_limit", "must be >= 0 (0: no limit), got %d", c.Auth.FailureLimit)
+	}
 	v.enum("log.level", string(c.Log.Level), LevelDebug, LevelInfo, LevelWarn, LevelError)
 	v.enum("log.audit_on_error", string(c.Log.AuditOnError), AuditContinue, AuditRefuse)
 }

@@ -38,6 +38,9 @@ type Metrics struct {
 	UpstreamErrors *prometheus.CounterVec
 	// StoreErrors counts failed calls to the shared (Redis) pacing store.
 	StoreErrors prometheus.Counter
+	// AuthFailures counts proxy credentials that failed (a wrong password,
+	// an unknown user).
+	AuthFailures prometheus.Counter
 	// ClientTLSFailures counts failed TLS handshakes of clients inside
 	// intercepted tunnels, by reason ("unknown_ca": the client does not
 	// trust robotsgate's CA).
@@ -72,6 +75,7 @@ func New() *Metrics {
 	m.PacingHeld = gauge(r, "robotsgate_pacing_held_requests", "Requests currently held for their pacing slot.")
 	m.UpstreamErrors = counterVec(r, "robotsgate_upstream_errors_total", "Failed upstream requests by RFC 9209 error type.", "kind")
 	m.StoreErrors = counter(r, "robotsgate_pacing_store_errors_total", "Failed calls to the shared pacing store.")
+	m.AuthFailures = counter(r, "robotsgate_auth_failures_total", "Proxy credentials that failed (wrong password, unknown user).")
 	m.ClientTLSFailures = counterVec(r, "robotsgate_client_tls_failures_total", "Failed TLS handshakes of clients in intercepted tunnels, by reason.", "reason")
 	m.ProxyTLSServed = counter(r, "robotsgate_proxy_tls_connections_total", "Client connections that spoke TLS to the proxy port (an https:// proxy URL), served over TLS.")
 	m.ProxyTLSRefused = counter(r, "robotsgate_proxy_tls_refused_total", "Client connections that spoke TLS to the proxy port, closed because mitm.enabled is false: use http:// in the proxy URL.")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
@@ -145,7 +146,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 			return admitted{refused: &auditError{err}}
 		}
 	}
-	client, err := identifyClient(st, &a)
+	client, err := s.identifyClient(st, &a)
 	if err != nil {
 		return admitted{refused: err}
 	}
@@ -192,21 +193,44 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 // else identified by its address and credentials (an *identifyError when
 // refused). A SOCKS5 client is identified by it when it authenticates,
 // before it names its destination.
-func identifyClient(st *settings, a *admission) (policy.Client, error) {
+//
+// Credentials that fail (a wrong password, an unknown user) count against
+// their address: beyond auth.failure_limit in a minute, its attempts are
+// refused (*authLimitedError) without being checked.
+func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, error) {
 	if a.client != nil {
 		return *a.client, nil
 	}
-	var client policy.Client
-	var err error
 	if a.as {
-		client, err = st.engine.IdentifyAs(a.remote, a.asUser)
-	} else {
-		client, err = st.engine.Identify(a.remote, a.proxyAuth)
+		client, err := st.engine.IdentifyAs(a.remote, a.asUser)
+		if err != nil {
+			return client, &identifyError{err}
+		}
+		return client, nil
 	}
+	now := time.Now()
+	if a.proxyAuth != "" {
+		if wait, limited := s.authFails.limited(a.remote, st.cfg.Auth.FailureLimit, now); limited {
+			return policy.Client{}, &authLimitedError{wait}
+		}
+	}
+	client, err := st.engine.Identify(a.remote, a.proxyAuth)
 	if err != nil {
+		if a.proxyAuth != "" && errors.Is(err, policy.ErrAuthRequired) {
+			s.authFails.failed(a.remote, now)
+			s.metrics.AuthFailures.Inc()
+		}
 		return client, &identifyError{err}
 	}
 	return client, nil
+}
+
+// authLimitedError is an address whose credentials failed auth.failure_limit
+// times in the last minute; it may try again after wait.
+type authLimitedError struct{ wait time.Duration }
+
+func (e *authLimitedError) Error() string {
+	return "too many failed proxy credentials from this address (auth.failure_limit)"
 }
 
 // refusalOf renders the outcome of admission as the response to send, or
@@ -228,12 +252,16 @@ func (s *Server) refusedBefore(req *http.Request, st *settings, err error) *http
 	var id *identifyError
 	var left *clientLeftError
 	var au *auditError
+	var limited *authLimitedError
 	var mismatch *mismatchError
 	switch {
 	case errors.As(err, &id):
 		return s.identifyRefusal(req, st, id.err)
 	case errors.As(err, &left):
 		return clientClosed(req, "The client left "+left.while+".")
+	case errors.As(err, &limited):
+		return render(req, &explanation{Decision: audit.AuthLimited, Status: http.StatusTooManyRequests, RetryAfter: seconds(limited.wait),
+			Message: "Too many failed proxy credentials from this address: try again later (auth.failure_limit)."}, "http_request_denied")
 	case errors.As(err, &au):
 		return render(req, &explanation{Decision: audit.AuditUnavailable, Status: http.StatusServiceUnavailable, RetryAfter: auditRetryAfter,
 			Message: "The audit log cannot be written, and this proxy refuses requests it cannot record (log.audit_on_error: refuse)."},

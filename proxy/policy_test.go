@@ -382,3 +382,35 @@ func TestOpenProxyWarning(t *testing.T) {
 		}
 	}
 }
+
+// Failed proxy credentials are limited per address: past
+// auth.failure_limit in a minute, even the right password gets 429
+// auth-limited unchecked; missing credentials (the 407 challenge) do not
+// count; the failures are in robotsgate_auth_failures_total.
+func TestFailedCredentialsAreLimitedPerAddress(t *testing.T) {
+	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
+	cfg := testConfig(t, nil)
+	h, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	cfg.Clients = []config.Client{{User: "alice", PasswordBcrypt: string(h), Mode: config.ModeEnforce}}
+	cfg.Auth.FailureLimit = 3
+	p := startProxy(t, cfg)
+	for range 5 { // challenges, not failures
+		if resp, _ := get(t, p.client(), o.URL+"/public"); resp.StatusCode != 407 {
+			t.Fatalf("without credentials: %d", resp.StatusCode)
+		}
+	}
+	for i, user := range []string{"alice", "mallory", "alice"} {
+		if resp, _ := get(t, withProxyUser(p.client(), p, user, "guess"), o.URL+"/public"); resp.StatusCode != 407 {
+			t.Fatalf("failure %d: %d, want 407", i+1, resp.StatusCode)
+		}
+	}
+	resp, _ := get(t, withProxyUser(p.client(), p, "alice", "s3cret"), o.URL+"/public")
+	checkRefusal(t, resp, http.StatusTooManyRequests, "auth-limited", "http_request_denied")
+	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
+		t.Errorf("Retry-After %q, want at most a minute", resp.Header.Get("Retry-After"))
+	}
+	_, metrics := adminGet(t, startAdmin(t, p), "/metrics")
+	if v := metricValue(metrics, "robotsgate_auth_failures_total"); v != "3" {
+		t.Errorf("robotsgate_auth_failures_total = %q, want 3", v)
+	}
+}

@@ -112,7 +112,8 @@ type Server struct {
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
 	auditLog            *audit.Writer
-	coldGates           coldGates // robots.cold_fetches_per_client
+	coldGates           coldGates    // robots.cold_fetches_per_client
+	authFails           authFailures // auth.failure_limit
 	auditFails          auditFailures
 	stats               *stats
 	archive             *archive.Writer // nil: archive.dir is ""

@@ -34,7 +34,7 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 	var client *policy.Client
 	var refused error
 	srv := socks.Server{UserPass: st.hasUsers(), Check: func(c socks.Credentials) bool {
-		cl, err := identifyClient(st, &admission{remote: remoteAddrIP(conn), proxyAuth: basicAuth(c)})
+		cl, err := s.identifyClient(st, &admission{remote: remoteAddrIP(conn), proxyAuth: basicAuth(c)})
 		client, refused = &cl, err
 		return err == nil
 	}}

@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// authFailureWindow is the window auth.failure_limit counts failures in.
+const authFailureWindow = time.Minute
+
+// maxAuthTracked bounds the addresses whose failures are counted (least
+// recently failed forgotten first): each entry is an address and two
+// words.
+const maxAuthTracked = 10000
+
+// authFailures counts, per client address, the proxy credentials that
+// failed (a wrong password, an unknown user) in the current window, so
+// that guessing is limited to auth.failure_limit a minute an address.
+type authFailures struct {
+	once    sync.Once
+	mu      sync.Mutex
+	counts  *lru.Cache[netip.Addr, *failureWindow]
+	refused func() // counts an attempt refused for the limit
+}
+
+type failureWindow struct {
+	start time.Time
+	n     int
+}
+
+func (f *authFailures) init() {
+	f.once.Do(func() { f.counts, _ = lru.New[netip.Addr, *failureWindow](maxAuthTracked) })
+}
+
+// limited reports whether addr has had limit failures in the window, and
+// how long until it may try again.
+func (f *authFailures) limited(addr netip.Addr, limit int, now time.Time) (time.Duration, bool) {
+	if limit <= 0 || !addr.IsValid() {
+		return 0, false
+	}
+	f.init()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w, ok := f.counts.Peek(addr)
+	if !ok || now.Sub(w.start) >= authFailureWindow || w.n < limit {
+		return 0, false
+	}
+	return w.start.Add(authFailureWindow).Sub(now), true
+}
+
+// failed counts a failure of addr.
+func (f *authFailures) failed(addr netip.Addr, now time.Time) {
+	if !addr.IsValid() {
+		return
+	}
+	f.init()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w, ok := f.counts.Get(addr)
+	if !ok || now.Sub(w.start) >= authFailureWindow {
+		f.counts.Add(addr, &failureWindow{start: now, n: 1})
+		return
+	}
+	w.n++
+}
