@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/certs"
+	"github.com/robotsgate/robotsgate/config"
 )
 
 // caCommand is `robotsgate ca init [-dir DIR] [-force]`.
@@ -18,7 +19,7 @@ var caCommand = &command{
 		"replace an existing CA without -force.",
 	usageExit: exitUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
-		dir := fs.String("dir", "certs", "write ca.pem and ca-key.pem into `DIR`")
+		dir := fs.String("dir", config.DefaultStateDir, "write ca.pem and ca-key.pem into `DIR`")
 		force := fs.Bool("force", false, "replace an existing CA (clients must then trust the new one)")
 		return func(args []string, s stdio) (int, error) {
 			switch {

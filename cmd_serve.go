@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +62,7 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	level.Set(cfg.Log.Level.SlogLevel())
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	useLegacyCA(&cfg, logger)
 	var ca *certs.CA
 	if cfg.MITM.Enabled {
 		var created bool
@@ -285,4 +287,31 @@ func warnIfAdminOpen(addr net.Addr, auth bool, logger *slog.Logger) {
 	logger.Warn("the admin listener is beyond loopback without credentials: anyone who can reach "+addr.String()+
 		" reads the status page, the metrics and /explain; keep admin_listen on loopback or set admin_auth: true",
 		"admin", addr.String())
+}
+
+// legacyCADir is where robotsgate created the interception CA before the
+// state directory.
+const legacyCADir = "certs"
+
+// useLegacyCA keeps a CA created in certs/ (before the state directory)
+// working: when the configuration leaves the CA's paths to state_dir, no
+// CA is there yet and certs/ has one, that one is used, and the log says
+// how to move it.
+func useLegacyCA(cfg *config.Config, logger *slog.Logger) {
+	if !cfg.InStateDir("mitm.ca_cert", cfg.MITM.CACert) || !cfg.InStateDir("mitm.ca_key", cfg.MITM.CAKey) || exists(cfg.MITM.CACert) {
+		return
+	}
+	cert, key := filepath.Join(legacyCADir, "ca.pem"), filepath.Join(legacyCADir, "ca-key.pem")
+	if !exists(cert) || !exists(key) {
+		return
+	}
+	cfg.MITM.CACert, cfg.MITM.CAKey = cert, key
+	logger.Info("using the interception CA in "+legacyCADir+"/, where robotsgate created it before the state directory; "+
+		"move ca.pem and ca-key.pem to "+cfg.StateDir+"/ (or set mitm.ca_cert and mitm.ca_key) to keep it there",
+		"ca_cert", cert)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -30,6 +30,12 @@ import (
 // Config is the whole configuration. Its zero value is not usable: start from
 // Default (Load and Parse do).
 type Config struct {
+	// StateDir is the directory robotsgate keeps what it writes at run
+	// time in: the interception CA and its key, the robots.txt archive,
+	// the audit log and the evidence key, each at a default path under it
+	// unless its own key names another. Created if needed. Default
+	// "robotsgate-state" (in the working directory). Restart-only.
+	StateDir string `yaml:"state_dir"`
 	// Listen is the proxy's own address, host:port (port 0 picks a free port).
 	// Default "127.0.0.1:8080".
 	Listen string `yaml:"listen"`
@@ -449,6 +455,17 @@ type Log struct {
 	// refuses them with 503 audit-unavailable, for deployments where no
 	// request may go unrecorded. Default "continue".
 	AuditOnError AuditOnError `yaml:"audit_on_error"`
+	// EvidenceKey is the Ed25519 key that signs the audit log's
+	// checkpoints (PKCS #8 PEM, created with mode 0600 if missing; not the
+	// CA's key): `robotsgate evidence-key` prints its public half for a
+	// reviewer to pin. Default state_dir/evidence-key.pem. Restart-only.
+	EvidenceKey string `yaml:"evidence_key"`
+	// CheckpointEvery and CheckpointRecords are how often a signed
+	// checkpoint of the audit log's hash chain is written: after this much
+	// time with records written since the last one, or this many records,
+	// whichever comes first. Defaults 1m and 10000.
+	CheckpointEvery   Duration `yaml:"checkpoint_every"`
+	CheckpointRecords int      `yaml:"checkpoint_records"`
 }
 
 // AuditOnError is what happens to requests while the audit log cannot be

@@ -68,6 +68,7 @@ func Parse(data []byte, name string) (Config, error) {
 	} else if root != nil {
 		d.decode(root, reflect.ValueOf(&cfg).Elem(), "")
 	}
+	cfg.placeInStateDir(func(key string) bool { _, ok := d.lines[key]; return ok })
 	v := &validator{file: name, lines: d.lines, skip: d.failed}
 	if d.nodes <= d.limit { // else cfg is half decoded: validating it only adds noise
 		v.validate(&cfg)

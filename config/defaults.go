@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+)
 
 // This file holds every default value; nowhere else sets one.
 
@@ -8,7 +11,8 @@ import "time"
 // there is no config file, and what a file's keys are laid over. It is valid.
 // Empty lists are nil.
 func Default() Config {
-	return Config{
+	c := Config{
+		StateDir:    DefaultStateDir,
 		Listen:      "127.0.0.1:8080",
 		AdminListen: "127.0.0.1:9090",
 		Robots: Robots{
@@ -29,8 +33,6 @@ func Default() Config {
 		},
 		MITM: MITM{
 			Enabled: true,
-			CACert:  "certs/ca.pem",
-			CAKey:   "certs/ca-key.pem",
 		},
 		Pacing: Pacing{
 			MaxWait:      Duration(60 * time.Second),
@@ -61,12 +63,53 @@ func Default() Config {
 			ClientIdle:   Duration(90 * time.Second),
 			ClientBody:   Duration(60 * time.Second),
 		},
-		Archive: Archive{Dir: "robots-archive"},
 		Log: Log{
-			Level:        LevelInfo,
-			AuditOnError: AuditContinue,
+			Level:             LevelInfo,
+			AuditOnError:      AuditContinue,
+			CheckpointEvery:   Duration(time.Minute),
+			CheckpointRecords: 10000,
 		},
 	}
+	c.placeInStateDir(func(string) bool { return false })
+	return c
+}
+
+// DefaultStateDir is state_dir's default, in the working directory.
+const DefaultStateDir = "robotsgate-state"
+
+// stateFiles are the keys whose default path is in state_dir, and the
+// name each has there.
+var stateFiles = []struct {
+	key  string
+	name string
+	path func(*Config) *string
+}{
+	{"mitm.ca_cert", "ca.pem", func(c *Config) *string { return &c.MITM.CACert }},
+	{"mitm.ca_key", "ca-key.pem", func(c *Config) *string { return &c.MITM.CAKey }},
+	{"archive.dir", "archive", func(c *Config) *string { return &c.Archive.Dir }},
+	{"log.audit", "audit.log", func(c *Config) *string { return &c.Log.Audit }},
+	{"log.evidence_key", "evidence-key.pem", func(c *Config) *string { return &c.Log.EvidenceKey }},
+}
+
+// placeInStateDir sets every key of stateFiles that set reports the file
+// did not set to its default path in c.StateDir.
+func (c *Config) placeInStateDir(set func(key string) bool) {
+	for _, f := range stateFiles {
+		if !set(f.key) {
+			*f.path(c) = filepath.Join(c.StateDir, f.name)
+		}
+	}
+}
+
+// InStateDir reports whether path is the default of key in c.StateDir
+// (the key was not set elsewhere).
+func (c *Config) InStateDir(key, path string) bool {
+	for _, f := range stateFiles {
+		if f.key == key {
+			return path == filepath.Join(c.StateDir, f.name)
+		}
+	}
+	return false
 }
 
 // DefaultClient returns the defaults of a clients entry: the keys an entry

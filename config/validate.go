@@ -114,6 +114,13 @@ func (v *validator) validate(c *Config) {
 	v.positive("timeouts.client_header", c.Timeouts.ClientHeader)
 	v.positive("timeouts.client_idle", c.Timeouts.ClientIdle)
 	v.positive("timeouts.client_body", c.Timeouts.ClientBody)
+	v.positive("log.checkpoint_every", c.Log.CheckpointEvery)
+	if c.Log.CheckpointRecords <= 0 {
+		v.add("log.checkpoint_records", "must be > 0, got %d", c.Log.CheckpointRecords)
+	}
+	if c.Log.Audit != "" && c.Log.Audit != "-" && c.Log.EvidenceKey == "" {
+		v.add("log.evidence_key", "required with an audit log file: it signs the log's checkpoints")
+	}
 	if c.Auth.FailureLimit < 0 {
 		v.add("auth.failure_limit", "must be >= 0 (0: no limit), got %d", c.Auth.FailureLimit)
 	}

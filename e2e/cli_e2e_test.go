@@ -133,7 +133,7 @@ func TestCLIHelp(t *testing.T) {
 		{"serve", []string{"-config FILE\n", "-listen ADDR\n", "-admin-listen ADDR\n", `"off" turns them off`, "built-in default 127.0.0.1:8080"}},
 		{"check", []string{"-config FILE\n", "-agent NAME\n", "-ua HEADER\n", "product token such as FooBot", "Exit status: 0 every URL allowed, 1"}},
 		{"lint", []string{"-config FILE\n", "-json\n", "egress rules", "- for standard input"}},
-		{"ca", []string{"-dir DIR\n", `(default "certs")`, "-force\n", "replace an existing CA"}},
+		{"ca", []string{"-dir DIR\n", `(default "robotsgate-state")`, "-force\n", "replace an existing CA"}},
 		{"version", []string{"takes no flags"}},
 		{"help", []string{"takes no flags"}},
 	} {

@@ -46,7 +46,7 @@ clients:
   - cidr: 127.0.0.1/32
     purposes: [train-ai]
 `, e2eFetchUA, strings.Join(quoted, ", "),
-		strconv.Quote(filepath.Join(dir, "certs", "ca.pem")), strconv.Quote(filepath.Join(dir, "certs", "ca-key.pem")))
+		strconv.Quote(filepath.Join(dir, "robotsgate-state", "ca.pem")), strconv.Quote(filepath.Join(dir, "robotsgate-state", "ca-key.pem")))
 }
 
 // replaceFile replaces path's content by renaming a new file over it, as a
@@ -83,7 +83,7 @@ func TestE2EDenyListFile(t *testing.T) {
 	cfgPath := filepath.Join(dir, "cfg.yaml")
 	writeFile(t, cfgPath, denyListConfig(dir, list))
 	p := startServe(t, dir, "-config", cfgPath)
-	c := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
+	c := proxyClient(t, p.addr, filepath.Join(dir, "robotsgate-state", "ca.pem"))
 
 	checkDenyListRefusal(t, "GET a listed host", get(t, c, o.URL+"/public/listed"), list, 3)
 	checkDenyListRefusal(t, "CONNECT a listed host", dialProxy(t, p.addr).connect("127.0.0.1:"+port), list, 3)
@@ -140,7 +140,9 @@ func TestE2EDenyListMissingAtStart(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "egress.deny_hosts_files") || !strings.Contains(errOut, "missing.txt") {
 		t.Errorf("exit %d, stderr %q; want an error naming egress.deny_hosts_files and the file", code, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "certs")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("certs/ was created before the missing list was found (stat: %v)", err)
+	for _, d := range []string{"certs", "robotsgate-state"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s/ was created before the missing list was found (stat: %v)", d, err)
+		}
 	}
 }

@@ -73,7 +73,7 @@ func TestE2EReloadFeedback(t *testing.T) {
 
 // TestE2EBadFileCreatesNothing: a configuration naming a file that cannot
 // be used (mitm.upstream_ca without a certificate) stops serve before it
-// creates the CA (regression: certs/ was created, then start failed).
+// creates the CA (regression: the CA's directory was created, then start failed).
 func TestE2EBadFileCreatesNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -84,8 +84,10 @@ func TestE2EBadFileCreatesNothing(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "mitm.upstream_ca") {
 		t.Errorf("exit %d, stderr %q; want an error naming mitm.upstream_ca", code, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "certs")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("certs/ was created before the bad file was found (stat: %v)", err)
+	for _, d := range []string{"certs", "robotsgate-state"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s/ was created before the bad file was found (stat: %v)", d, err)
+		}
 	}
 }
 

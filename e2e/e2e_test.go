@@ -668,8 +668,8 @@ func TestE2EInvalidConfig(t *testing.T) {
 	if strings.Contains(errOut, "proxy on") {
 		t.Errorf("serve started listening despite the invalid config:\n%s", errOut)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "certs")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("serve with an invalid config created certs/ (stat: %v)", err)
+	if _, err := os.Stat(filepath.Join(dir, "robotsgate-state")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("serve with an invalid config created robotsgate-state/ (stat: %v)", err)
 	}
 
 	_, errOut, code = runBin(t, dir, "serve", "-config", "missing.yaml")
@@ -686,7 +686,7 @@ var adminOnRE = regexp.MustCompile(`msg="robotsgate listening" .*\badmin=(\S+)`)
 // file, in a fresh working directory — only moving the proxy and the admin
 // listener to free ports (the documented defaults, 8080 and 9090, may be
 // taken on a shared machine; the binary's help must name 9090). It starts,
-// prints its address and the trust instructions, creates certs/ca.pem
+// prints its address and the trust instructions, creates robotsgate-state/ca.pem
 // there, refuses loopback origins (the default egress guard) before sending
 // them anything, and answers /healthz on the admin listener.
 func TestE2EQuickStart(t *testing.T) {
@@ -699,10 +699,10 @@ func TestE2EQuickStart(t *testing.T) {
 	p := startServe(t, dir, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
 
 	out := p.out.String()
-	caAbs := filepath.Join(dir, "certs", "ca.pem")
+	caAbs := filepath.Join(dir, "robotsgate-state", "ca.pem")
 	for _, want := range []string{
 		"proxy on 127.0.0.1:",
-		"Created the interception CA in certs/ca.pem",
+		"Created the interception CA in robotsgate-state/ca.pem",
 		"curl --cacert " + caAbs,
 		"SSL_CERT_FILE=" + caAbs,
 	} {
@@ -711,8 +711,8 @@ func TestE2EQuickStart(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"ca.pem", "ca-key.pem"} {
-		if _, err := os.Stat(filepath.Join(dir, "certs", f)); err != nil {
-			t.Errorf("certs/%s was not created in the working directory: %v", f, err)
+		if _, err := os.Stat(filepath.Join(dir, "robotsgate-state", f)); err != nil {
+			t.Errorf("robotsgate-state/%s was not created in the working directory: %v", f, err)
 		}
 	}
 

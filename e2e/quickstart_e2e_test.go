@@ -53,7 +53,7 @@ var commentRE = regexp.MustCompile(`\s+#\s+(.*)$`)
 // proxy while its disallowed page gets 403 naming the rule.
 func TestQuickStartRunsOnLoopback(t *testing.T) {
 	needTool(t, "curl")
-	work := t.TempDir() // the repository root: certs/ is created here
+	work := t.TempDir() // the repository root: robotsgate-state/ is created here
 	tmp := t.TempDir()  // stands for /tmp
 	proxyAddr := closedPort(t)
 	subst := []string{"/tmp/", tmp + "/", "127.0.0.1:8080", proxyAddr}
@@ -81,8 +81,8 @@ func TestQuickStartRunsOnLoopback(t *testing.T) {
 					proxy.stop(0)
 				}
 				proxy = startServe(t, work, append(fields[3:], "-listen", proxyAddr, "-admin-listen", "off")...)
-				if _, err := os.Stat(filepath.Join(work, "certs", "ca.pem")); err != nil {
-					t.Errorf("%s: the interception CA was not created in certs/: %v", line, err)
+				if _, err := os.Stat(filepath.Join(work, "robotsgate-state", "ca.pem")); err != nil {
+					t.Errorf("%s: the interception CA was not created in robotsgate-state/: %v", line, err)
 				}
 			case strings.HasPrefix(line, "python3 -m http.server"):
 				// python3 -m http.server PORT --bind ADDR --directory DIR
