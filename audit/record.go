@@ -16,6 +16,11 @@ import "time"
 // interface (documented in docs/operations.md); new fields may be added,
 // existing ones keep their name and meaning.
 type Record struct {
+	// Prev is the SHA-256 of the line before this one in the log (hex;
+	// LineHash), "" for the first line of a log without a past. It is the
+	// first field written, so that a reader can check the chain without
+	// decoding the line.
+	Prev           string    `json:"prev_sha256"`
 	Time           time.Time `json:"time"`            // when the request arrived (RFC 3339, UTC)
 	Client         string    `json:"client"`          // client address (ip:port)
 	User           string    `json:"user"`            // authenticated proxy user, "" if none
@@ -63,6 +68,10 @@ type Record struct {
 	// or an origin sent was longer than the record keeps. Absent when
 	// nothing was cut.
 	Truncated []string `json:"truncated,omitempty"`
+
+	// Checkpoint is set on a checkpoint line, which is no decision: only
+	// Prev and it are set.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 }
 
 // AddNote adds to a record's note, after what it says already.

@@ -1,47 +1,97 @@
 package audit
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// Writer writes Records as JSON lines to a file (reopened on demand, for
-// logrotate) or to standard output. A nil *Writer writes nothing. It is
-// safe for concurrent use.
+// Options are how a Writer chains and signs the log.
+type Options struct {
+	// Key signs the checkpoints; nil writes none (the chain stays).
+	Key ed25519.PrivateKey
+	// CheckpointEvery and CheckpointRecords: a checkpoint follows the
+	// first record written this long after the last checkpoint, or this
+	// many records after it, and one is written on Close. Zero values
+	// mean one minute and 10,000 records.
+	CheckpointEvery   time.Duration
+	CheckpointRecords int64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Writer writes Records as JSON lines, each chained to the line before it
+// (Record.Prev) and now and then a signed checkpoint (Checkpoint), to a
+// file (reopened on demand, for logrotate: the chain goes on in the new
+// file) or to standard output. A nil *Writer writes nothing. It is safe
+// for concurrent use.
 //
 // A record is written whole or not at all: a write that fails part-way
 // (a full disk) is cut back off the file, so the next record starts on a
 // line of its own and no reader meets a torn line. A file found ending
 // in a torn line (a crash) gets a newline first: the torn line stays, for
-// a reader to report, and the records after it stay readable.
+// a reader to report, and the chain goes on through it.
 type Writer struct {
 	mu   sync.Mutex
 	path string
 	w    io.Writer
 	f    *os.File // nil for stdout
-	// good is the file's length after the last whole record; torn: the
+	opts Options
+	// good is the file's length after the last whole line; torn: the
 	// file is longer than good and must be cut back before the next write.
 	good int64
 	torn bool
+	// head is the hash of the last line written (the chain's head);
+	// records counts the records written, since the records since the
+	// last checkpoint, at when it was written.
+	head           string
+	records, since int64
+	checkpointAt   time.Time
 	// failed is the last write's error, nil once a write succeeds.
 	failed   atomic.Pointer[error]
 	failures atomic.Int64
 }
 
 // Open opens the audit log at path for appending, creating it with mode
-// 0640: "" disables it (a nil Writer), "-" is standard output.
-func Open(path string) (*Writer, error) {
+// 0640 (and its directory, 0750): "" disables it (a nil Writer), "-" is standard output. The chain
+// goes on from the file's last line or, for an empty file, from the head
+// kept beside it (path + ".head", written at each checkpoint and on
+// Close) when a rotated file held the lines before.
+func Open(path string, opts Options) (*Writer, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CheckpointEvery <= 0 {
+		opts.CheckpointEvery = time.Minute
+	}
+	if opts.CheckpointRecords <= 0 {
+		opts.CheckpointRecords = 10000
+	}
 	switch path {
 	case "":
 		return nil, nil
 	case "-":
-		return &Writer{path: path, w: os.Stdout}, nil
+		return &Writer{path: path, w: os.Stdout, opts: opts, checkpointAt: opts.Now()}, nil
 	}
-	a := &Writer{path: path}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	a := &Writer{path: path, opts: opts, checkpointAt: opts.Now()}
+	if data, err := os.ReadFile(path + ".head"); err == nil {
+		a.head = strings.TrimSpace(string(data))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
 	if err := a.Reopen(); err != nil {
 		return nil, err
 	}
@@ -49,7 +99,8 @@ func Open(path string) (*Writer, error) {
 }
 
 // Reopen closes and reopens the file, so a rotated log continues in a new
-// file. It does nothing for standard output or a nil Writer.
+// file, the chain with it. It does nothing for standard output or a nil
+// Writer.
 func (a *Writer) Reopen() error {
 	if a == nil || a.path == "-" {
 		return nil
@@ -58,7 +109,7 @@ func (a *Writer) Reopen() error {
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
-	size, err := endLine(f)
+	size, last, err := endLine(f)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("audit log %s: %w", a.path, err)
@@ -69,51 +120,90 @@ func (a *Writer) Reopen() error {
 		a.f.Close()
 	}
 	a.f, a.w, a.good, a.torn = f, f, size, false
+	if last != nil {
+		a.head = LineHash(last)
+	}
 	return nil
 }
 
+// maxLastLine bounds how far back Reopen looks for the file's last line
+// (a line the writer writes is far shorter: Record.Cap).
+const maxLastLine = 1 << 20
+
 // endLine makes an opened file end with a newline (or be empty) and
-// returns its length.
-func endLine(f *os.File) (int64, error) {
+// returns its length and its last line (nil for an empty file).
+func endLine(f *os.File) (int64, []byte, error) {
 	st, err := f.Stat()
 	if err != nil || st.Size() == 0 || !st.Mode().IsRegular() {
-		return 0, err
+		return 0, nil, err
 	}
-	last := make([]byte, 1)
-	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
-		return 0, err
+	size := st.Size()
+	n := min(size, maxLastLine+1)
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, size-n); err != nil && err != io.EOF {
+		return 0, nil, err
 	}
-	if last[0] == '\n' {
-		return st.Size(), nil
+	if tail[len(tail)-1] != '\n' {
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			return 0, nil, fmt.Errorf("ending its torn last line: %w", err)
+		}
+		size++
+		tail = append(tail, '\n')
 	}
-	if _, err := f.Write([]byte{'\n'}); err != nil {
-		return 0, fmt.Errorf("ending its torn last line: %w", err)
+	line := tail[:len(tail)-1]
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
 	}
-	return st.Size() + 1, nil
+	return size, line, nil
 }
 
-// Write caps r (Record.Cap) and appends it as one line, in a single write,
-// so that lines of concurrent requests never interleave. The error says
-// why the record was not written; Failing reports it until a write
-// succeeds.
+// prevPrefix is how every line begins: Record.Prev is its first field,
+// written empty by json.Marshal and filled in under the lock.
+var prevPrefix = []byte(`{"prev_sha256":""`)
+
+// Write caps r (Record.Cap) and appends it as one line chained to the line
+// before it, in a single write, so that lines of concurrent requests never
+// interleave; a checkpoint follows when one is due. The error says why
+// the record was not written; Failing reports it until a write succeeds.
 func (a *Writer) Write(r *Record) error {
 	if a == nil {
 		return nil
 	}
 	r.Cap()
+	r.Prev = ""
 	line, err := json.Marshal(r)
-	if err != nil {
-		return a.fail(fmt.Errorf("audit log: %w", err))
+	if err != nil || !bytes.HasPrefix(line, prevPrefix) {
+		return a.fail(fmt.Errorf("audit log: encoding a record: %v", err))
 	}
-	line = append(line, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.writeLine(line[len(prevPrefix):]); err != nil {
+		return a.fail(err)
+	}
+	a.records++
+	a.since++
+	if now := a.opts.Now(); a.opts.Key != nil && (a.since >= a.opts.CheckpointRecords || now.Sub(a.checkpointAt) >= a.opts.CheckpointEvery) {
+		if err := a.checkpoint(now); err != nil {
+			return a.fail(err)
+		}
+	}
+	a.failed.Store(nil)
+	return nil
+}
+
+// writeLine writes `{"prev_sha256":"HEAD"` and rest (the line after its
+// empty prev_sha256) as one line, and moves the head to it. Called with
+// a.mu held.
+func (a *Writer) writeLine(rest []byte) error {
 	if a.torn {
 		if err := a.f.Truncate(a.good); err != nil {
-			return a.fail(fmt.Errorf("audit log: cutting a torn record: %w", err))
+			return fmt.Errorf("audit log: cutting a torn record: %w", err)
 		}
 		a.torn = false
 	}
+	line := make([]byte, 0, len(`{"prev_sha256":"`)+len(a.head)+len(rest)+2)
+	line = append(append(append(line, `{"prev_sha256":"`...), a.head...), '"')
+	line = append(append(line, rest...), '\n')
 	n, err := a.w.Write(line)
 	if err != nil {
 		if a.f != nil && n > 0 {
@@ -121,10 +211,44 @@ func (a *Writer) Write(r *Record) error {
 			// the next write.
 			a.torn = a.f.Truncate(a.good) != nil
 		}
-		return a.fail(fmt.Errorf("audit log: %w", err))
+		return fmt.Errorf("audit log: %w", err)
 	}
 	a.good += int64(n)
-	a.failed.Store(nil)
+	a.head = LineHash(line[:len(line)-1])
+	return nil
+}
+
+// checkpoint writes a signed checkpoint of the head and keeps the head
+// beside the file. Called with a.mu held.
+func (a *Writer) checkpoint(now time.Time) error {
+	c := &Checkpoint{Time: now.UTC(), Records: a.records, Head: a.head}
+	c.sign(a.opts.Key)
+	body, err := json.Marshal(struct {
+		Checkpoint *Checkpoint `json:"checkpoint"`
+	}{c})
+	if err != nil {
+		return fmt.Errorf("audit log: encoding a checkpoint: %w", err)
+	}
+	if err := a.writeLine(append([]byte{','}, body[1:]...)); err != nil {
+		return err
+	}
+	a.since, a.checkpointAt = 0, now
+	return a.saveHead()
+}
+
+// saveHead keeps the head beside the file, for a process that starts on
+// an empty file after a rotation. Called with a.mu held.
+func (a *Writer) saveHead() error {
+	if a.f == nil {
+		return nil
+	}
+	tmp := a.path + ".head.tmp"
+	if err := os.WriteFile(tmp, []byte(a.head+"\n"), 0o640); err != nil {
+		return fmt.Errorf("audit log: keeping the chain's head: %w", err)
+	}
+	if err := os.Rename(tmp, a.path+".head"); err != nil {
+		return fmt.Errorf("audit log: keeping the chain's head: %w", err)
+	}
 	return nil
 }
 
@@ -154,12 +278,19 @@ func (a *Writer) Failures() int64 {
 	return a.failures.Load()
 }
 
-// Close closes the file.
+// Close writes a last checkpoint when records were written since the last
+// one, keeps the chain's head beside the file and closes it.
 func (a *Writer) Close() error {
 	if a == nil || a.f == nil {
 		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.f.Close()
+	var err error
+	if a.opts.Key != nil && a.since > 0 {
+		err = a.checkpoint(a.opts.Now())
+	} else {
+		err = a.saveHead()
+	}
+	return errors.Join(err, a.f.Close())
 }

@@ -44,7 +44,7 @@ func readLines(t *testing.T, path string) []Record {
 func TestFullDiskLeavesNoTornLine(t *testing.T) {
 	dir := tmpfs.Mount(t, "64k")
 	path := filepath.Join(dir, "audit.log")
-	w, err := Open(path)
+	w, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestFullDiskLeavesNoTornLine(t *testing.T) {
 func TestTornLastLineIsEndedBeforeTheNextRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
 	os.WriteFile(path, []byte(`{"decision":"allow"}`+"\n"+`{"decision":"dis`), 0o640)
-	w, err := Open(path)
+	w, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestTornLastLineIsEndedBeforeTheNextRecord(t *testing.T) {
 // fields are cut to their limits and the record says which.
 func TestRecordFieldsAreCapped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
-	w, err := Open(path)
+	w, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,9 @@ const maxLine = 1 << 20
 // and why. Reading goes on after it.
 type SkipFunc func(file string, line int, err error)
 
-// ReadAudit calls fn for every record of the audit files, in order, and
-// skip for every line that is not one (not JSON, longer than 1 MiB): one
+// ReadAudit calls fn for every record of the audit files, in order
+// (checkpoint lines, which are no decision, left out: CheckChain reads
+// them), and skip for every line that is not one (not JSON, longer than 1 MiB): one
 // bad line, a torn one or an edited one, never stops the reading. An
 // error fn returns stops it, and so does a file that cannot be read.
 func ReadAudit(files []string, fn func(rec *audit.Record, file string, line int) error, skip SkipFunc) error {
@@ -58,6 +59,9 @@ func readFile(name string, fn func(*audit.Record, string, int) error, skip SkipF
 		if err := decodeRecord(line, &rec); err != nil {
 			skip(name, n, err)
 			return nil
+		}
+		if rec.Checkpoint != nil {
+			return nil // no decision: CheckChain reads checkpoints
 		}
 		return fn(&rec, name, n)
 	}, func(n int, err error) { skip(name, n, err) }, name)

@@ -158,6 +158,10 @@ func readBatches(files []string, free chan *batch, quit chan struct{}, send func
 	}
 }
 
+// errCheckpoint marks a checkpoint line, which is no decision and is not
+// passed on (CheckChain reads checkpoints).
+var errCheckpoint = errors.New("a checkpoint")
+
 // errStopped ends the reading of a file whose batch was not taken.
 var errStopped = errors.New("stopped")
 
@@ -182,6 +186,10 @@ func (bt *batch) verify(b *Bodies) {
 			bt.skip[i] = err
 			continue
 		}
+		if rec.Checkpoint != nil {
+			bt.skip[i] = errCheckpoint
+			continue
+		}
 		bt.vs[i] = b.Verify(rec)
 	}
 }
@@ -191,6 +199,9 @@ func consume(order, free chan *batch, fn func(*audit.Record, string, int, Verifi
 	for bt := range order {
 		<-bt.done
 		for i := range bt.ends {
+			if bt.skip[i] == errCheckpoint {
+				continue
+			}
 			if bt.skip[i] != nil {
 				skip(bt.file, bt.lines[i], bt.skip[i])
 				continue

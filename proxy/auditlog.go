@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"crypto/ed25519"
 	"sync"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/config"
 )
 
 // auditFailureLogEvery is how often at most a failing audit log is
@@ -40,4 +42,31 @@ func (s *Server) writeAudit(rec *audit.Record) {
 	f.mu.Unlock()
 	s.log.Error("audit record not written", "err", err, "url", rec.URL, "decision", rec.Decision,
 		"not_reported_since_last", suppressed)
+}
+
+// openAudit opens the audit log with its evidence key (created on first
+// use) signing its checkpoints.
+func (s *Server) openAudit(l config.Log) error {
+	if l.Audit == "" {
+		return nil
+	}
+	var opts audit.Options
+	if l.EvidenceKey != "" {
+		key, created, err := audit.LoadOrCreateKey(l.EvidenceKey)
+		if err != nil {
+			return err
+		}
+		if created {
+			s.log.Info("created the evidence key that signs the audit log's checkpoints", "path", l.EvidenceKey,
+				"fingerprint", audit.KeyFingerprint(key.Public().(ed25519.PublicKey)))
+		}
+		opts.Key = key
+	}
+	opts.CheckpointEvery, opts.CheckpointRecords = l.CheckpointEvery.Duration(), int64(l.CheckpointRecords)
+	w, err := audit.Open(l.Audit, opts)
+	if err != nil {
+		return err
+	}
+	s.auditLog = w
+	return nil
 }

@@ -134,6 +134,8 @@ func testConfig(t testing.TB, upstreamCA *x509.Certificate) config.Config {
 	cfg.Egress.AllowNetworks = []string{"127.0.0.1/32", "127.0.0.2/32", "127.0.0.3/32"}
 	cfg.Robots.FetchTimeout = config.Duration(2 * time.Second)
 	cfg.Archive.Dir = "" // tests that archive set their own
+	cfg.Log.Audit = ""   // tests that audit too
+	cfg.Log.EvidenceKey = filepath.Join(t.TempDir(), "evidence-key.pem")
 	if upstreamCA != nil {
 		file := filepath.Join(t.TempDir(), "upstream.pem")
 		os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: upstreamCA.Raw}), 0o644)

@@ -230,7 +230,7 @@ func TestNameResolvingToForbiddenAddressIsNeverDialled(t *testing.T) {
 				return nil, errors.New("recording dialer never connects")
 			}
 			cfg := config.Default()
-			cfg.Listen, cfg.AdminListen = "127.0.0.1:0", ""
+			cfg.Listen, cfg.AdminListen, cfg.Archive.Dir, cfg.Log.Audit = "127.0.0.1:0", "", "", ""
 			p := startProxyWith(t, cfg, Options{Resolver: rebindResolver{netip.MustParseAddr(ip)}, Dial: dial})
 			resp, _ := get(t, p.client(), "http://public-looking.example/x")
 			checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")

@@ -275,7 +275,7 @@ func TestUpstreamDownIs502WithoutErrorText(t *testing.T) {
 func TestEgressGuardRefusesLoopbackByDefault(t *testing.T) {
 	o := startOrigin(t, "127.0.0.1", false, testRobots, 0)
 	cfg := config.Default()
-	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", ""
+	cfg.Listen, cfg.AdminListen, cfg.Archive.Dir, cfg.Log.Audit = "127.0.0.1:0", "", "", ""
 	p := startProxy(t, cfg)
 	resp, _ := get(t, p.client(), o.URL+"/x")
 	checkRefusal(t, resp, 403, "egress-denied", "destination_ip_prohibited")

@@ -13,6 +13,7 @@ var restartOnly = []struct {
 	key string
 	get func(*config.Config) any
 }{
+	{"state_dir", func(c *config.Config) any { return c.StateDir }},
 	{"listen", func(c *config.Config) any { return c.Listen }},
 	{"admin_listen", func(c *config.Config) any { return c.AdminListen }},
 	{"admin_hosts", func(c *config.Config) any { return c.AdminHosts }},
@@ -22,6 +23,9 @@ var restartOnly = []struct {
 	{"mitm.ca_key", func(c *config.Config) any { return c.MITM.CAKey }},
 	{"mitm.upstream_ca", func(c *config.Config) any { return c.MITM.UpstreamCA }},
 	{"log.audit", func(c *config.Config) any { return c.Log.Audit }},
+	{"log.evidence_key", func(c *config.Config) any { return c.Log.EvidenceKey }},
+	{"log.checkpoint_every", func(c *config.Config) any { return c.Log.CheckpointEvery }},
+	{"log.checkpoint_records", func(c *config.Config) any { return c.Log.CheckpointRecords }},
 	{"archive.dir", func(c *config.Config) any { return c.Archive.Dir }},
 	{"pacing.store", func(c *config.Config) any { return c.Pacing.Store }},
 	{"pacing.redis.addr", func(c *config.Config) any { return c.Pacing.Redis.Addr }},

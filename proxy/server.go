@@ -169,7 +169,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := s.newResolver(cfg, roots); err != nil {
 		return nil, err
 	}
-	if s.auditLog, err = audit.Open(cfg.Log.Audit); err != nil {
+	if err := s.openAudit(cfg.Log); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.openPacingStore(cfg.Pacing); err != nil {

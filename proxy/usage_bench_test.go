@@ -104,7 +104,7 @@ func median(d []time.Duration) time.Duration {
 func startBenchProxy(b *testing.B, scanHTML bool) string {
 	b.Helper()
 	cfg := config.Default()
-	cfg.Listen, cfg.AdminListen, cfg.Archive.Dir = "127.0.0.1:0", "", ""
+	cfg.Listen, cfg.AdminListen, cfg.Archive.Dir, cfg.Log.Audit = "127.0.0.1:0", "", "", ""
 	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}
 	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Purposes: []string{"train-ai"}}}
 	cfg.Usage.ScanHTML = scanHTML

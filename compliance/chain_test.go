@@ -1,0 +1,130 @@
+package compliance
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
+)
+
+// writeChained writes n records through an audit.Writer signing with key,
+// a checkpoint every 4 records, and returns the log's path.
+func writeChained(t *testing.T, dir string, key ed25519.PrivateKey, n int) string {
+	t.Helper()
+	path := filepath.Join(dir, "audit.log")
+	w, err := audit.Open(path, audit.Options{Key: key, CheckpointRecords: 4, CheckpointEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := w.Write(&audit.Record{URL: fmt.Sprintf("http://a.example/%d", i), Decision: audit.Allow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func newKey(t *testing.T) ed25519.PrivateKey {
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// rewrite applies edit to the log's lines (without their newlines).
+func rewrite(t *testing.T, path string, edit func([]string) []string) {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if err := os.WriteFile(path, []byte(strings.Join(edit(lines), "\n")+"\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A log as written is whole and every checkpoint verifies with the key;
+// deleting, editing, inserting or moving a line breaks the chain at the
+// line that follows it; a line cut by a crash is reported as torn, not as
+// tampering; a checkpoint signed by another key is refused.
+func TestChainShowsWhereALineWasTamperedWith(t *testing.T) {
+	key := newKey(t)
+	pub := key.Public().(ed25519.PublicKey)
+	// 10 records: checkpoints after records 4 and 8 and on Close: lines
+	// 1-4, cp 5, 6-9, cp 10, 11-12, cp 13.
+	clean := writeChained(t, t.TempDir(), key, 10)
+	r, err := CheckChain([]string{clean}, pub)
+	if err != nil || !r.Whole() || r.Lines != 13 || r.Checkpoints != 3 || r.Unsigned != 0 || r.Start != "" {
+		t.Fatalf("the log as written: %+v %v", r, err)
+	}
+	other := newKey(t).Public().(ed25519.PublicKey)
+	if r, _ := CheckChain([]string{clean}, other); len(r.BadCheckpoints) != 3 || !strings.Contains(r.BadCheckpoints[0].Why, "does not verify") {
+		t.Errorf("checked with another key: %+v", r.BadCheckpoints)
+	}
+	for _, c := range []struct {
+		name string
+		edit func([]string) []string
+		at   int // the line the break is reported at
+	}{
+		{"a line deleted", func(l []string) []string { return append(l[:2:2], l[3:]...) }, 3},
+		{"a line edited", func(l []string) []string { l[6] = strings.Replace(l[6], "/5", "/private", 1); return l }, 8},
+		{"a line inserted", func(l []string) []string { return append(append(l[:7:7], l[1]), l[7:]...) }, 8},
+		{"two lines swapped", func(l []string) []string { l[1], l[2] = l[2], l[1]; return l }, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeChained(t, t.TempDir(), key, 10)
+			rewrite(t, path, c.edit)
+			r, err := CheckChain([]string{path}, pub)
+			if err != nil || r.Whole() || len(r.Breaks) == 0 || r.Breaks[0].Line != c.at || !strings.Contains(r.Breaks[0].Why, "chain broken") {
+				t.Errorf("breaks %v, want the first at line %d (%v)", r.Breaks, c.at, err)
+			}
+		})
+	}
+	t.Run("the last line cut by a crash", func(t *testing.T) {
+		path := writeChained(t, t.TempDir(), key, 10)
+		data, _ := os.ReadFile(path)
+		os.WriteFile(path, data[:len(data)-20], 0o640)
+		r, err := CheckChain([]string{path}, pub)
+		if err != nil || !r.Whole() || len(r.Torn) != 1 || r.Torn[0].Line != 13 {
+			t.Errorf("torn %v, breaks %v (%v); want line 13 torn and no break", r.Torn, r.Breaks, err)
+		}
+	})
+}
+
+// The chain goes on across a reopened file (logrotate renames it, SIGHUP
+// reopens a new one) and across a restart on an empty file.
+func TestChainGoesOnAcrossRotationAndRestart(t *testing.T) {
+	key := newKey(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	w, err := audit.Open(path, audit.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(&audit.Record{URL: "http://a/1"})
+	os.Rename(path, path+".1")
+	if err := w.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	w.Write(&audit.Record{URL: "http://a/2"})
+	w.Close()
+	os.Rename(path, path+".2")
+	w, err = audit.Open(path, audit.Options{Key: key}) // a new process, an empty file
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(&audit.Record{URL: "http://a/3"})
+	w.Close()
+	r, err := CheckChain([]string{path + ".1", path + ".2", path}, key.Public().(ed25519.PublicKey))
+	if err != nil || !r.Whole() || r.Chained != r.Lines || r.Lines != 5 {
+		t.Errorf("rotated and restarted: %+v %v", r, err)
+	}
+}
