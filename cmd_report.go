@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ const (
 // reportCommand is `robotsgate report -audit FILE... [flags]`.
 var reportCommand = &command{
 	name:     "report",
-	synopsis: "-audit FILE... [-archive DIR] [-since T] [-until T] [-format html|json] [-o FILE]",
+	synopsis: "[-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-since T] [-until T] [-format html|json] [-o FILE] [-partial] [-lenient]",
 	summary:  "write a compliance report (HTML or JSON) from the audit log and the robots.txt archive",
 	details: "Reads the audit log (log.audit) and the robots.txt archive (archive.dir) and writes a\n" +
 		"report a reviewer reads without the tool: the period, the clients and agents, the totals\n" +
@@ -41,24 +42,42 @@ var reportCommand = &command{
 		"A line of the audit logs that is not a record (not JSON, longer than 1 MiB, torn) is\n" +
 		"named on standard error (\"file:line: skipped: why\") and in the report's notes, and\n" +
 		"reading goes on.\n\n" +
-		"Exit status: 0 the report was written, 1 it was written but audit lines were skipped,\n" +
-		"2 a file could not be read (an audit log, the archive) or the report could not be\n" +
-		"written, 3 usage error.",
+		"The audit log's hash chain and signed checkpoints are checked too (as verify does), and the\n" +
+		"report says whether the log is whole and which evidence key signed it.\n\n" +
+		"Without -audit and -archive the configuration's log.audit and archive.dir are read (the\n" +
+		"same defaults as serve, so report after serve needs no flag).\n\n" +
+		"Exit status: 0 the report was written, 1 it was written but audit lines were skipped, a\n" +
+		"gap between requests is below the interval asked or the hash chain is broken (-lenient:\n" +
+		"only skipped lines), so that it can gate a pipeline, 2 a file could not be read (an audit\n" +
+		"log, the archive) or the report could not be written, 3 usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
+		configPath := fs.String("config", "", "configuration `FILE` (YAML) whose log.audit, archive.dir and log.evidence_key are\nread; the built-in defaults without one")
 		var audit fileList // cmd_verify.go
-		fs.Var(&audit, "audit", "an audit log `FILE` (log.audit); repeat it, or name more files as arguments")
-		archiveDir := fs.String("archive", "robots-archive", "the robots.txt archive `DIR` (archive.dir of the proxy's configuration); \"\" for none\n(the report then lacks the robots.txt texts and the intervals asked)")
+		fs.Var(&audit, "audit", "an audit log `FILE`; repeat it, or name more files as arguments (default: the\nconfiguration's log.audit)")
+		archiveDir := fs.String("archive", "", "the robots.txt archive `DIR` (default: the configuration's archive.dir); \"none\" for\nnone (the report then lacks the robots.txt texts and the intervals asked)")
+		keyText := fs.String("key", "", "the evidence `KEY` checkpoints must be signed with, in base64 as robotsgate\nevidence-key prints it (default: the configuration's log.evidence_key)")
+		partial := fs.Bool("partial", false, "accept audit logs whose first line continues a file not named (rotated logs whose\npredecessors are gone); without it the chain is not whole")
+		lenient := fs.Bool("lenient", false, "exit 0 even when a gap is below the interval asked or the hash chain is broken")
 		since := fs.String("since", "", "leave out records that arrived before `T` (RFC 3339 time or date)")
 		until := fs.String("until", "", "leave out records that arrived after `T` (RFC 3339 time, or date: the whole day)")
 		format := fs.String("format", "html", "`FORMAT` of the report: html or json")
 		out := fs.String("o", "-", "write the report to `FILE` (- for standard output)")
 		return func(args []string, s stdio) (int, error) {
-			opts := report.Options{Audit: append(audit, args...), Archive: *archiveDir}
-			if len(opts.Audit) == 0 {
-				return 0, usageError("no audit log: name one with -audit FILE")
+			cfg, err := loadConfig(*configPath, "", "")
+			if err != nil {
+				return exitCheckUsage, err
 			}
-			var err error
+			opts := report.Options{Archive: cmp.Or(*archiveDir, cfg.Archive.Dir), Partial: *partial}
+			if opts.Archive == "none" {
+				opts.Archive = ""
+			}
+			if opts.Audit, err = auditFiles(append(audit, args...), cfg); err != nil {
+				return exitCheckUsage, err
+			}
+			if opts.Key, err = chainKey(cfg, *keyText, s); err != nil {
+				return exitCheckUsage, usageError(err.Error())
+			}
 			if opts.Since, err = parseReportTime(*since, false); err != nil {
 				return 0, usageError("-since: " + err.Error())
 			}
@@ -71,7 +90,7 @@ var reportCommand = &command{
 			if *format != "html" && *format != "json" {
 				return 0, usageError(fmt.Sprintf("-format %q: want html or json", *format))
 			}
-			return writeReport(opts, *format, *out, s)
+			return writeReport(opts, *format, *out, *lenient, s)
 		}
 	},
 }
@@ -97,10 +116,10 @@ func parseReportTime(s string, end bool) (time.Time, error) {
 
 // writeReport builds the report and writes it; a file is written whole or
 // not at all (a temporary file renamed into place).
-func writeReport(opts report.Options, format, out string, s stdio) (int, error) {
+func writeReport(opts report.Options, format, out string, lenient bool, s stdio) (int, error) {
 	if opts.Archive != "" {
 		if fi, err := os.Stat(opts.Archive); err != nil || !fi.IsDir() {
-			return exitReportFailed, fmt.Errorf("archive %s: not a directory (-archive names the proxy's archive.dir; -archive \"\" reports without it)", opts.Archive)
+			return exitReportFailed, fmt.Errorf("archive %s: not a directory (-archive names the proxy's archive.dir; -archive none reports without it)", opts.Archive)
 		}
 	}
 	r, err := report.Build(opts)
@@ -111,8 +130,11 @@ func writeReport(opts report.Options, format, out string, s stdio) (int, error) 
 		fmt.Fprintln(s.errOut, line)
 	}
 	code := 0
-	if r.Skipped > 0 {
+	if r.Skipped > 0 || !lenient && (r.Pacing.BelowAsked > 0 || !r.Chain.Whole) {
 		code = exitReportIncomplete
+	}
+	for _, p := range r.Chain.Problems {
+		fmt.Fprintln(s.errOut, p)
 	}
 	write := func(w io.Writer) error {
 		if format == "json" {
@@ -149,7 +171,10 @@ func writeReport(opts report.Options, format, out string, s stdio) (int, error) 
 		fmt.Fprintf(s.errOut, "; %d gaps below the interval robots.txt asked", r.Pacing.BelowAsked)
 	}
 	if r.Skipped > 0 {
-		fmt.Fprintf(s.errOut, "; %d audit lines skipped (not records)", r.Skipped)
+		fmt.Fprintf(s.errOut, "; %s skipped (not records)", plural(r.Skipped, "audit line"))
+	}
+	if !r.Chain.Whole {
+		fmt.Fprint(s.errOut, "; the hash chain is BROKEN")
 	}
 	fmt.Fprintln(s.errOut)
 	return code, nil

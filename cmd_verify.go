@@ -2,13 +2,19 @@ package main
 
 import (
 	"bufio"
+	"cmp"
+	"crypto/ed25519"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"strings"
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/compliance"
+	"github.com/robotsgate/robotsgate/config"
 )
 
 // Exit statuses of verify.
@@ -18,10 +24,10 @@ const (
 	exitVerifyUnreadable = 2 // an audit file could not be read, or is not an audit log
 )
 
-// verifyCommand is `robotsgate verify -audit FILE... [-archive DIR] [-allow-missing]`.
+// verifyCommand is `robotsgate verify [-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-allow-missing] [-partial]`.
 var verifyCommand = &command{
 	name:     "verify",
-	synopsis: "-audit FILE... [-archive DIR] [-allow-missing]",
+	synopsis: "[-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-allow-missing] [-partial]",
 	summary:  "replay every robots.txt decision of audit logs against the archived robots.txt",
 	details: "Reads audit logs (log.audit) and replays every decision that rests on robots.txt (a record\n" +
 		"with robots_sha256): the archived body of that SHA-256 (archive.dir) is parsed again and\n" +
@@ -32,26 +38,68 @@ var verifyCommand = &command{
 		"usage-denied... are refusals of other kinds) and names no other rule. Monitor-mode records\n" +
 		"(what would have been decided) are checked the same way. Records that do not rest on\n" +
 		"robots.txt (robots.txt itself, bypass, an unreachable robots.txt...) are counted apart.\n\n" +
-		"Audit files: -audit FILE, repeated, and any further arguments (so -audit audit.log* works).\n" +
-		"The files are read as a stream, in order; memory grows with the number of distinct\n" +
-		"robots.txt bodies, not with the logs.\n\n" +
+		"Audit files: -audit FILE, repeated, and any further arguments (so -audit audit.log* works),\n" +
+		"oldest first; without them the configuration's log.audit (the same defaults as serve, so\n" +
+		"verify after serve needs no flag). The archive is the configuration's archive.dir unless\n" +
+		"-archive names one. The files are read as a stream, in order; memory grows with the number\n" +
+		"of distinct robots.txt bodies, not with the logs.\n\n" +
+		"The hash chain is checked too: every line must carry the hash of the line before it, so\n" +
+		"a line removed, added, moved or changed afterwards is reported where the chain breaks\n" +
+		"(\"file:line: chain broken\"); a last line cut by a crash is reported as torn, not as a\n" +
+		"break. Every checkpoint must be signed by the evidence key: -key (the base64 public key\n" +
+		"robotsgate evidence-key prints, as a reviewer pins it), else the configuration's key.\n" +
+		"The first line read must start the chain: a log whose first lines were cut looks like a\n" +
+		"rotated file whose predecessors are gone, and fails unless -partial accepts that.\n\n" +
 		"Prints each disagreement and each record whose body cannot be read (file:line, method,\n" +
 		"URL, agent, recorded and replayed decision and rule), each line that is not an audit\n" +
 		"record (\"file:line: skipped: why\"; reading goes on, and it counts as unverifiable), then\n" +
 		"\"N verified, M disagree, K unverifiable\".\n\n" +
 		"Exit status: 0 every decision verified (M = 0 and K = 0; with -allow-missing, K may count\n" +
-		"bodies missing from the archive), 1 a disagreement, an unverifiable record or a skipped\n" +
-		"line, 2 an audit file could not be read, 3 usage error.",
+		"bodies missing from the archive) and the chain whole, 1 a disagreement, an unverifiable\n" +
+		"record, a skipped line, a break in the chain or a checkpoint that does not verify, 2 an\n" +
+		"audit file could not be read, 3 usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
+		configPath := fs.String("config", "", "configuration `FILE` (YAML) whose log.audit, archive.dir and log.evidence_key are\nread; the built-in defaults without one")
 		var audits fileList
-		fs.Var(&audits, "audit", "audit log `FILE` to verify (JSON lines, log.audit); repeat the flag, or list more\nfiles after it")
-		dir := fs.String("archive", "robots-archive", "the robots.txt archive `DIR` (archive.dir of the configuration that wrote the logs)")
+		fs.Var(&audits, "audit", "audit log `FILE` to verify (JSON lines); repeat the flag, or list more files after it\n(default: the configuration's log.audit)")
+		dir := fs.String("archive", "", "the robots.txt archive `DIR` (default: the configuration's archive.dir)")
+		keyText := fs.String("key", "", "the evidence `KEY` checkpoints must be signed with, in base64 as robotsgate\nevidence-key prints it (default: the configuration's log.evidence_key)")
 		allowMissing := fs.Bool("allow-missing", false, "exit 0 even when archived bodies are missing (records still listed and counted as\nunverifiable); a body that no longer matches its SHA-256 still fails")
+		partial := fs.Bool("partial", false, "accept audit logs whose first line continues a file not named (rotated logs whose\npredecessors are gone); without it that fails, as lines cut from the start would")
 		return func(args []string, s stdio) (int, error) {
-			return verify(append(audits, args...), *dir, *allowMissing, s)
+			cfg, err := loadConfig(*configPath, "", "")
+			if err != nil {
+				return exitCheckUsage, err
+			}
+			files, err := auditFiles(append(audits, args...), cfg)
+			if err != nil {
+				return exitCheckUsage, err
+			}
+			pub, err := chainKey(cfg, *keyText, s)
+			if err != nil {
+				return exitCheckUsage, usageError(err.Error())
+			}
+			return verify(files, cmp.Or(*dir, cfg.Archive.Dir), *allowMissing, *partial, pub, s)
 		}
 	},
+}
+
+// auditFiles is the audit logs named on the command line, else the
+// configuration's log.audit when it exists: verify or report right after
+// serve needs no flag, and a missing default is a usage error that says where
+// it looked rather than a read error.
+func auditFiles(named []string, cfg config.Config) ([]string, error) {
+	if len(named) > 0 {
+		return named, nil
+	}
+	if cfg.Log.Audit == "" || cfg.Log.Audit == "-" {
+		return nil, usageError("no audit log: the configuration's log.audit is off or standard output; name one with -audit FILE")
+	}
+	if _, err := os.Stat(cfg.Log.Audit); errors.Is(err, fs.ErrNotExist) {
+		return nil, usageError(fmt.Sprintf("no audit log at %s (log.audit; serve writes it); name one with -audit FILE", cfg.Log.Audit))
+	}
+	return []string{cfg.Log.Audit}, nil
 }
 
 // fileList is a flag that may be repeated.
@@ -69,7 +117,21 @@ type verifyCounts struct {
 	records, verified, disagree, unverifiable, missing, skipped int
 }
 
-func verify(files []string, dir string, allowMissing bool, s stdio) (int, error) {
+// chainKey is the key checkpoints are checked with: -key, else the
+// configuration's evidence key (nil, with a warning, when there is none).
+func chainKey(cfg config.Config, keyText string, s stdio) (ed25519.PublicKey, error) {
+	if keyText != "" {
+		return parsePublicKey(keyText)
+	}
+	pub, err := evidencePublicKey(cfg)
+	if err != nil {
+		fmt.Fprintf(s.errOut, "robotsgate: warning: %v: checkpoints are counted, not verified (-key KEY verifies them)\n", err)
+		return nil, nil
+	}
+	return pub, nil
+}
+
+func verify(files []string, dir string, allowMissing, partial bool, pub ed25519.PublicKey, s stdio) (int, error) {
 	if len(files) == 0 {
 		return 0, usageError("no audit log to verify (-audit FILE)")
 	}
@@ -122,6 +184,12 @@ func verify(files []string, dir string, allowMissing bool, s stdio) (int, error)
 		out.Flush()
 		return exitVerifyUnreadable, fmt.Errorf("audit log: %w", err)
 	}
+	chain, err := compliance.CheckChain(files, pub)
+	if err != nil {
+		out.Flush()
+		return exitVerifyUnreadable, fmt.Errorf("audit log: %w", err)
+	}
+	printChain(out, chain)
 	judged := n.verified + n.disagree + n.unverifiable
 	fmt.Fprintf(out, "%s in %s: %d resting on robots.txt, replayed; %d not judged by robots.txt rules\n",
 		plural(n.records, "audit record"), plural(len(files), "file"), judged-n.skipped, n.records-judged+n.skipped)
@@ -130,7 +198,7 @@ func verify(files []string, dir string, allowMissing bool, s stdio) (int, error)
 	}
 	fmt.Fprintf(out, "%d verified, %d disagree, %d unverifiable\n", n.verified, n.disagree, n.unverifiable)
 	switch {
-	case n.disagree > 0:
+	case n.disagree > 0 || !chain.Whole() || chain.Start != "" && !partial:
 		return exitVerifyFailed, nil
 	case n.unverifiable > n.missing:
 		return exitVerifyFailed, nil
@@ -175,4 +243,35 @@ func shortSum(sum string) string {
 		return sum[:12]
 	}
 	return sum
+}
+
+// printChain lists what is wrong with the hash chain and sums it up.
+func printChain(out io.Writer, c *compliance.ChainResult) {
+	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.Torn, c.BadCheckpoints} {
+		for _, p := range list {
+			fmt.Fprintln(out, p)
+		}
+	}
+	switch {
+	case c.Chained == 0:
+		fmt.Fprintf(out, "hash chain: none (%s without links: written before the chain)\n", plural(int(c.Lines), "line"))
+		return
+	case !c.Whole():
+		fmt.Fprintf(out, "hash chain: BROKEN: %s, %s that %s not verify\n", plural(len(c.Breaks), "break"),
+			plural(len(c.BadCheckpoints), "checkpoint"), map[bool]string{true: "does", false: "do"}[len(c.BadCheckpoints) == 1])
+	default:
+		fmt.Fprintf(out, "hash chain: whole across %s\n", plural(int(c.Lines), "line"))
+	}
+	signer := "not verified (no key)"
+	if c.Key != "" {
+		signer = "signed by " + c.Key
+	}
+	fmt.Fprintf(out, "checkpoints: %d %s", c.Checkpoints, signer)
+	if c.LastCheckpoint != "" {
+		fmt.Fprintf(out, ", the last at %s (%s after it, which no checkpoint covers yet)", c.LastCheckpoint, plural(int(c.Unsigned), "line"))
+	}
+	fmt.Fprintln(out)
+	if c.Start != "" {
+		fmt.Fprintf(out, "chain start: %s; the lines before it were not read (-partial accepts that)\n", c.Start)
+	}
 }

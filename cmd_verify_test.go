@@ -68,7 +68,7 @@ func TestVerifyCommand(t *testing.T) {
 		{"a line that is not a record: named, counted, reading goes on", []string{"-audit", notLog, "-archive", arch}, 1,
 			[]string{notLog + ":2: skipped: not an audit record", "1 line not an audit record, skipped", "1 verified, 0 disagree, 1 unverifiable"}},
 		{"a missing audit file", []string{"-audit", good, "-audit", filepath.Join(dir, "nope.log"), "-archive", arch}, 2, []string{"nope.log"}},
-		{"no audit file", []string{"-archive", arch}, 3, []string{"no audit log to verify"}},
+		{"no -audit: serve's default audit log (none here)", []string{"-archive", arch}, 3, []string{"no audit log at robotsgate-state/audit.log"}},
 		{"an unknown flag", []string{"-audit", good, "-since", "2026-01-01"}, 3, []string{"usage: robotsgate verify"}},
 		{"help", []string{"-h"}, 0, []string{"Exit status: 0 every decision verified"}},
 	} {

@@ -548,7 +548,7 @@ func reportFetchLines(t *testing.T, dir string) string {
 //	robotsgate report -audit a.log -since soon          (3)
 //	robotsgate report -audit a.log -format pdf          (3)
 //	robotsgate report -audit missing.log -archive ""    (2, naming it)
-//	robotsgate report -audit a.log                      (2: no robots-archive here)
+//	robotsgate report -audit a.log                      (2: no robotsgate-state/archive here)
 //	robotsgate report -audit a.log b.log -archive "" -since 2026-03-02 -until 2026-03-02 -format json
 //	robotsgate report -audit a.log -archive ""          (HTML on standard output)
 func TestE2EReportCLI(t *testing.T) {
@@ -572,8 +572,8 @@ func TestE2EReportCLI(t *testing.T) {
 		{[]string{"report", "-audit", "a.log", "-since", "soon"}, 3, `-since: "soon" is neither an RFC 3339 time`},
 		{[]string{"report", "-audit", "a.log", "-since", "2026-03-02", "-until", "2026-03-01"}, 3, "-until is before -since"},
 		{[]string{"report", "-audit", "a.log", "-format", "pdf"}, 3, `-format "pdf": want html or json`},
-		{[]string{"report", "-audit", "missing.log", "-archive", ""}, 2, "missing.log"},
-		{[]string{"report", "-audit", "a.log"}, 2, "archive robots-archive: not a directory"},
+		{[]string{"report", "-audit", "missing.log", "-archive", "none"}, 2, "missing.log"},
+		{[]string{"report", "-audit", "a.log"}, 2, "archive robotsgate-state/archive: not a directory"},
 	} {
 		stdout, stderr, code := runBin(t, dir, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) || stdout != "" {
@@ -583,7 +583,7 @@ func TestE2EReportCLI(t *testing.T) {
 
 	// Dates: -since a day from its start, -until a day to its end; files
 	// named with -audit and as arguments.
-	stdout, stderr, code := runBin(t, dir, "report", "-audit", "a.log", "b.log", "-archive", "", "-since", "2026-03-02", "-until", "2026-03-02", "-format", "json")
+	stdout, stderr, code := runBin(t, dir, "report", "-audit", "a.log", "b.log", "-archive", "none", "-since", "2026-03-02", "-until", "2026-03-02", "-format", "json")
 	var r report.Report
 	if code != 0 {
 		t.Fatalf("report -format json: exit %d, stderr %q", code, stderr)
@@ -597,7 +597,7 @@ func TestE2EReportCLI(t *testing.T) {
 			r.Records, r.OutOfRange, r.First, r.Last, r.Totals, len(r.Origins), r.Notes)
 	}
 
-	stdout, _, code = runBin(t, dir, "report", "-audit", "a.log", "-archive", "")
+	stdout, _, code = runBin(t, dir, "report", "-audit", "a.log", "-archive", "none")
 	if code != 0 || !strings.HasPrefix(stdout, "<!doctype html>") || !strings.HasSuffix(stdout, "</html>\n") {
 		t.Errorf("report to standard output: exit %d, %.200q...", code, stdout)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"cmp"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,13 @@ type Options struct {
 	Since, Until time.Time
 	// Now is when the report is made; zero means time.Now.
 	Now time.Time
+	// Key is the evidence key the audit log's checkpoints must be signed
+	// with; nil counts them without verifying.
+	Key ed25519.PublicKey
+	// Partial accepts audit logs whose first line links to a line that is
+	// not among them (rotated logs whose predecessors are gone); without
+	// it such a chain is not whole, since its first lines may have been cut.
+	Partial bool
 }
 
 // Build reads the audit logs once and the archive's fetch logs once and
@@ -51,7 +59,13 @@ func Build(opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	return a.report(), nil
+	chain, err := compliance.CheckChain(opts.Audit, opts.Key)
+	if err != nil {
+		return nil, err
+	}
+	r := a.report()
+	r.Chain = chainSummary(chain, opts.Partial)
+	return r, nil
 }
 
 // maxDistinct bounds the clients and agents listed.
@@ -724,4 +738,21 @@ func timePtr(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// maxChainListed bounds the places of a broken chain the report names.
+const maxChainListed = 20
+
+// chainSummary is the report's view of the audit logs' hash chain.
+func chainSummary(c *compliance.ChainResult, partial bool) Chain {
+	s := Chain{Lines: c.Lines, Chained: c.Chained, Whole: c.Whole() && (partial || c.Start == ""), Checkpoints: c.Checkpoints,
+		Key: c.Key, LastCheckpoint: c.LastCheckpoint, Unsigned: c.Unsigned, Start: c.Start}
+	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.BadCheckpoints, c.Torn} {
+		for _, p := range list {
+			if len(s.Problems) < maxChainListed {
+				s.Problems = append(s.Problems, p.String())
+			}
+		}
+	}
+	return s
 }

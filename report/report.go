@@ -87,6 +87,33 @@ type Report struct {
 	// why"). Reading went on after each.
 	Skipped      int      `json:"skipped_lines"`
 	SkippedLines []string `json:"skipped,omitempty"`
+	// Chain is the audit logs' hash chain and signed checkpoints.
+	Chain Chain `json:"chain"`
+}
+
+// Chain says whether the audit logs are as written: every line linked to
+// the one before it, every checkpoint signed by the evidence key.
+type Chain struct {
+	// Lines counts the lines read, Chained those carrying a link.
+	Lines   int64 `json:"lines"`
+	Chained int64 `json:"chained"`
+	// Whole: no break, every checkpoint verified, and the chain starts in
+	// the files read (unless Options.Partial).
+	Whole bool `json:"whole"`
+	// Checkpoints counts the checkpoints verified, by the key of
+	// fingerprint Key ("" when none was given: counted, not verified);
+	// LastCheckpoint is where the last is, Unsigned how many lines follow
+	// it.
+	Checkpoints    int64  `json:"checkpoints"`
+	Key            string `json:"key,omitempty"`
+	LastCheckpoint string `json:"last_checkpoint,omitempty"`
+	Unsigned       int64  `json:"unsigned_lines"`
+	// Start is set when the first line links to a line not read (a rotated
+	// log whose predecessors are gone, or lines cut from its start): where.
+	Start string `json:"start,omitempty"`
+	// Problems are the first 20 breaks, checkpoints that do not verify
+	// and torn lines ("file:line: why").
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Counts says what became of requests.

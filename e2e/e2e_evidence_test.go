@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestE2EAuditChainNeedsNoFlags runs the binary with nothing but an egress
+// rule that lets it reach loopback origins: the audit log, the archive and
+// the evidence key land in robotsgate-state/, the chain runs on across a
+// reload and a restart, and verify and report, run afterwards with no flag,
+// find the log whole and signed by the key evidence-key prints.
+func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := startOrigin(t, false)
+	writeFile(t, filepath.Join(dir, "cfg.yaml"), "egress:\n  allow_networks: [127.0.0.0/8]\n")
+
+	for run := 0; run < 2; run++ {
+		p := startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
+		c := dialProxy(t, p.addr)
+		if r := c.get(o.URL + "/public"); r.status != 200 {
+			t.Fatalf("run %d: /public: status %d, want 200", run, r.status)
+		}
+		if run == 0 {
+			p.signal(syscall.SIGHUP)
+			p.waitLog("config reloaded", 1)
+		}
+		if r := c.get(o.URL + "/private/x"); r.status != 403 {
+			t.Fatalf("run %d: /private/x: status %d, want 403", run, r.status)
+		}
+		p.stop(0)
+	}
+	for _, f := range []string{"audit.log", "evidence-key.pem", "ca.pem", "archive"} {
+		if _, err := os.Stat(filepath.Join(dir, "robotsgate-state", f)); err != nil {
+			t.Errorf("robotsgate-state/%s: %v", f, err)
+		}
+	}
+
+	keyOut, errOut, code := runBin(t, dir, "evidence-key", "-config", "cfg.yaml")
+	m := regexp.MustCompile(`fingerprint (\S+)\npublic key  (\S+)\n`).FindStringSubmatch(keyOut)
+	if code != 0 || m == nil {
+		t.Fatalf("evidence-key: exit %d, stdout %q, stderr %q", code, keyOut, errOut)
+	}
+	out, errOut, code := runBin(t, dir, "verify", "-key", m[2])
+	if code != 0 || !strings.Contains(out, "hash chain: whole across") || !strings.Contains(out, "signed by "+m[1]) {
+		t.Errorf("verify with no flag but -key: exit %d; stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// Two runs, each closed by a checkpoint.
+	if !regexp.MustCompile(`checkpoints: [2-9]\d* signed`).MatchString(out) {
+		t.Errorf("verify: want at least 2 checkpoints (one per run); stdout:\n%s", out)
+	}
+	_, errOut, code = runBin(t, dir, "report", "-o", "report.html")
+	if code != 0 {
+		t.Fatalf("report with no flag: exit %d; stderr:\n%s", code, errOut)
+	}
+	if html := readText(t, filepath.Join(dir, "report.html")); !strings.Contains(html, m[1]) {
+		t.Errorf("the report does not name the evidence key's fingerprint %s", m[1])
+	}
+}
+
+// TestE2EAuditChainTamperingFails edits a log the binary wrote in each way
+// a forger would — a line removed, changed, moved, added, the log cut
+// short, a checkpoint signed with another key — and each is reported with
+// exit 1 by verify and by report.
+func TestE2EAuditChainTamperingFails(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := startOrigin(t, false)
+	writeFile(t, filepath.Join(dir, "cfg.yaml"), "egress:\n  allow_networks: [127.0.0.0/8]\n")
+	p := startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	c := dialProxy(t, p.addr)
+	for _, path := range []string{"/a", "/private/b", "/c", "/private/d", "/e"} {
+		c.get(o.URL + path)
+	}
+	p.stop(0)
+	logPath := filepath.Join(dir, "robotsgate-state", "audit.log")
+	orig := readText(t, logPath)
+	lines := strings.SplitAfter(orig, "\n")
+	lines = lines[:len(lines)-1] // the empty string after the last newline
+	if len(lines) < 6 {
+		t.Fatalf("the audit log has %d lines, want 5 records and a checkpoint:\n%s", len(lines), orig)
+	}
+	if out, errOut, code := runBin(t, dir, "verify"); code != 0 {
+		t.Fatalf("verify of the untouched log: exit %d\n%s%s", code, out, errOut)
+	}
+	join := func(ls ...[]string) string {
+		var b strings.Builder
+		for _, l := range ls {
+			b.WriteString(strings.Join(l, ""))
+		}
+		return b.String()
+	}
+	other := t.TempDir()
+	writeFile(t, filepath.Join(other, "cfg.yaml"), "log:\n  evidence_key: "+filepath.Join(other, "k.pem")+"\n  audit: "+filepath.Join(other, "a.log")+"\n")
+	otherP := startServe(t, other, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	otherP.stop(0)
+	otherKey, _, _ := runBin(t, other, "evidence-key", "-config", "cfg.yaml")
+	otherPub := regexp.MustCompile(`public key  (\S+)`).FindStringSubmatch(otherKey)
+	if otherPub == nil {
+		t.Fatalf("evidence-key of the second proxy: %q", otherKey)
+	}
+
+	for _, tc := range []struct {
+		name, log string
+		args      []string
+		want      string
+	}{
+		{"a line removed", join(lines[:2], lines[3:]), nil, "chain broken"},
+		{"a line changed", strings.Replace(orig, `/c"`, `/C"`, 1), nil, "chain broken"},
+		{"two lines swapped", join(lines[:1], lines[2:3], lines[1:2], lines[3:]), nil, "chain broken"},
+		{"a line added", join(lines[:3], lines[2:3], lines[3:]), nil, "chain broken"},
+		{"the first lines removed", join(lines[2:]), nil, "-partial accepts that"},
+		{"checked against another proxy's key", orig, []string{"-key", otherPub[1]}, "does not verify"},
+	} {
+		if tc.log == orig && tc.args == nil {
+			t.Fatalf("%s: the log was not changed", tc.name)
+		}
+		writeFile(t, logPath, tc.log)
+		out, errOut, code := runBin(t, dir, append([]string{"verify"}, tc.args...)...)
+		if code != 1 || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("%s: verify exit %d, want 1 naming %q; stdout:\n%s\nstderr:\n%s", tc.name, code, tc.want, out, errOut)
+		}
+		_, errOut, code = runBin(t, dir, append([]string{"report", "-o", "r.html"}, tc.args...)...)
+		if code != 1 {
+			t.Errorf("%s: report exit %d, want 1; stderr:\n%s", tc.name, code, errOut)
+		}
+	}
+}
