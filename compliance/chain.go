@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/robotsgate/robotsgate/audit"
 )
@@ -60,6 +62,9 @@ func CheckChain(files []string, pub ed25519.PublicKey) (*ChainResult, error) {
 	if pub != nil {
 		c.r.Key = audit.KeyFingerprint(pub)
 	}
+	if len(files) > 0 {
+		c.head = keptHead(files[len(files)-1])
+	}
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -71,8 +76,23 @@ func CheckChain(files []string, pub ed25519.PublicKey) (*ChainResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.lastFile = name
+	}
+	if c.head != "" && !c.headSeen {
+		c.r.Breaks = append(c.r.Breaks, ChainPlace{c.lastFile, c.lastLine + 1, "the log ends before the head kept in " +
+			filepath.Base(c.lastFile) + ".head: lines were cut from its end"})
 	}
 	return c.r, nil
+}
+
+// keptHead reads the head the writer keeps beside a log (audit.Writer
+// saves it at each checkpoint and on close): "" when there is none.
+func keptHead(file string) string {
+	data, err := os.ReadFile(file + ".head")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 type chainCheck struct {
@@ -81,13 +101,24 @@ type chainCheck struct {
 	prev    string // hash of the line before
 	started bool   // a line was read
 	linked  bool   // a line with a link was read: every later line needs one
+	// head is the head kept beside the last file ("" if none): some line
+	// read, or the line the first one links to, must have it, or lines
+	// were cut from the end; headSeen says one did.
+	head     string
+	headSeen bool
+	lastFile string
+	lastLine int
 }
 
 // line checks one line and moves the head to it.
 func (c *chainCheck) line(file string, n int, line []byte) {
 	c.r.Lines++
 	c.r.Unsigned++
+	c.lastLine = n
 	link, ok := linkOf(line)
+	if c.head != "" && !c.started && link == c.head {
+		c.headSeen = true
+	}
 	if !json.Valid(line) {
 		c.r.Torn = append(c.r.Torn, ChainPlace{file, n, "not a whole record (cut off by a crash, or damaged)"})
 	}
@@ -108,12 +139,16 @@ func (c *chainCheck) line(file string, n int, line []byte) {
 		c.r.Breaks = append(c.r.Breaks, ChainPlace{file, n, "chain broken: the line carries no link to the line before it"})
 	}
 	c.prev, c.started = audit.LineHash(line), true
+	if c.prev == c.head {
+		c.headSeen = true
+	}
 }
 
 // long notes a line too long to be one the writer wrote; the chain
 // cannot go on through it.
 func (c *chainCheck) long(file string, n int, err error) {
 	c.r.Lines++
+	c.lastLine = n
 	c.r.Breaks = append(c.r.Breaks, ChainPlace{file, n, err.Error()})
 	c.prev, c.started = "", true
 }

@@ -17,6 +17,18 @@ import (
 // a checkpoint every 4 records, and returns the log's path.
 func writeChained(t *testing.T, dir string, key ed25519.PrivateKey, n int) string {
 	t.Helper()
+	path, w := writeUnclosed(t, dir, key, n)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeUnclosed is writeChained without the Close, as a crash leaves it:
+// no last checkpoint, the head kept beside the log that of the last
+// checkpoint.
+func writeUnclosed(t *testing.T, dir string, key ed25519.PrivateKey, n int) (string, *audit.Writer) {
+	t.Helper()
 	path := filepath.Join(dir, "audit.log")
 	w, err := audit.Open(path, audit.Options{Key: key, CheckpointRecords: 4, CheckpointEvery: time.Hour})
 	if err != nil {
@@ -27,10 +39,7 @@ func writeChained(t *testing.T, dir string, key ed25519.PrivateKey, n int) strin
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return path, w
 }
 
 func newKey(t *testing.T) ed25519.PrivateKey {
@@ -89,14 +98,26 @@ func TestChainShowsWhereALineWasTamperedWith(t *testing.T) {
 		})
 	}
 	t.Run("the last line cut by a crash", func(t *testing.T) {
-		path := writeChained(t, t.TempDir(), key, 10)
+		// Lines 1-4, cp 5, 6-9, cp 10, 11, 12 half-written.
+		path, _ := writeUnclosed(t, t.TempDir(), key, 10)
 		data, _ := os.ReadFile(path)
 		os.WriteFile(path, data[:len(data)-20], 0o640)
 		r, err := CheckChain([]string{path}, pub)
-		if err != nil || !r.Whole() || len(r.Torn) != 1 || r.Torn[0].Line != 13 {
-			t.Errorf("torn %v, breaks %v (%v); want line 13 torn and no break", r.Torn, r.Breaks, err)
+		if err != nil || !r.Whole() || len(r.Torn) != 1 || r.Torn[0].Line != 12 || r.Unsigned != 2 {
+			t.Errorf("torn %v, breaks %v, unsigned %d (%v); want line 12 torn, 2 lines unsigned, no break", r.Torn, r.Breaks, r.Unsigned, err)
 		}
 	})
+	for _, cut := range []int{1, 3} {
+		t.Run(fmt.Sprintf("the last %d lines cut after a stop", cut), func(t *testing.T) {
+			path := writeChained(t, t.TempDir(), key, 10)
+			rewrite(t, path, func(l []string) []string { return l[:len(l)-cut] })
+			r, err := CheckChain([]string{path}, pub)
+			if want := 14 - cut; err != nil || r.Whole() || len(r.Breaks) != 1 || r.Breaks[0].Line != want ||
+				!strings.Contains(r.Breaks[0].Why, "cut from its end") {
+				t.Errorf("breaks %v (%v); want one at line %d saying lines were cut from the end", r.Breaks, err, want)
+			}
+		})
+	}
 }
 
 // The chain goes on across a reopened file (logrotate renames it, SIGHUP

@@ -9,17 +9,24 @@ import (
 	"testing"
 )
 
-// TestE2EAuditChainNeedsNoFlags runs the binary with nothing but an egress
-// rule that lets it reach loopback origins: the audit log, the archive and
-// the evidence key land in robotsgate-state/, the chain runs on across a
-// reload and a restart, and verify and report, run afterwards with no flag,
-// find the log whole and signed by the key evidence-key prints.
+// TestE2EAuditChainNeedsNoFlags runs the binary as the quick start does,
+// with no configuration (loopback origins are then refused), then again
+// with nothing but an egress rule that lets it reach them: the audit log,
+// the archive and the evidence key land in robotsgate-state/, the chain
+// runs on across a reload and a restart, and verify and report, run
+// afterwards with no flag, find the log whole and signed by the key
+// evidence-key prints.
 func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	o := startOrigin(t, false)
 	writeFile(t, filepath.Join(dir, "cfg.yaml"), "egress:\n  allow_networks: [127.0.0.0/8]\n")
 
+	p := startServe(t, dir, "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	if r := dialProxy(t, p.addr).get(o.URL + "/public"); r.status != 403 {
+		t.Fatalf("no configuration: /public: status %d, want 403 egress-denied", r.status)
+	}
+	p.stop(0)
 	for run := 0; run < 2; run++ {
 		p := startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
 		c := dialProxy(t, p.addr)
@@ -27,7 +34,7 @@ func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
 			t.Fatalf("run %d: /public: status %d, want 200", run, r.status)
 		}
 		if run == 0 {
-			p.signal(syscall.SIGHUP)
+			p.signal(syscall.SIGHUP) // reloads the configuration and reopens the audit log
 			p.waitLog("config reloaded", 1)
 		}
 		if r := c.get(o.URL + "/private/x"); r.status != 403 {
@@ -46,13 +53,15 @@ func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
 	if code != 0 || m == nil {
 		t.Fatalf("evidence-key: exit %d, stdout %q, stderr %q", code, keyOut, errOut)
 	}
-	out, errOut, code := runBin(t, dir, "verify", "-key", m[2])
-	if code != 0 || !strings.Contains(out, "hash chain: whole across") || !strings.Contains(out, "signed by "+m[1]) {
-		t.Errorf("verify with no flag but -key: exit %d; stdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	// Two runs, each closed by a checkpoint.
-	if !regexp.MustCompile(`checkpoints: [2-9]\d* signed`).MatchString(out) {
-		t.Errorf("verify: want at least 2 checkpoints (one per run); stdout:\n%s", out)
+	for _, args := range [][]string{{"verify"}, {"verify", "-key", m[2]}} {
+		out, errOut, code := runBin(t, dir, args...)
+		if code != 0 || !strings.Contains(out, "hash chain: whole across") || !strings.Contains(out, "signed by "+m[1]) {
+			t.Errorf("%q: exit %d; stdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+		}
+		// Three runs, each closed by a checkpoint.
+		if !regexp.MustCompile(`checkpoints: [3-9]\d* signed`).MatchString(out) {
+			t.Errorf("%q: want at least 3 checkpoints (one per run); stdout:\n%s", args, out)
+		}
 	}
 	_, errOut, code = runBin(t, dir, "report", "-o", "report.html")
 	if code != 0 {
@@ -64,9 +73,9 @@ func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
 }
 
 // TestE2EAuditChainTamperingFails edits a log the binary wrote in each way
-// a forger would — a line removed, changed, moved, added, the log cut
-// short, a checkpoint signed with another key — and each is reported with
-// exit 1 by verify and by report.
+// a forger would — a line removed, changed, moved, added, the log cut at
+// either end, a checkpoint signed with another key — and each is reported
+// with exit 1 by verify and by report.
 func TestE2EAuditChainTamperingFails(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -115,6 +124,7 @@ func TestE2EAuditChainTamperingFails(t *testing.T) {
 		{"two lines swapped", join(lines[:1], lines[2:3], lines[1:2], lines[3:]), nil, "chain broken"},
 		{"a line added", join(lines[:3], lines[2:3], lines[3:]), nil, "chain broken"},
 		{"the first lines removed", join(lines[2:]), nil, "-partial accepts that"},
+		{"the last line removed", join(lines[:len(lines)-1]), nil, "lines were cut from its end"},
 		{"checked against another proxy's key", orig, []string{"-key", otherPub[1]}, "does not verify"},
 	} {
 		if tc.log == orig && tc.args == nil {
