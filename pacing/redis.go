@@ -105,13 +105,17 @@ type Redis struct {
 // now (Redis' clock), next (0 when absent) and corrupt (1 when the key held
 // something no robotsgate writes: not a number, NaN, or more than ARGV[1]
 // microseconds ahead, infinity included; such a key is deleted and next is
-// 0). GET runs in pcall: a key of another type is corrupt too, not a
-// script error that would fail the whole store.
+// 0). GET runs in pcall so that a key of another type (WRONGTYPE) is
+// corrupt too, not a script error that would fail the whole store; any
+// other error (an ACL refusing GET) still fails the script.
 const readNext = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local next, corrupt = 0, 0
 local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' and v.err and not string.find(v.err, '^WRONGTYPE') then
+  return redis.error_reply(v.err)
+end
 if v then
   next = tonumber(v)
   if type(v) ~= 'string' or next == nil or next ~= next or next - now > tonumber(ARGV[1]) then
