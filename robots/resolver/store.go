@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +128,8 @@ func checkRecord(rec Record, now time.Time, maxTTL time.Duration) (Record, error
 		rec.Expires = latest
 	}
 	if len(rec.Body) > robots.MaxFileSize {
-		rec.Body, rec.Truncated = rec.Body[:robots.MaxFileSize:robots.MaxFileSize], true
+		// A copy: the rest of the stored body is not kept alive with it.
+		rec.Body, rec.Truncated = bytes.Clone(rec.Body[:robots.MaxFileSize]), true
 	}
 	return rec, nil
 }
