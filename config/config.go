@@ -234,11 +234,42 @@ type Pacing struct {
 	OnStoreError StoreErrorPolicy `yaml:"on_store_error"`
 }
 
-// Redis locates the Redis server of the shared pacing store.
+// Redis locates the Redis server a fleet shares (the pacing schedule and
+// the fetched robots.txt and tdmrep.json files), and how robotsgate logs
+// in to it. Every Redis client robotsgate makes uses all of it.
 type Redis struct {
 	// Addr is the server's host:port; required when pacing.store is
 	// "redis". Default "127.0.0.1:6379".
 	Addr string `yaml:"addr"`
+	// Username is the ACL user robotsgate authenticates as (AUTH username
+	// password); "" means the default user, with PasswordFile's password
+	// (requirepass) if any. Default "".
+	Username string `yaml:"username"`
+	// PasswordFile is a file holding the password (its first line), read
+	// at start; the password itself never goes in the configuration.
+	// Required with Username. Default "" (no password).
+	PasswordFile string `yaml:"password_file"`
+	// DB is the database number, selected on connect. Default 0.
+	DB int `yaml:"db"`
+	// KeyPrefix is put before every key robotsgate uses: KeyPrefix +
+	// "pacing:", "robots:" and "tdmrep:" + the pacing key or origin. One
+	// Redis can serve several fleets with different prefixes, and an ACL
+	// can confine robotsgate to ~KeyPrefix*. Printable ASCII without
+	// spaces or glob characters (* ? [ ] \). Default "robotsgate:".
+	KeyPrefix string `yaml:"key_prefix"`
+	// TLS connects to Redis with TLS.
+	TLS RedisTLS `yaml:"tls"`
+}
+
+// RedisTLS configures TLS to Redis.
+type RedisTLS struct {
+	// Enabled connects with TLS (TLS 1.2 or later), verifying the server's
+	// certificate for the host of pacing.redis.addr. Default false.
+	Enabled bool `yaml:"enabled"`
+	// CAFile is a PEM file of the CA certificates that verify the server,
+	// trusted instead of the system roots; "" means the system roots.
+	// Needs Enabled. Default "".
+	CAFile string `yaml:"ca_file"`
 }
 
 // Upstream configures how robotsgate reaches origins: directly, or through

@@ -128,6 +128,16 @@ func TestParseValid(t *testing.T) {
 			c.Pacing.Redis.Addr = "redis.internal:6380"
 			c.Pacing.OnStoreError = OnStoreErrorLocal
 		}},
+		{name: "redis with an ACL user over TLS", yaml: "pacing:\n  store: redis\n  redis:\n    addr: redis.internal:6380\n" +
+			"    username: robotsgate\n    password_file: /etc/robotsgate/redis-password\n    db: 3\n    key_prefix: \"fleet-a:\"\n" +
+			"    tls: {enabled: true, ca_file: /etc/robotsgate/redis-ca.pem}\n", want: func(c *Config) {
+			c.Pacing.Store = StoreRedis
+			c.Pacing.Redis = Redis{Addr: "redis.internal:6380", Username: "robotsgate", PasswordFile: "/etc/robotsgate/redis-password",
+				DB: 3, KeyPrefix: "fleet-a:", TLS: RedisTLS{Enabled: true, CAFile: "/etc/robotsgate/redis-ca.pem"}}
+		}},
+		{name: "redis with requirepass", yaml: "pacing:\n  redis: {password_file: pw.txt}\n", want: func(c *Config) {
+			c.Pacing.Redis.PasswordFile = "pw.txt"
+		}},
 		{name: "list items start from their defaults", yaml: "clients:\n  - cidr: 10.0.0.0/8\n  - user: alice\n    password_bcrypt: \"" + hash + "\"\n    mode: monitor\n    agent: Research_Bot\n    purposes: [train-ai, search]\nsites:\n  - hosts: [\"*.example.com\", example.com]\n    delay: 2s\n", want: func(c *Config) {
 			c.Clients = []Client{
 				{CIDR: "10.0.0.0/8", Mode: ModeEnforce},
@@ -300,6 +310,22 @@ func TestParseErrors(t *testing.T) {
 			"cfg.yaml:4: pacing.redis.addr: required when pacing.store is redis"},
 		{"invalid redis addr", "pacing:\n  redis: {addr: redis}\n",
 			`cfg.yaml:2: pacing.redis.addr: invalid address "redis"`},
+		{"redis user name with a space", "pacing:\n  redis:\n    username: robots gate\n    password_file: pw\n",
+			`cfg.yaml:3: pacing.redis.username: invalid user name "robots gate" (no spaces or control characters)`},
+		{"redis user without password", "pacing:\n  redis:\n    username: robotsgate\n",
+			`cfg.yaml:2: pacing.redis.password_file: required with pacing.redis.username`},
+		{"negative redis db", "pacing:\n  redis:\n    db: -1\n",
+			`cfg.yaml:3: pacing.redis.db: must be >= 0, got -1`},
+		{"empty redis key prefix", "pacing:\n  redis:\n    key_prefix: \"\"\n",
+			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix ""`},
+		{"glob in redis key prefix", "pacing:\n  redis:\n    key_prefix: \"fleet*\"\n",
+			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet*"`},
+		{"space in redis key prefix", "pacing:\n  redis:\n    key_prefix: \"fleet a:\"\n",
+			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet a:"`},
+		{"redis CA without TLS", "pacing:\n  redis:\n    tls:\n      ca_file: ca.pem\n",
+			`cfg.yaml:4: pacing.redis.tls.ca_file: needs pacing.redis.tls.enabled: true`},
+		{"redis password in the file", "pacing:\n  redis:\n    password: s3cret\n",
+			`cfg.yaml:3: pacing.redis.password: unknown key (did you mean password_file?)`},
 		{"invalid glob", "sites:\n  - hosts: [\"[a-\"]\n",
 			`cfg.yaml:2: sites[0].hosts[0]: invalid host glob "[a-": syntax error in pattern`},
 		{"URL for a glob", "egress:\n  deny_hosts:\n    - https://evil.example/\n",

@@ -39,7 +39,7 @@ func Default() Config {
 			OverMaxDelay: OverMaxDelayClamp,
 			Key:          KeyOriginGroup,
 			Store:        StoreMemory,
-			Redis:        Redis{Addr: "127.0.0.1:6379"},
+			Redis:        Redis{Addr: "127.0.0.1:6379", KeyPrefix: "robotsgate:"},
 			OnStoreError: OnStoreErrorRefuse,
 		},
 		Auth: Auth{

@@ -236,15 +236,50 @@ func (v *validator) pacing(p *Pacing) {
 		v.add("pacing.max_concurrency", "must be >= 0 (0 = unlimited), got %d", p.MaxConcurrency)
 	}
 	v.enum("pacing.store", string(p.Store), StoreMemory, StoreRedis)
+	v.redis(&p.Redis, p.Store == StoreRedis)
+	v.enum("pacing.on_store_error", string(p.OnStoreError), OnStoreErrorRefuse, OnStoreErrorLocal)
+}
+
+func (v *validator) redis(r *Redis, used bool) {
 	switch {
-	case p.Redis.Addr == "" && p.Store == StoreRedis:
+	case r.Addr == "" && used:
 		v.add("pacing.redis.addr", "required when pacing.store is redis")
-	case p.Redis.Addr != "":
-		if msg := checkHostPort(p.Redis.Addr, 1); msg != "" {
+	case r.Addr != "":
+		if msg := checkHostPort(r.Addr, 1); msg != "" {
 			v.add("pacing.redis.addr", "%s", msg)
 		}
 	}
-	v.enum("pacing.on_store_error", string(p.OnStoreError), OnStoreErrorRefuse, OnStoreErrorLocal)
+	if strings.IndexFunc(r.Username, func(c rune) bool { return c <= ' ' || c == 0x7f }) >= 0 {
+		v.add("pacing.redis.username", "invalid user name %q (no spaces or control characters)", r.Username)
+	}
+	if r.Username != "" && r.PasswordFile == "" {
+		v.add("pacing.redis.password_file", "required with pacing.redis.username (a file holding the user's password)")
+	}
+	if r.DB < 0 {
+		v.add("pacing.redis.db", "must be >= 0, got %d", r.DB)
+	}
+	if msg := checkKeyPrefix(r.KeyPrefix); msg != "" {
+		v.add("pacing.redis.key_prefix", "%s", msg)
+	}
+	if r.TLS.CAFile != "" && !r.TLS.Enabled {
+		v.add("pacing.redis.tls.ca_file", "needs pacing.redis.tls.enabled: true")
+	}
+}
+
+// checkKeyPrefix returns what is wrong with a Redis key prefix, or "": it
+// must be 1 to 100 bytes of printable ASCII other than a space and the
+// glob characters of ACL key patterns.
+func checkKeyPrefix(p string) string {
+	const want = `(want 1 to 100 printable ASCII characters without spaces or * ? [ ] \, e.g. "robotsgate:")`
+	if p == "" || len(p) > 100 {
+		return fmt.Sprintf("invalid key prefix %q %s", p, want)
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`*?[]\`, c) >= 0 {
+			return fmt.Sprintf("invalid key prefix %q %s", p, want)
+		}
+	}
+	return ""
 }
 
 func (v *validator) upstream(u *Upstream) {

@@ -5,17 +5,23 @@
 //
 // It stores and loads only; it must not decide, and a Redis that fails must
 // never refuse or allow a request by itself: the resolver then fetches for
-// itself.
+// itself. Nor is what it loads trusted: resolver.LoadRecord checks each
+// record, and a record that does not decode, or is longer than any
+// robotsgate writes, is reported corrupt without being read whole.
 package fleet
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -28,10 +34,25 @@ const DefaultKeyPrefix = "robotsgate:robots:"
 // as robots.txt files are (the same record, another key).
 const TDMRepKeyPrefix = "robotsgate:tdmrep:"
 
+// MaxRecordBytes is the longest stored record Load reads: a body of
+// robots.MaxFileSize in base64 and a URL of 64 KiB, JSON-escaped, fit with
+// room to spare. A longer record was not written by a robotsgate: Load
+// reads no more of it and reports it corrupt.
+const MaxRecordBytes = 2 << 20
+
 // RobotsOptions configures NewRobotsStore. Only Addr is required.
 type RobotsOptions struct {
 	// Addr is the Redis server's host:port.
 	Addr string
+	// Username, Password and DB select the account and database: with a
+	// Username, AUTH username password (an ACL user); with a Password only,
+	// AUTH password (requirepass); DB other than 0 is selected on connect.
+	Username string
+	Password string
+	DB       int
+	// TLS, when set, makes every connection TLS with this configuration;
+	// nil means plain TCP.
+	TLS *tls.Config
 	// KeyPrefix is put before each origin. Default DefaultKeyPrefix.
 	KeyPrefix string
 	// Timeout bounds each socket operation and dial. Default 500ms.
@@ -39,13 +60,19 @@ type RobotsOptions struct {
 }
 
 // RobotsStore is a resolver.Store in Redis: one key per origin holding the
-// fetched record, expiring with the record's freshness.
+// fetched record, expiring with the record's freshness. It is a
+// resolver.CorruptCounter: Corrupted tells how many corrupt records were
+// found in it.
 type RobotsStore struct {
-	client *redis.Client
-	prefix string
+	client  *redis.Client
+	prefix  string
+	corrupt atomic.Uint64
 }
 
-var _ resolver.Store = (*RobotsStore)(nil)
+var (
+	_ resolver.Store          = (*RobotsStore)(nil)
+	_ resolver.CorruptCounter = (*RobotsStore)(nil)
+)
 
 // NewRobotsStore returns a store on the Redis at opts.Addr. It does not
 // connect until used; calls fail quickly while Redis is unreachable (the
@@ -62,11 +89,18 @@ func NewRobotsStore(opts RobotsOptions) (*RobotsStore, error) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
-	c := redis.NewClient(&redis.Options{
-		Addr: opts.Addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+	return &RobotsStore{client: redis.NewClient(clientOptions(opts, timeout)), prefix: prefix}, nil
+}
+
+// clientOptions translates opts for go-redis: short timeouts, no retries,
+// and no commands on connect beyond authentication and SELECT.
+func clientOptions(opts RobotsOptions, timeout time.Duration) *redis.Options {
+	return &redis.Options{
+		Addr: opts.Addr, Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 		MaxRetries: -1, Protocol: 2, DisableIdentity: true,
-	})
-	return &RobotsStore{client: c, prefix: prefix}, nil
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
 }
 
 // record is the stored form of a resolver.Record.
@@ -77,20 +111,27 @@ type record struct {
 	Body       []byte          `json:"body"`
 	FetchedAt  time.Time       `json:"fetched_at"`
 	Expires    time.Time       `json:"expires"`
+	Truncated  bool            `json:"-"` // set by resolver.LoadRecord only
 }
 
-// Load implements resolver.Store.
+// Load implements resolver.Store. It reads at most MaxRecordBytes+1 bytes
+// of the key (GETRANGE); a longer record, one that does not decode and a
+// key of another type are errors matching resolver.ErrCorruptRecord.
 func (s *RobotsStore) Load(ctx context.Context, o origin.Origin) (resolver.Record, bool, error) {
-	data, err := s.client.Get(ctx, s.prefix+o.String()).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return resolver.Record{}, false, nil
-	}
-	if err != nil {
+	data, err := s.client.GetRange(ctx, s.prefix+o.String(), 0, MaxRecordBytes).Bytes()
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return resolver.Record{}, false, fmt.Errorf("fleet: robots.txt of %s: %w: %w", o, resolver.ErrCorruptRecord, err)
+	case err != nil:
 		return resolver.Record{}, false, fmt.Errorf("fleet: load robots.txt of %s: %w", o, err)
+	case len(data) == 0: // no key (GETRANGE answers "")
+		return resolver.Record{}, false, nil
+	case len(data) > MaxRecordBytes:
+		return resolver.Record{}, false, fmt.Errorf("fleet: robots.txt of %s: %w: longer than %d bytes", o, resolver.ErrCorruptRecord, MaxRecordBytes)
 	}
 	var r record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return resolver.Record{}, false, fmt.Errorf("fleet: decode robots.txt of %s: %w", o, err)
+		return resolver.Record{}, false, fmt.Errorf("fleet: decode robots.txt of %s: %w: %w", o, resolver.ErrCorruptRecord, err)
 	}
 	return resolver.Record(r), true, nil
 }
@@ -110,6 +151,13 @@ func (s *RobotsStore) Save(ctx context.Context, o origin.Origin, rec resolver.Re
 	}
 	return nil
 }
+
+// CountCorrupt implements resolver.CorruptCounter.
+func (s *RobotsStore) CountCorrupt() { s.corrupt.Add(1) }
+
+// Corrupted returns how many corrupt records were found in the store, for
+// a metric.
+func (s *RobotsStore) Corrupted() uint64 { return s.corrupt.Load() }
 
 // Close closes the Redis connections.
 func (s *RobotsStore) Close() error { return s.client.Close() }

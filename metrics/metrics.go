@@ -132,6 +132,15 @@ func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
 	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
 }
 
+// LabeledCounterFunc registers one series of a counter whose value is read
+// from fn when scraped, with label set to value; register each value of the
+// label with the same name, help and label. fn must never decrease.
+func (m *Metrics) LabeledCounterFunc(name, help, label, value string, fn func() float64) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: name, Help: help, ConstLabels: prometheus.Labels{label: value},
+	}, fn))
+}
+
 func counterVec(r *prometheus.Registry, name, help string, labels ...string) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	r.MustRegister(c)

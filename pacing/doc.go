@@ -59,7 +59,12 @@
 //
 // [Memory] keeps the schedule in this process (0 allocations, well under a
 // microsecond per reservation). [Redis] shares it through Redis with one
-// Lua script per reservation on Redis' own clock, keys expiring when idle.
+// Lua script per reservation on Redis' own clock, keys expiring when idle;
+// it trusts no key it reads: one further ahead than any interval a pacer
+// declared ([Options.LongestInterval]), or not a number, is reset as if
+// absent and counted ([Redis.Corrupted]), so another writer of the same
+// Redis cannot hold or refuse an origin's requests for longer than its
+// longest interval.
 // [Fallback] wraps a shared store with the pacing.on_store_error policy:
 // refuse ([UnavailableError], a 503 for the proxy) or local (pace in this
 // process) while Redis fails, and goes back to Redis by itself.

@@ -157,6 +157,14 @@ func (f *Fallback) Healthy(ctx context.Context) error {
 	return nil
 }
 
+// raiseMaxAhead passes a pacer's corrupt bound on to the primary, when it
+// has one (see Options.LongestInterval).
+func (f *Fallback) raiseMaxAhead(d time.Duration) {
+	if b, ok := f.primary.(aheadBounded); ok {
+		b.raiseMaxAhead(d)
+	}
+}
+
 // Degraded reports whether the breaker is open: requests are answered by
 // the OnError policy, not by the primary.
 func (f *Fallback) Degraded() bool { return f.openUntil.Load() != 0 }

@@ -39,7 +39,26 @@ type Options struct {
 	// CancelTimeout bounds Store.Cancel after a client hung up; 0 means
 	// DefaultCancelTimeout.
 	CancelTimeout time.Duration
+	// LongestInterval is the longest Request.Interval this pacer is asked
+	// for (pacing.max_delay, or the longest interval robots.txt and the
+	// operator's floors can give); 0 means not known. A shared store then
+	// takes a slot further ahead than LongestInterval + Padding + MaxWait
+	// for corrupt (RedisOptions.MaxAhead). The store keeps the longest
+	// bound any pacer built on it declared, so a new pacer with shorter
+	// limits (after a reload) never resets slots reserved under the
+	// earlier ones.
+	LongestInterval time.Duration
 }
+
+// aheadBounded is a Store that treats slots too far ahead as corrupt
+// (Redis, and a Fallback around it).
+type aheadBounded interface {
+	raiseMaxAhead(d time.Duration)
+}
+
+// boundSlack is added to the corrupt bound a pacer declares: the stores
+// round durations up to whole microseconds.
+const boundSlack = time.Second
 
 // Pacer holds requests until their slot. It is safe for concurrent use.
 type Pacer struct {
@@ -64,6 +83,9 @@ func New(opts Options) *Pacer {
 	}
 	if opts.MaxConcurrency > 0 {
 		p.limit = newLimiter(opts.MaxConcurrency)
+	}
+	if b, ok := p.store.(aheadBounded); ok && opts.LongestInterval > 0 {
+		b.raiseMaxAhead(clampInterval(opts.LongestInterval+p.padding) + clampWait(p.maxWait) + boundSlack)
 	}
 	return p
 }

@@ -2,9 +2,12 @@ package pacing
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,16 +24,41 @@ const (
 	// DefaultRedisRetryAfter is the RetryAfter of the *UnavailableError a
 	// failed Redis call returns.
 	DefaultRedisRetryAfter = time.Second
+	// DefaultRedisMaxAhead is the RedisOptions.MaxAhead of a store no
+	// Pacer declared a bound to: the longest interval a store reserves
+	// plus the longest maxWait it honours.
+	DefaultRedisMaxAhead = 2 * MaxInterval
 )
+
+// corruptLogInterval is the least time between two log lines about corrupt
+// keys: a writer that keeps corrupting a key must not flood the log.
+const corruptLogInterval = 10 * time.Second
 
 // RedisOptions configures NewRedis. Only Addr is required.
 type RedisOptions struct {
 	// Addr is the Redis server's host:port.
 	Addr string
-	// Username, Password and DB select the account and database.
+	// Username, Password and DB select the account and database: with a
+	// Username, AUTH username password (an ACL user); with a Password only,
+	// AUTH password (requirepass); DB other than 0 is selected on connect.
 	Username string
 	Password string
 	DB       int
+	// TLS, when set, makes every connection TLS with this configuration
+	// (its RootCAs and ServerName verify the server); nil means plain TCP.
+	TLS *tls.Config
+	// MaxAhead is the furthest ahead of Redis' clock a key's next slot may
+	// honestly lie: the longest interval any instance paces at plus the
+	// longest maxWait. A key further ahead (or not a number) was written by
+	// something else: it is corrupt, and is reset as if absent, counted
+	// (Corrupted) and logged, instead of holding or refusing the key's
+	// requests for that long. 0 means none declared yet: Pacers built on
+	// the store raise it (Options.LongestInterval), and until one does it
+	// is DefaultRedisMaxAhead.
+	MaxAhead time.Duration
+	// Logger receives the lines about corrupt keys; nil means
+	// slog.Default().
+	Logger *slog.Logger
 	// KeyPrefix is put before every pacing key. Default
 	// DefaultRedisKeyPrefix.
 	KeyPrefix string
@@ -58,37 +86,68 @@ type RedisOptions struct {
 // when Redis is back. Wrap it in a Fallback to apply
 // pacing.on_store_error and to stop paying a timeout per request while
 // Redis is frozen.
+//
+// What it reads from Redis is not trusted: a key that is not a number, or
+// lies further ahead than MaxAhead, is reset inside the same script (see
+// RedisOptions.MaxAhead), so waits and RetryAfter never exceed MaxAhead.
 type Redis struct {
 	client    *redis.Client
 	prefix    string
 	opTimeout time.Duration
+	log       *slog.Logger
+
+	maxAhead atomic.Int64  // declared bound in ns; 0: DefaultRedisMaxAhead
+	corrupt  atomic.Uint64 // keys reset as corrupt
+	lastLog  atomic.Int64  // when a corrupt key was last logged (Unix ns)
 }
 
-// reserveScript reserves a slot. KEYS[1] is the key; ARGV: interval,
-// maxWait and floor (a minimum wait) in microseconds. It returns
-// {granted, wait, slot, next} with wait = slot - now and next the key's new
-// value (slot and next 0 when refused), in microseconds on Redis' clock. Numbers go back into
-// Redis through string.format('%d'): Lua would print 16-digit numbers in
-// exponent notation.
-var reserveScript = redis.NewScript(`
+// readNext is the start of the scripts that read a key's next: it sets
+// now (Redis' clock), next (0 when absent) and corrupt (1 when the key held
+// something no robotsgate writes: not a number, NaN, or more than ARGV[1]
+// microseconds ahead, infinity included; such a key is deleted and next is
+// 0). GET runs in pcall so that a key of another type (WRONGTYPE) is
+// corrupt too, not a script error that would fail the whole store; any
+// other error (an ACL refusing GET) still fails the script.
+const readNext = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local slot = now + tonumber(ARGV[3])
-local next = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+local next, corrupt = 0, 0
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' and v.err and not string.find(v.err, '^WRONGTYPE') then
+  return redis.error_reply(v.err)
+end
+if v then
+  next = tonumber(v)
+  if type(v) ~= 'string' or next == nil or next ~= next or next - now > tonumber(ARGV[1]) then
+    redis.call('DEL', KEYS[1])
+    next, corrupt = 0, 1
+  end
+end
+`
+
+// reserveScript reserves a slot. KEYS[1] is the key; ARGV: the corrupt
+// bound (see readNext), interval, maxWait and floor (a minimum wait), all in
+// microseconds. It returns {granted, wait, slot, next, corrupt} with wait =
+// slot - now and next the key's new value (slot and next 0 when refused),
+// in microseconds on Redis' clock. Numbers go back into Redis through
+// string.format('%d'): Lua would print 16-digit numbers in exponent
+// notation.
+var reserveScript = redis.NewScript(readNext + `
+local slot = now + tonumber(ARGV[4])
 if next > slot then slot = next end
 local wait = slot - now
-if wait > tonumber(ARGV[2]) then
-  return {0, wait, 0, 0}
+if wait > tonumber(ARGV[3]) then
+  return {0, wait, 0, 0, corrupt}
 end
-next = slot + tonumber(ARGV[1])
+next = slot + tonumber(ARGV[2])
 redis.call('SET', KEYS[1], string.format('%d', next), 'PX', math.floor((next - now) / 1000) + 1)
-return {1, wait, slot, next}
+return {1, wait, slot, next, corrupt}
 `)
 
 // cancelScript rolls KEYS[1] back to the slot ARGV[2] if it still holds the
 // value ARGV[1] a reservation set. It returns 1 if it rolled back.
 var cancelScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 local t = redis.call('TIME')
@@ -102,14 +161,11 @@ end
 return 1
 `)
 
-// pendingScript returns how long until KEYS[1]'s next, in microseconds (0
-// when idle).
-var pendingScript = redis.NewScript(`
-local next = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if next > now then return next - now end
-return 0
+// pendingScript returns {how long until KEYS[1]'s next in microseconds (0
+// when idle), corrupt}; ARGV[1] is the corrupt bound (see readNext).
+var pendingScript = redis.NewScript(readNext + `
+if next > now then return {next - now, corrupt} end
+return {0, corrupt}
 `)
 
 // NewRedis returns a Redis store for opts. It does not connect: the first
@@ -122,7 +178,9 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 	r := &Redis{
 		prefix:    orDefault(opts.KeyPrefix, DefaultRedisKeyPrefix),
 		opTimeout: orDefault(opts.OpTimeout, DefaultRedisOpTimeout),
+		log:       orDefault(opts.Logger, slog.Default()),
 	}
+	r.raiseMaxAhead(opts.MaxAhead)
 	r.client = redis.NewClient(clientOptions(opts, r.opTimeout))
 	return r, nil
 }
@@ -135,6 +193,7 @@ func clientOptions(opts RedisOptions, opTimeout time.Duration) *redis.Options {
 		Username:              opts.Username,
 		Password:              opts.Password,
 		DB:                    opts.DB,
+		TLSConfig:             opts.TLS,
 		Protocol:              2,
 		DialTimeout:           orDefault(opts.DialTimeout, DefaultRedisDialTimeout),
 		DialerRetries:         1,
@@ -170,23 +229,29 @@ func (r *Redis) Reserve(ctx context.Context, key string, interval, maxWait time.
 func (r *Redis) reserve(ctx context.Context, key string, interval, maxWait, floor time.Duration) (Reservation, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	vals, err := reserveScript.Run(ctx, r.client, []string{r.prefix + key},
+	bound := r.MaxAhead()
+	vals, err := reserveScript.Run(ctx, r.client, []string{r.prefix + key}, micros(bound),
 		micros(clampInterval(interval)), micros(clampWait(maxWait)), micros(clampInterval(floor))).Int64Slice()
 	if err != nil {
 		return Reservation{}, redisFailure("reserve", key, err)
 	}
-	if len(vals) != 4 {
+	if len(vals) != 5 {
 		return Reservation{}, redisFailure("reserve", key, fmt.Errorf("unexpected reply %v", vals))
 	}
-	return fromReply(vals, clampWait(maxWait)), nil
+	if vals[4] == 1 {
+		r.corrupted(key, bound)
+	}
+	return fromReply(vals, clampWait(maxWait), bound), nil
 }
 
 // fromReply builds a Reservation from the reserve script's reply
-// {granted, wait, slot, next}.
-func fromReply(vals []int64, maxWait time.Duration) Reservation {
-	wait := time.Duration(vals[1]) * time.Microsecond
+// {granted, wait, slot, next, corrupt}; the wait is taken as at most bound
+// (the script already resets keys further ahead), so that RetryAfter never
+// exceeds it.
+func fromReply(vals []int64, maxWait, bound time.Duration) Reservation {
+	wait := min(max(time.Duration(vals[1])*time.Microsecond, 0), bound)
 	if vals[0] != 1 {
-		return Reservation{Wait: wait, RetryAfter: wait - maxWait}
+		return Reservation{Wait: wait, RetryAfter: max(wait-maxWait, 0)}
 	}
 	return Reservation{Granted: true, Wait: wait, slot: vals[2], token: vals[3]}
 }
@@ -206,15 +271,62 @@ func (r *Redis) Cancel(ctx context.Context, key string, res Reservation) error {
 	return nil
 }
 
-// Pending implements Store with one script run on Redis.
+// Pending implements Store with one script run on Redis. A corrupt key is
+// reset (see RedisOptions.MaxAhead) and reads as idle.
 func (r *Redis) Pending(ctx context.Context, key string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	us, err := pendingScript.Run(ctx, r.client, []string{r.prefix + key}).Int64()
+	bound := r.MaxAhead()
+	vals, err := pendingScript.Run(ctx, r.client, []string{r.prefix + key}, micros(bound)).Int64Slice()
 	if err != nil {
 		return 0, redisFailure("pending", key, err)
 	}
-	return time.Duration(us) * time.Microsecond, nil
+	if len(vals) != 2 {
+		return 0, redisFailure("pending", key, fmt.Errorf("unexpected reply %v", vals))
+	}
+	if vals[1] == 1 {
+		r.corrupted(key, bound)
+	}
+	return min(max(time.Duration(vals[0])*time.Microsecond, 0), bound), nil
+}
+
+// MaxAhead returns the bound beyond which a key's next is corrupt (see
+// RedisOptions.MaxAhead).
+func (r *Redis) MaxAhead() time.Duration {
+	if d := r.maxAhead.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return DefaultRedisMaxAhead
+}
+
+// raiseMaxAhead raises the declared bound to d, capped at
+// DefaultRedisMaxAhead; it never lowers it, so that slots reserved under a
+// longer bound (before a reload shortened pacing.max_wait, say) are not
+// taken for corrupt.
+func (r *Redis) raiseMaxAhead(d time.Duration) {
+	d = min(d, DefaultRedisMaxAhead)
+	for {
+		cur := r.maxAhead.Load()
+		if int64(d) <= cur || r.maxAhead.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// Corrupted returns how many corrupt keys the store has reset (see
+// RedisOptions.MaxAhead), for a metric.
+func (r *Redis) Corrupted() uint64 { return r.corrupt.Load() }
+
+// corrupted counts a corrupt key the script reset and logs it, at most once
+// per corruptLogInterval.
+func (r *Redis) corrupted(key string, bound time.Duration) {
+	n := r.corrupt.Add(1)
+	now, last := time.Now().UnixNano(), r.lastLog.Load()
+	if last != 0 && now-last < int64(corruptLogInterval) || !r.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	r.log.Warn("pacing: a corrupt slot in the shared store was reset: not a number, or further ahead than any interval",
+		"key", r.prefix+key, "max_ahead", bound, "corrupt_total", n)
 }
 
 // Healthy pings Redis within OpTimeout; nil means it answers. For a

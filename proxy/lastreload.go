@@ -28,7 +28,8 @@ func (s *Server) NoteReload(err error) {
 }
 
 // CheckFiles reads the files a configuration names (mitm.upstream_ca,
-// auth.htpasswd, egress.deny_hosts_files) as New would, so that a bad one
+// auth.htpasswd, egress.deny_hosts_files, and with pacing.store redis
+// pacing.redis.password_file and pacing.redis.tls.ca_file) as New would, so that a bad one
 // is reported before anything is created (the CA, listeners).
 func CheckFiles(cfg config.Config) error {
 	if _, err := upstreamRoots(cfg.MITM.UpstreamCA); err != nil {
@@ -39,6 +40,11 @@ func CheckFiles(cfg config.Config) error {
 	}
 	if _, err := policy.NewClients(cfg.Clients, cfg.Auth); err != nil {
 		return fmt.Errorf("proxy: %w", err)
+	}
+	if cfg.Pacing.Store == config.StoreRedis {
+		if _, err := readRedisLogin(cfg.Pacing.Redis); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -40,3 +40,23 @@ func TestReloadWarnsAboutRestartOnlyKeys(t *testing.T) {
 		t.Errorf("no warning naming robots.cache_entries:\n%s", p.logText())
 	}
 }
+
+// Every pacing.redis key is read once, at start (the Redis clients are
+// built then): a reload that changes one names it.
+func TestRestartOnlyChangesNameEveryRedisKey(t *testing.T) {
+	for key, change := range map[string]func(*config.Redis){
+		"pacing.redis.addr":          func(r *config.Redis) { r.Addr = "redis.internal:6379" },
+		"pacing.redis.username":      func(r *config.Redis) { r.Username = "robotsgate" },
+		"pacing.redis.password_file": func(r *config.Redis) { r.PasswordFile = "/etc/robotsgate/redis-password" },
+		"pacing.redis.db":            func(r *config.Redis) { r.DB = 2 },
+		"pacing.redis.key_prefix":    func(r *config.Redis) { r.KeyPrefix = "fleet-a:" },
+		"pacing.redis.tls.enabled":   func(r *config.Redis) { r.TLS.Enabled = true },
+		"pacing.redis.tls.ca_file":   func(r *config.Redis) { r.TLS.CAFile = "/etc/robotsgate/redis-ca.pem" },
+	} {
+		running, reloaded := config.Default(), config.Default()
+		change(&reloaded.Pacing.Redis)
+		if got := restartOnlyChanges(&running, &reloaded); !slices.Equal(got, []string{key}) {
+			t.Errorf("changing %s: restart-only changes %q", key, got)
+		}
+	}
+}

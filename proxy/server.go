@@ -48,7 +48,6 @@ import (
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
-	"github.com/robotsgate/robotsgate/fleet"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -126,6 +125,7 @@ type Server struct {
 	ready func(context.Context) error
 	// closeStore and closeShared release the Redis clients, if any.
 	closeStore, closeShared func() error
+	redis                   redisClients   // the same clients, for metrics
 	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
 	inbound                 listeners      // SOCKS5 and transparent listeners
 }
@@ -229,14 +229,9 @@ func (s *Server) newHTTPServer(h http.Handler, tunnels *tunnelListener) *http.Se
 func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	var shared, sharedTDM resolver.Store
 	if cfg.Pacing.Store == config.StoreRedis {
-		rs, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: cfg.Pacing.Redis.Addr})
+		rs, ts, err := s.openSharedStores(cfg.Pacing.Redis)
 		if err != nil {
-			return fmt.Errorf("proxy: %w", err)
-		}
-		ts, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: cfg.Pacing.Redis.Addr, KeyPrefix: fleet.TDMRepKeyPrefix})
-		if err != nil {
-			rs.Close()
-			return fmt.Errorf("proxy: %w", err)
+			return err
 		}
 		shared, sharedTDM = rs, ts
 		s.closeShared = func() error { return errors.Join(rs.Close(), ts.Close()) }
@@ -284,9 +279,9 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 		s.paceStore = pacing.NewMemory(pacing.MemoryOptions{})
 		return nil
 	}
-	r, err := pacing.NewRedis(pacing.RedisOptions{Addr: p.Redis.Addr})
+	r, err := s.openRedisPacing(p.Redis)
 	if err != nil {
-		return fmt.Errorf("proxy: pacing.redis: %w", err)
+		return err
 	}
 	f, err := pacing.NewFallback(r, pacing.FallbackOptions{OnError: pacing.OnError(p.OnStoreError),
 		OnFailure: func(error) { s.metrics.StoreErrors.Inc() }})
@@ -299,6 +294,7 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 }
 
 func (s *Server) registerGauges() {
+	s.registerRedisMetrics()
 	s.metrics.GaugeFunc("robotsgate_robots_cache_entries", "Origins whose robots.txt is cached.",
 		func() float64 { return float64(s.resolver.Stats().Entries) })
 	s.metrics.GaugeFunc("robotsgate_robots_cache_bytes", "Memory the robots.txt cache keeps (robots.cache_bytes bounds it).",
@@ -366,6 +362,8 @@ func (s *Server) Reload(cfg config.Config) error {
 			Store:          s.paceStore,
 			MaxWait:        cfg.Pacing.MaxWait.Duration(),
 			MaxConcurrency: cfg.Pacing.MaxConcurrency,
+			// A shared store takes slots beyond it for corrupt.
+			LongestInterval: longestInterval(cfg),
 		}),
 		Limits: pacing.Limits{
 			Floor:         cfg.Pacing.DefaultDelay.Duration(),

@@ -42,8 +42,8 @@ func parseCrawlDelay(v []byte) (time.Duration, bool) {
 }
 
 func secondsToDuration(secs float64) time.Duration {
-	if secs >= maxDelay.Seconds() {
-		return maxDelay
+	if secs >= MaxDelay.Seconds() {
+		return MaxDelay
 	}
 	return time.Duration(secs * float64(time.Second))
 }

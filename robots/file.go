@@ -107,12 +107,15 @@ type run struct {
 }
 
 // delay is a Crawl-delay or Request-rate interval in milliseconds, kept in
-// 32 bits so that runs stay small (up to maxDelay, about 49 days).
+// 32 bits so that runs stay small (up to MaxDelay, about 49 days).
 type delay uint32
 
-const maxDelay = time.Duration(math.MaxUint32) * time.Millisecond
+// MaxDelay is the longest interval a Group reports (Interval, CrawlDelay,
+// RequestInterval), about 49.7 days: longer Crawl-delay and Request-rate
+// values read as MaxDelay.
+const MaxDelay = time.Duration(math.MaxUint32) * time.Millisecond
 
-func toDelay(d time.Duration) delay     { return delay(min(d, maxDelay) / time.Millisecond) }
+func toDelay(d time.Duration) delay     { return delay(min(d, MaxDelay) / time.Millisecond) }
 func (d delay) duration() time.Duration { return time.Duration(d) * time.Millisecond }
 
 // agent is one product token named in user-agent lines: its lower-case key

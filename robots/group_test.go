@@ -114,7 +114,7 @@ Crawl-delay: 4
 		{"b", 2500 * time.Millisecond, 10 * time.Second, 10 * time.Second},
 		{"c", time.Second, 2 * time.Second, 2 * time.Second},
 		{"d", 0, 0, 0},
-		{"e", maxDelay, 2 * time.Hour, maxDelay},
+		{"e", MaxDelay, 2 * time.Hour, MaxDelay},
 		{"z", 0, 0, 0},
 	}
 	for _, tt := range tests {

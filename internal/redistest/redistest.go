@@ -1,17 +1,21 @@
 // Package redistest runs a real redis-server for tests: on a free loopback
 // port, without persistence, killed by PID when the test ends. It can kill,
-// restart on the same port, freeze (SIGSTOP) and thaw the server.
+// restart on the same port, freeze (SIGSTOP) and thaw the server, and serve
+// TLS only, with a CA and certificate made for the test.
 package redistest
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -45,23 +49,49 @@ type Server struct {
 	tb   testing.TB
 	path string // the redis-server binary
 	// Addr is the server's host:port.
-	Addr   string
+	Addr string
+	// CAFile is the PEM file of the CA that signed the server's
+	// certificate, with Options.TLS; "" otherwise.
+	CAFile string
 	port   int
+	opts   Options
+	certs  tlsFiles
 	cmd    *exec.Cmd
 	exited chan struct{}
+}
+
+// Options configures StartWith.
+type Options struct {
+	// Args are more redis-server arguments, each its own element (e.g.
+	// "--requirepass", "secret").
+	Args []string
+	// TLS serves TLS only (no plain port), with a certificate for
+	// 127.0.0.1 signed by a CA made for the test (Server.CAFile), not
+	// asking clients for certificates.
+	TLS bool
 }
 
 // Start starts a redis-server for tb and kills it in cleanup; it skips tb
 // when redis-server is not installed.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return StartWith(tb, Options{})
+}
+
+// StartWith is Start with opts.
+func StartWith(tb testing.TB, opts Options) *Server {
+	tb.Helper()
 	path, err := Binary()
 	if err != nil {
 		tb.Skipf("%v: install it (make deps, or apt-get install redis-server)", err)
 	}
+	var files tlsFiles
+	if opts.TLS {
+		files = writeTLSFiles(tb)
+	}
 	var lastErr error
 	for range 5 { // a free port can be taken between probing and binding
-		s := &Server{tb: tb, path: path, port: freePort(tb)}
+		s := &Server{tb: tb, path: path, port: freePort(tb), opts: opts, certs: files, CAFile: files.ca}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 		if lastErr = s.start(); lastErr == nil {
 			tb.Cleanup(s.Kill)
@@ -86,10 +116,15 @@ func freePort(tb testing.TB) int {
 // start runs redis-server on s.port and waits (bounded) until it answers
 // PING.
 func (s *Server) start() error {
-	s.cmd = exec.Command(s.path,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--dir", s.tb.TempDir(), "--loglevel", "warning")
+		"--dir", s.tb.TempDir(), "--loglevel", "warning"}
+	if s.opts.TLS {
+		args[1] = "0"
+		args = append(args, "--tls-port", strconv.Itoa(s.port), "--tls-cert-file", s.certs.cert,
+			"--tls-key-file", s.certs.key, "--tls-ca-cert-file", s.certs.ca, "--tls-auth-clients", "no")
+	}
+	s.cmd = exec.Command(s.path, append(args, s.opts.Args...)...)
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
@@ -111,7 +146,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 			return fmt.Errorf("redis-server on port %d exited", s.port)
 		default:
 		}
-		if ping(s.Addr) == nil {
+		if s.ping() == nil {
 			return nil
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
@@ -120,14 +155,18 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	return fmt.Errorf("redis-server on port %d: no PONG within %v", s.port, timeout)
 }
 
-// ping sends one PING over a fresh connection.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+// ping sends one PING over a fresh connection (TLS with Options.TLS). A
+// server that wants a password answers -NOAUTH: it is up all the same.
+func (s *Server) ping() error {
+	c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	if s.opts.TLS {
+		c = tls.Client(c, s.ClientTLS())
+	}
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
 		return err
 	}
@@ -135,10 +174,23 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
+}
+
+// ClientTLS returns a TLS configuration that trusts the server's CA (with
+// Options.TLS).
+func (s *Server) ClientTLS() *tls.Config {
+	s.tb.Helper()
+	pem, err := os.ReadFile(s.CAFile)
+	if err != nil {
+		s.tb.Fatalf("redis CA: %v", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	return &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
 }
 
 // Kill kills the server by PID and waits until it is gone. Idempotent.

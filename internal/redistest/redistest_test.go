@@ -24,7 +24,7 @@ func TestBinaryIsFoundOnPath(t *testing.T) {
 // machine where `make deps` found redis-server.
 func TestStartRunsARealServer(t *testing.T) {
 	s := Start(t)
-	if err := ping(s.Addr); err != nil {
+	if err := s.ping(); err != nil {
 		t.Fatalf("PING %s: %v", s.Addr, err)
 	}
 }

@@ -1,8 +1,12 @@
 package resolver
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
@@ -14,7 +18,8 @@ import (
 // Store shares fetched robots.txt files between robotsgate instances, so a
 // fleet fetches each origin once per freshness period. It holds the raw
 // bodies (each instance parses for itself) and only OK and Unavailable
-// verdicts: each instance retries failures on its own schedule.
+// verdicts: each instance retries failures on its own schedule. What a
+// Store returns is not trusted: LoadRecord checks every record.
 type Store interface {
 	// Load returns the record for o, ok=false when there is none.
 	Load(ctx context.Context, o origin.Origin) (rec Record, ok bool, err error)
@@ -27,32 +32,114 @@ type Record struct {
 	Status     Status // OK or Unavailable
 	HTTPStatus int
 	URL        string
-	Body       []byte // the first robots.MaxFileSize+1 bytes, for OK
+	Body       []byte // at most robots.MaxFileSize bytes, for OK
 	FetchedAt  time.Time
 	Expires    time.Time
+	// Truncated is set by LoadRecord when the stored Body was longer than
+	// robots.MaxFileSize and was cut to it; stores need not keep it.
+	Truncated bool
 }
+
+// ErrCorruptRecord is matched (errors.Is) by the error a Store returns for
+// a record it cannot decode; LoadRecord counts such a record as corrupt.
+var ErrCorruptRecord = errors.New("corrupt record")
+
+// CorruptCounter is implemented by a Store that counts the corrupt records
+// LoadRecord finds in it (for a metric).
+type CorruptCounter interface {
+	// CountCorrupt counts one corrupt record.
+	CountCorrupt()
+}
+
+// maxRecordURL bounds a record's URL: a redirect target longer than a
+// response header may be was not written by a robotsgate.
+const maxRecordURL = 64 << 10
+
+// latestTime is the latest time a Result can hold (Unix nanoseconds).
+var latestTime = time.Unix(0, math.MaxInt64)
 
 // storeTimeout bounds each store call: a slow store must not hold requests
 // longer than a fetch would.
 const storeTimeout = 2 * time.Second
 
 // LoadRecord returns o's record from store when it holds one that is
-// fresh at now and OK or Unavailable, asking for at most storeTimeout
-// within ctx. A failing store counts as none (logged, naming what is
-// stored): the caller then fetches for itself. For caches of other files
-// kept as robots.txt is (tdmrep.json).
-func LoadRecord(ctx context.Context, store Store, o origin.Origin, now time.Time, what string) (Record, bool) {
+// fresh at now, asking for at most storeTimeout within ctx. A failing
+// store counts as none (logged, naming what is stored): the caller then
+// fetches for itself. For caches of other files kept as robots.txt is
+// (tdmrep.json, whose size limit is robots.txt's).
+//
+// Records are written by other processes and are checked as a robotsgate
+// with a robots.max_ttl of maxTTL would have written them (checkRecord): a
+// corrupt one counts as none too, so the caller fetches as if the store
+// held nothing (logged, and counted when store is a CorruptCounter); an
+// accepted one expires at most maxTTL from now, and a body beyond
+// robots.MaxFileSize is cut to it (Truncated; logged and counted as well).
+func LoadRecord(ctx context.Context, store Store, o origin.Origin, now time.Time, maxTTL time.Duration, what string) (Record, bool) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	rec, ok, err := store.Load(ctx, o)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrCorruptRecord):
+		corruptRecord(store, o, what, err)
+		return Record{}, false
+	case err != nil:
 		slog.Warn(what+" store load failed", "origin", o.String(), "err", err)
 		return Record{}, false
-	}
-	if !ok || !now.Before(rec.Expires) || (rec.Status != OK && rec.Status != Unavailable) {
+	case !ok:
 		return Record{}, false
 	}
+	rec, err = checkRecord(rec, now, maxTTL)
+	if err != nil {
+		corruptRecord(store, o, what, err)
+		return Record{}, false
+	}
+	if !now.Before(rec.Expires) {
+		return Record{}, false
+	}
+	if rec.Truncated {
+		corruptRecord(store, o, what, fmt.Errorf("body longer than %d bytes: cut to them", robots.MaxFileSize))
+	}
 	return rec, true
+}
+
+// checkRecord returns rec as a robotsgate with this maxTTL may use it at
+// now, or why no robotsgate wrote it: a status other than OK and
+// Unavailable, a freshness (Expires - FetchedAt) not within (0, maxTTL], a
+// fetch further in the future than maxTTL, a time a Result cannot hold, an
+// HTTP status beyond 599, a URL longer than a header. It clamps Expires to
+// now + maxTTL (a writer whose clock runs ahead) and cuts a body longer
+// than robots.MaxFileSize, setting Truncated.
+func checkRecord(rec Record, now time.Time, maxTTL time.Duration) (Record, error) {
+	fresh := rec.Expires.Sub(rec.FetchedAt)
+	switch {
+	case rec.Status != OK && rec.Status != Unavailable:
+		return rec, fmt.Errorf("status %d is not one a robotsgate stores", rec.Status)
+	case fresh <= 0 || fresh > maxTTL:
+		return rec, fmt.Errorf("fresh from %s to %s: not within robots.max_ttl (%s)",
+			rec.FetchedAt.Format(time.RFC3339), rec.Expires.Format(time.RFC3339), maxTTL)
+	case rec.FetchedAt.After(now.Add(maxTTL)) || rec.FetchedAt.Before(time.Unix(0, 0)) || rec.Expires.After(latestTime):
+		return rec, fmt.Errorf("fetched at %s: not a time a robotsgate wrote", rec.FetchedAt.Format(time.RFC3339))
+	case rec.HTTPStatus < 0 || rec.HTTPStatus > 599:
+		return rec, fmt.Errorf("HTTP status %d", rec.HTTPStatus)
+	case len(rec.URL) > maxRecordURL:
+		return rec, fmt.Errorf("URL of %d bytes", len(rec.URL))
+	}
+	if latest := now.Add(maxTTL); rec.Expires.After(latest) {
+		rec.Expires = latest
+	}
+	if len(rec.Body) > robots.MaxFileSize {
+		// A copy: the rest of the stored body is not kept alive with it.
+		rec.Body, rec.Truncated = bytes.Clone(rec.Body[:robots.MaxFileSize]), true
+	}
+	return rec, nil
+}
+
+// corruptRecord logs a corrupt record of o and counts it in store.
+func corruptRecord(store Store, o origin.Origin, what string, err error) {
+	slog.Warn(what+" store: corrupt record, not trusted", "origin", o.String(), "err", err)
+	if c, ok := store.(CorruptCounter); ok {
+		c.CountCorrupt()
+	}
 }
 
 // SaveRecord stores rec for o, asking for at most storeTimeout within
@@ -69,7 +156,7 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	if r.cfg.Store == nil {
 		return nil, false
 	}
-	rec, ok := LoadRecord(r.ctx, r.cfg.Store, o, r.cfg.Now(), "robots.txt")
+	rec, ok := LoadRecord(r.ctx, r.cfg.Store, o, r.cfg.Now(), r.cfg.MaxTTL, "robots.txt")
 	if !ok {
 		return nil, false
 	}
@@ -78,12 +165,14 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	res.setDetail(nil, rec.URL)
 	if rec.Status == OK {
 		res.File = robots.Parse(rec.Body)
+		res.File.Truncated = res.File.Truncated || rec.Truncated
 		if r.cfg.OnAnswer != nil {
 			res.setBody(archive.Sum(rec.Body), "", "")
 		}
 	}
 	if r.cfg.OnAnswer != nil {
-		r.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FinalURL: rec.URL, HTTPStatus: rec.HTTPStatus, Body: rec.Body, Shared: true})
+		r.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FinalURL: rec.URL, HTTPStatus: rec.HTTPStatus,
+			Body: rec.Body, Truncated: rec.Truncated, Shared: true})
 	}
 	return res, true
 }

@@ -295,20 +295,23 @@ func (c *Cache) fromStore(o origin.Origin) (*Result, bool) {
 	if c.cfg.Store == nil {
 		return nil, false
 	}
-	rec, ok := resolver.LoadRecord(c.ctx, c.cfg.Store, o, c.cfg.Now(), "tdmrep.json")
+	// Freshness without max-age is the resolver's robots.max_ttl, the
+	// longest freshness a stored file may have.
+	rec, ok := resolver.LoadRecord(c.ctx, c.cfg.Store, o, c.cfg.Now(), c.cfg.Resolver.Freshness(-1), "tdmrep.json")
 	if !ok {
 		return nil, false
 	}
 	res := &Result{Status: rec.Status, HTTPStatus: rec.HTTPStatus, Origin: o, URL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
 	if rec.Status == resolver.OK {
 		res.File = tdmrep.Parse(rec.Body)
+		res.File.Truncated = res.File.Truncated || rec.Truncated
 		if c.cfg.OnAnswer != nil {
 			res.SHA256 = archive.Sum(rec.Body)
 		}
 	}
 	if c.cfg.OnAnswer != nil {
 		c.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FetchedURL: o.URL(tdmrep.Path), FinalURL: rec.URL,
-			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Shared: true})
+			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Truncated: rec.Truncated, Shared: true})
 	}
 	return res, true
 }
