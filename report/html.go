@@ -153,9 +153,19 @@ func shortSHA(sha string) string {
 	return sha
 }
 
+// formatCountOf writes n and the noun that agrees with it: "1 request",
+// "2 requests".
+func formatCountOf(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return formatCount(n) + " " + many
+}
+
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"time":  formatTime,
 	"n":     formatCount,
+	"count": formatCountOf,
 	"secs":  formatSeconds,
 	"ms":    func(ms float64) string { return formatSeconds(ms / 1000) },
 	"short": shortSHA,

@@ -125,3 +125,21 @@ func TestBuildEmptyRange(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A count of one takes the singular: "1 request", not "1 requests".
+func TestHTMLCountsAgreeWithTheirNoun(t *testing.T) {
+	dir := t.TempDir()
+	auditPath := writeAudit(t, dir, "audit.log", []audit.Record{allowed("http://a.example/1", "", 0, 0)})
+	r, err := Build(Options{Audit: []string{auditPath}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	if !strings.Contains(html, "1 request:") || strings.Contains(html, "1 requests") || strings.Contains(html, "1 lines") {
+		t.Errorf("want \"1 request:\" and no \"1 requests\" or \"1 lines\":\n%s", html)
+	}
+}
