@@ -215,15 +215,21 @@ func (a *aggregator) record(rec *audit.Record) error {
 	}
 	k := a.kindOf(rec)
 	forwarded := rec.UpstreamStatus != 0
-	a.totals.add(k, forwarded)
-	a.decided[rec.Decision]++
+	a.totals.add(k, forwarded, rec)
+	if rec.Method != "CONNECT" {
+		a.decided[rec.Decision]++
+	}
 	a.clients.add(clientKey{clientAddr(rec.Client), rec.User, rec.ClientRule})
 	a.agents.add(rec.Agent)
-	a.timeline.add(rec.Time, k == kindAllowed, k == kindRefused)
+	if rec.Method != "CONNECT" {
+		a.timeline.add(rec.Time, k == kindAllowed, k == kindRefused)
+	}
 
 	o := a.origin(originOf(rec.URL))
-	o.counts.add(k, forwarded)
-	o.decided[rec.Decision]++
+	o.counts.add(k, forwarded, rec)
+	if rec.Method != "CONNECT" {
+		o.decided[rec.Decision]++
+	}
 	o.hold = max(o.hold, rec.WaitMS)
 	if (k == kindRefused || k == kindMonitored) && rec.Rule != "" {
 		key := ruleKey{rec.Decision, rec.Rule, rec.RobotsSHA256}
@@ -267,7 +273,11 @@ func (a *aggregator) kindOf(rec *audit.Record) kind {
 	return kindMonitored
 }
 
-func (c *Counts) add(k kind, forwarded bool) {
+func (c *Counts) add(k kind, forwarded bool, rec *audit.Record) {
+	if rec.Method == "CONNECT" {
+		c.Tunnels.add(k, rec)
+		return
+	}
 	c.Requests++
 	switch k {
 	case kindAllowed:
@@ -281,6 +291,29 @@ func (c *Counts) add(k kind, forwarded bool) {
 	}
 	if forwarded {
 		c.Forwarded++
+	}
+}
+
+// interceptedNote starts the note of an intercepted CONNECT's record,
+// plainTunnelNote that of a tunnel that carried plain HTTP, judged per
+// request too.
+const (
+	interceptedNote = "tunnel intercepted"
+	plainTunnelNote = "plain HTTP inside the tunnel"
+)
+
+func (t *Tunnels) add(k kind, rec *audit.Record) {
+	switch {
+	case k == kindRefused:
+		t.Refused++
+	case k == kindMonitored:
+		t.Monitored++
+	case k != kindAllowed:
+		t.Failed++
+	case strings.HasPrefix(rec.Note, interceptedNote), strings.HasPrefix(rec.Note, plainTunnelNote):
+		t.Intercepted++
+	default:
+		t.Blind++
 	}
 }
 

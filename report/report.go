@@ -131,10 +131,32 @@ type Counts struct {
 	Refused   int64 `json:"refused"`
 	Monitored int64 `json:"monitored"`
 	// Other are neither: the origin failed (upstream-error), the client
-	// left while held or judged (client-closed), or failed the
-	// intercepted TLS handshake.
+	// left while held or judged (client-closed).
 	Other int64 `json:"other"`
+	// Tunnels are the CONNECTs (and SOCKS5 and transparent openings),
+	// counted apart: none is a request, and none is in the figures above.
+	Tunnels Tunnels `json:"tunnels"`
 }
+
+// Tunnels says what became of tunnels.
+type Tunnels struct {
+	// Intercepted were opened and decrypted: each request in them is a
+	// record of its own, judged and counted as a request.
+	Intercepted int64 `json:"intercepted"`
+	// Blind were passed through undecrypted (mitm off, mitm.skip_hosts),
+	// judged by host.
+	Blind int64 `json:"blind"`
+	// Refused were refused (enforced), by the host's robots.txt or another
+	// rule; Monitored refusals only logged.
+	Refused   int64 `json:"refused"`
+	Monitored int64 `json:"monitored"`
+	// Failed were opened but carried nothing robotsgate could judge (the
+	// client's TLS handshake failed, not HTTP inside, the origin down).
+	Failed int64 `json:"failed"`
+}
+
+// Total is every tunnel.
+func (t Tunnels) Total() int64 { return t.Intercepted + t.Blind + t.Refused + t.Monitored + t.Failed }
 
 // DecisionCount is how many records had a decision.
 type DecisionCount struct {

@@ -238,7 +238,8 @@ func TestBuild(t *testing.T) {
 	if !r.First.Equal(at(0)) || !r.Last.Equal(at(15*sec)) {
 		t.Errorf("period %v to %v, want %v to %v", r.First, r.Last, at(0), at(15*sec))
 	}
-	wantTotals := Counts{Requests: 16, Allowed: 9, Forwarded: 10, Refused: 5, Monitored: 1, Other: 1}
+	// The CONNECT refused is a tunnel, not a request.
+	wantTotals := Counts{Requests: 15, Allowed: 9, Forwarded: 10, Refused: 4, Monitored: 1, Other: 1, Tunnels: Tunnels{Refused: 1}}
 	if r.Totals != wantTotals {
 		t.Errorf("totals %+v, want %+v", r.Totals, wantTotals)
 	}
@@ -246,7 +247,7 @@ func TestBuild(t *testing.T) {
 	for _, d := range r.Decisions {
 		decisions = append(decisions, fmt.Sprintf("%s=%d", d.Decision, d.Count))
 	}
-	if got := strings.Join(decisions, " "); got != "allow=9 disallow=5 egress-denied=1 upstream-error=1" {
+	if got := strings.Join(decisions, " "); got != "allow=9 disallow=5 upstream-error=1" {
 		t.Errorf("decisions %s", got)
 	}
 	if len(r.Clients) != 2 || r.Clients[0] != (Client{Address: "10.0.0.5", Requests: 15}) || r.Clients[1].Address != "10.0.0.9" {
@@ -259,8 +260,8 @@ func TestBuild(t *testing.T) {
 	for _, b := range r.Timeline.Bins {
 		tlTotal += b.Allowed + b.Refused + b.Other
 	}
-	if tlTotal != r.Records {
-		t.Errorf("the timeline counts %d records, want %d", tlTotal, r.Records)
+	if tlTotal != r.Records-r.Totals.Tunnels.Total() {
+		t.Errorf("the timeline counts %d records, want %d (the records but the tunnel)", tlTotal, r.Records-r.Totals.Tunnels.Total())
 	}
 
 	origins := map[string]Origin{}
@@ -515,5 +516,40 @@ func TestBuildUnreadable(t *testing.T) {
 			!strings.Contains(strings.Join(r.Notes, " "), "1 line of the audit logs is not an audit record and was skipped") {
 			t.Errorf("%q: %v; %d records, skipped %d %q, notes %q", files, err, r.Records, r.Skipped, r.SkippedLines, r.Notes)
 		}
+	}
+}
+
+// CONNECTs are tunnels, counted by what became of them and not as
+// requests: an intercepted tunnel's requests are records of their own.
+func TestBuildCountsTunnelsApart(t *testing.T) {
+	tunnel := func(decision, note string) audit.Record {
+		r := allowed("https://a.example/", "", 0, 0) // as the proxy spells a CONNECT to a.example:443
+		r.Method, r.Decision, r.Note, r.UpstreamStatus = "CONNECT", decision, note, 0
+		return r
+	}
+	refusedTunnel := tunnel("disallow", "")
+	refusedTunnel.Rule, refusedTunnel.Line, refusedTunnel.Status = "Disallow: /", 2, 403
+	recs := []audit.Record{
+		tunnel("allow", "tunnel intercepted: each request in it is judged"),
+		tunnel("allow", "plain HTTP inside the tunnel: each request in it is judged as http://a.example:443"),
+		tunnel("allow", "tunnel not intercepted (mitm.skip_hosts)"),
+		refusedTunnel,
+		tunnel("client-tls-failed", "the client's TLS handshake failed"),
+		allowed("https://a.example/page", "", sec, 0),
+	}
+	r, err := Build(Options{Audit: []string{writeAudit(t, t.TempDir(), "audit.log", recs)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Counts{Requests: 1, Allowed: 1, Forwarded: 1, Tunnels: Tunnels{Intercepted: 2, Blind: 1, Refused: 1, Failed: 1}}
+	if r.Totals != want || r.Origins[0].Counts != want {
+		t.Errorf("totals %+v, origin %+v; want %+v", r.Totals, r.Origins[0].Counts, want)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "5 tunnels (CONNECT), not counted as requests: 2 intercepted") {
+		t.Errorf("the HTML does not count the tunnels apart:\n%s", buf.String())
 	}
 }
