@@ -49,6 +49,9 @@ type page struct {
 	*Report
 	TimelineSVG template.HTML
 	Views       []originView
+	// Quiet are the origins summed up in one table instead of a section:
+	// every request and tunnel refused before robots.txt was consulted.
+	Quiet []*Origin
 }
 
 type originView struct {
@@ -74,11 +77,34 @@ func newPage(r *Report) *page {
 	p := &page{Report: r, TimelineSVG: timelineSVG(r.Timeline)}
 	for i := range r.Origins {
 		o := &r.Origins[i]
+		if quiet(o) {
+			p.Quiet = append(p.Quiet, o)
+			continue
+		}
 		v := originView{Origin: o, ID: "origin-" + strconv.Itoa(i+1), Asked: askedText(o)}
 		v.HistogramSVG = histogramSVG(v.ID+"-gaps", o.Gaps.Histogram, v.Asked)
 		p.Views = append(p.Views, v)
 	}
 	return p
+}
+
+// quietDecisions are refusals made before robots.txt is consulted, about
+// the request itself: an origin with nothing else has nothing to show but
+// them (a browser's update host, a malformed request).
+var quietDecisions = map[string]bool{"egress-denied": true, "bad-request": true}
+
+// quiet reports whether all of an origin's records were refused before
+// robots.txt was consulted.
+func quiet(o *Origin) bool {
+	if o.Allowed+o.Forwarded+o.Monitored+o.Tunnels.Intercepted+o.Tunnels.Blind+o.Tunnels.Monitored > 0 || len(o.Versions) > 0 {
+		return false
+	}
+	for _, d := range o.Decisions {
+		if !quietDecisions[d.Decision] {
+			return false
+		}
+	}
+	return true
 }
 
 // askedText says which intervals robots.txt asked of an origin's paced

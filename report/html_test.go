@@ -143,3 +143,43 @@ func TestHTMLCountsAgreeWithTheirNoun(t *testing.T) {
 		t.Errorf("want \"1 request:\" and no \"1 requests\" or \"1 lines\":\n%s", html)
 	}
 }
+
+// An origin whose every request was refused before robots.txt was
+// consulted (egress-denied, bad-request) is a row of one table, not a
+// section; an origin with anything else keeps its section.
+func TestHTMLSumsUpOriginsRefusedBeforeRobotsTxt(t *testing.T) {
+	denied := func(url, decision string) audit.Record {
+		r := allowed(url, "", 0, 0)
+		r.Decision, r.UpstreamStatus, r.Status, r.RobotsStatus = decision, 0, 403, ""
+		return r
+	}
+	tunnel := denied("https://update.example/", "egress-denied")
+	tunnel.Method = "CONNECT"
+	recs := []audit.Record{
+		denied("http://10.0.0.1/", "egress-denied"), denied("http://10.0.0.1/x", "egress-denied"),
+		tunnel,
+		denied("http://mixed.example/", "egress-denied"), allowed("http://mixed.example/ok", "", sec, 0),
+	}
+	r, err := Build(Options{Audit: []string{writeAudit(t, t.TempDir(), "audit.log", recs)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	_, after, ok := strings.Cut(html, `id="quiet-table"`)
+	if !ok {
+		t.Fatalf("no table of origins refused before robots.txt:\n%s", html)
+	}
+	table, _, _ := strings.Cut(after, "</table>")
+	for _, o := range []string{"http://10.0.0.1", "https://update.example"} {
+		if !strings.Contains(table, o) || strings.Contains(html, "<h2>"+o+"</h2>") {
+			t.Errorf("%s: want a row of the quiet table and no section", o)
+		}
+	}
+	if strings.Contains(table, "mixed.example") || !strings.Contains(html, "<h2>http://mixed.example</h2>") {
+		t.Errorf("mixed.example, which allowed a request, must keep its section and stay out of the quiet table")
+	}
+}
