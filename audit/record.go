@@ -44,6 +44,7 @@ type Record struct {
 	RobotsSHA256   string    `json:"robots_sha256"`   // the archived robots.txt body that judged it, "" if none (archive.dir)
 	StrictPaths    bool      `json:"strict_paths"`    // the robots.strict_paths setting that judged it
 	WaitMS         float64   `json:"wait_ms"`         // time held for a pacing slot
+	Sent           time.Time `json:"sent,omitzero"`   // when a paced request's headers were written to the origin; absent if not paced or not forwarded
 	UpstreamStatus int       `json:"upstream_status"` // the origin's status code, 0 if not forwarded
 	Status         int       `json:"status"`          // the status code sent to the client
 	Bytes          int64     `json:"bytes"`           // response body bytes sent to the client

@@ -68,7 +68,8 @@ func readFile(name string, fn func(*audit.Record, string, int) error, skip SkipF
 }
 
 // decodeRecord reads one audit line. Figures no proxy writes (a time
-// before 1970 or after 2200, a negative or absurd wait or duration) make it
+// before 1970 or after 2200, a negative or absurd wait or duration, a
+// send time outside the request's span) make it
 // no record: an edited line, which the readers must not compute with.
 func decodeRecord(line []byte, rec *audit.Record) error {
 	if err := json.Unmarshal(line, rec); err != nil {
@@ -84,6 +85,11 @@ func decodeRecord(line []byte, rec *audit.Record) error {
 		if !(0 <= f.ms && f.ms <= maxMS) {
 			return fmt.Errorf("not an audit record: %s %g is out of range", f.name, f.ms)
 		}
+	}
+	// A request is sent between its arrival and the end of its response.
+	end := rec.Time.Add(time.Duration(rec.DurationMS*float64(time.Millisecond)) + time.Second)
+	if !rec.Sent.IsZero() && (rec.Sent.Before(rec.Time) || rec.Sent.After(end)) {
+		return fmt.Errorf("not an audit record: sent %s is not between its arrival and the end of its response", rec.Sent.Format(time.RFC3339Nano))
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ type auditSlot struct {
 	permit   pacing.Permit
 	paced    bool          // held for a Crawl-delay slot (permit.Sent applies)
 	waited   time.Duration // held for the pacing slot
+	// sent is when a paced request's headers were written to the origin
+	// (Unix nanoseconds, 0 if not): the transport's goroutine sets it.
+	sent atomic.Int64
 	// tunnel is what an intercepted CONNECT's tunnel became, when it
 	// became something else than a tunnel of judged requests
 	// (unknown-protocol, client-tls-failed); tunnelNote replaces the
@@ -58,6 +61,14 @@ type auditSlot struct {
 func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
 	s.d, s.decided = *d, true
 	s.permit, s.waited, s.paced = permit, d.Waited, d.Interval > 0
+}
+
+// wroteHeaders is the ClientTrace hook of a paced request: the next
+// request of its key may go an interval from now, and the record says
+// when the origin was sent it.
+func (s *auditSlot) wroteHeaders() {
+	s.sent.CompareAndSwap(0, time.Now().UnixNano())
+	s.permit.Sent()
 }
 
 // refine records what an intercepted CONNECT's tunnel became
@@ -177,6 +188,9 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.Via = viaOf(r.Context())
 	rec.UpstreamStatus = slot.upstream
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
+	if sent := slot.sent.Load(); sent != 0 {
+		rec.Sent = time.Unix(0, sent).UTC()
+	}
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	if slot.unanswered {
 		rec.Status = 0

@@ -246,6 +246,24 @@ func TestOperatorFloorAndAuditWait(t *testing.T) {
 	if waits[0] > 50 || waits[2] < 550 {
 		t.Errorf("audit wait_ms %v, want about 0, 300, 600", waits)
 	}
+	// sent: when the headers went to the origin, after arrival + hold;
+	// the gate spaces those times, so they are the interval apart at least.
+	var sents []time.Time
+	for _, l := range lines {
+		arrived, _ := time.Parse(time.RFC3339Nano, l["time"].(string))
+		s, _ := l["sent"].(string)
+		sent, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || sent.Before(arrived.Add(time.Duration(l["wait_ms"].(float64)*float64(time.Millisecond)))) {
+			t.Errorf("audit sent %q (%v), want a time after arrival %v + wait_ms %v", s, err, arrived, l["wait_ms"])
+		}
+		sents = append(sents, sent)
+	}
+	slices.SortFunc(sents, time.Time.Compare)
+	for i := 1; i < len(sents); i++ {
+		if gap := sents[i].Sub(sents[i-1]); gap < 300*time.Millisecond {
+			t.Errorf("recorded send times %v apart, want 300ms at least", gap)
+		}
+	}
 }
 
 // TestMonitorAndBypassClientsAreNotHeld: requests of monitor and bypass

@@ -78,7 +78,7 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 	if slot != nil && slot.paced {
 		// The next request of its pacing key waits for this one to be
 		// written to the origin, not just released (pacing/gate.go).
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.permit.Sent}))
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.wroteHeaders}))
 	}
 	s.relay.ServeHTTP(w, req)
 }

@@ -99,6 +99,9 @@ type aggregator struct {
 	timeline timeline
 	origins  map[string]*originAgg
 	missing  map[string]bool // bodies the archive lacks
+	// sentRecorded and sentEstimated count the paced requests by where
+	// their send time came from (PacingSummary).
+	sentRecorded, sentEstimated int64
 	badFetch int64           // unreadable fetch-log lines
 	// skipped are the audit lines that are not records (the first
 	// maxSkippedListed named); skippedN counts them all.
@@ -336,7 +339,13 @@ func (a *aggregator) pace(o *originAgg, rec *audit.Record) {
 	} else {
 		p.unknown++
 	}
-	at := rec.Time.UnixNano() + int64(math.Round(rec.WaitMS*float64(time.Millisecond)))
+	at := rec.Sent.UnixNano()
+	if rec.Sent.IsZero() {
+		at = rec.Time.UnixNano() + int64(math.Round(rec.WaitMS*float64(time.Millisecond)))
+		a.sentEstimated++
+	} else {
+		a.sentRecorded++
+	}
 	if !p.window.add(send{at: at, asked: int64(asked.IntervalSeconds * float64(time.Second))}, &p.stats) {
 		p.late++
 	}
@@ -574,6 +583,7 @@ func (a *aggregator) report() *Report {
 		r.Origins = append(r.Origins, out)
 	}
 	r.Pacing.GapFigures = total.figures()
+	r.Pacing.SentRecorded, r.Pacing.SentEstimated = a.sentRecorded, a.sentEstimated
 	slices.SortFunc(r.Origins, func(x, y Origin) int {
 		return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.Origin, y.Origin))
 	})
@@ -747,6 +757,11 @@ func (a *aggregator) notes(r *Report) []string {
 		notes = append(notes, fmt.Sprintf("%d paced %s logged after more than %d later requests of %s pacing key: %s gaps are not counted.",
 			r.Pacing.Late, plural(int(r.Pacing.Late), "request was", "requests were"), reorderWindow,
 			plural(int(r.Pacing.Late), "its", "their"), plural(int(r.Pacing.Late), "its", "their")))
+	}
+	if n := r.Pacing.SentEstimated; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d paced %s no send time (written by a version that did not record it): %s sent at %s arrival plus %s hold, which leaves out the time spent judging and connecting, so %s gaps may read a few milliseconds off.",
+			n, plural(int(n), "request carries", "requests carry"), plural(int(n), "it is taken as", "they are taken as"),
+			plural(int(n), "its", "their"), plural(int(n), "its", "their"), plural(int(n), "its", "their")))
 	}
 	if a.badFetch > 0 {
 		notes = append(notes, fmt.Sprintf("%d %s of the archive's fetch logs could not be read (cut short?) and %s left out.",

@@ -357,6 +357,11 @@ type PacingSummary struct {
 	AskedUnknown int64 `json:"asked_unknown"`
 	// LongestHoldMS is the longest wait_ms of any request.
 	LongestHoldMS float64 `json:"longest_hold_ms"`
+	// SentRecorded counts the paced requests whose send time the record
+	// gives (sent); SentEstimated those whose send time is estimated as
+	// arrival + hold (records of versions that did not record it).
+	SentRecorded  int64 `json:"sent_recorded"`
+	SentEstimated int64 `json:"sent_estimated"`
 }
 
 // Body is an archived robots.txt body the report refers to.

@@ -63,7 +63,7 @@ func allowed(url, sha string, arrival, wait time.Duration) audit.Record {
 	return audit.Record{
 		Time: at(arrival), Client: "10.0.0.5:40000", Mode: "enforce", UserAgent: "ResearchBot/2.0", Agent: "ResearchBot/2.0",
 		Group: "*", Method: "GET", URL: url, Decision: "allow", Enforced: true, RobotsStatus: "ok", RobotsSHA256: sha,
-		WaitMS: float64(wait.Microseconds()) / 1000, UpstreamStatus: 200, Status: 200,
+		WaitMS: float64(wait.Microseconds()) / 1000, Sent: at(arrival + wait), UpstreamStatus: 200, Status: 200,
 		DurationMS: float64((wait + 20*time.Millisecond).Microseconds()) / 1000,
 	}
 }
@@ -551,5 +551,46 @@ func TestBuildCountsTunnelsApart(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "5 tunnels (CONNECT), not counted as requests: 2 intercepted") {
 		t.Errorf("the HTML does not count the tunnels apart:\n%s", buf.String())
+	}
+}
+
+// Gaps are taken between the recorded send times when records give them
+// (the origin's view, connecting included), else between arrival + hold,
+// and the report says how many of each it used.
+func TestGapsUseTheRecordedSendTime(t *testing.T) {
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "archive")
+	body := []byte("User-agent: *\nCrawl-delay: 1\nDisallow: /cgi-bin/\n")
+	sha, o := archive.Sum(body), "http://slow.example"
+	writeArchive(t, arch, []archive.Fetch{{Time: at(-time.Hour), Origin: o, HTTPStatus: 200, Outcome: "ok", SHA256: sha, Size: len(body)}},
+		map[string][]byte{sha: body})
+	// Held 0 and 1000 ms: arrival + hold is 1 s apart, but the first took
+	// 10 ms to reach the origin, so the origin saw them 990 ms apart.
+	first, second := allowed(o+"/a", sha, 0, 0), allowed(o+"/b", sha, 0, time.Second)
+	first.Sent = at(10 * time.Millisecond)
+	for _, c := range []struct {
+		name                 string
+		sent                 bool
+		below, rec, estimate int64
+	}{
+		{"recorded", true, 1, 2, 0},
+		{"estimated (records without sent)", false, 0, 0, 2},
+	} {
+		recs := []audit.Record{first, second}
+		if !c.sent {
+			recs[0].Sent, recs[1].Sent = time.Time{}, time.Time{}
+		}
+		r, err := Build(Options{Audit: []string{writeAudit(t, dir, "audit.log", recs)}, Archive: arch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := r.Pacing
+		if p.Gaps != 1 || p.BelowAsked != c.below || p.SentRecorded != c.rec || p.SentEstimated != c.estimate {
+			t.Errorf("%s: %d gaps, %d below, %d sent recorded, %d estimated; want 1, %d, %d, %d",
+				c.name, p.Gaps, p.BelowAsked, p.SentRecorded, p.SentEstimated, c.below, c.rec, c.estimate)
+		}
+		if estimated := slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "no send time") }); estimated != !c.sent {
+			t.Errorf("%s: notes %q; want a note on estimated send times: %t", c.name, r.Notes, !c.sent)
+		}
 	}
 }
