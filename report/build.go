@@ -129,12 +129,54 @@ type originAgg struct {
 	counts   Counts
 	decided  map[string]int64
 	rules    map[ruleKey]*RuleCount
+	signals  map[signalKey]*SignalCount
+	otherSig int64 // refusals by signals beyond maxSignalRows
 	versions map[string]*versionAgg // by SHA-256, or "status:" + robots status
 	keys     map[string]*paceAgg    // by group
 	hold     float64
 }
 
 type ruleKey struct{ decision, rule, sha string }
+
+type signalKey struct{ signal, value, where, policy, refuses, sha string }
+
+// maxSignalRows bounds the signals kept per origin: an origin may write
+// a header value of its own in every response.
+const maxSignalRows = 50
+
+// responseSignals are the kinds read from the origin's response.
+var responseSignals = map[string]bool{
+	audit.SignalHeaderTDMReservation: true, audit.SignalHeaderContentUsage: true, audit.SignalXRobotsTag: true,
+	audit.SignalMetaTDMReservation: true, audit.SignalMetaRobots: true,
+}
+
+// signals counts a refusal under each AI-usage signal that refused it.
+func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
+	for _, s := range rec.Usage {
+		if len(s.Refuses) == 0 {
+			continue
+		}
+		key := signalKey{s.Signal, s.Value, s.Where, s.Policy, strings.Join(s.Refuses, ","), ""}
+		if s.Signal == audit.SignalTDMRep {
+			key.sha = rec.TDMRepSHA256
+		}
+		c := o.signals[key]
+		if c == nil {
+			if len(o.signals) >= maxSignalRows {
+				o.otherSig++
+				continue
+			}
+			c = &SignalCount{Signal: s.Signal, Value: s.Value, Where: s.Where, Policy: s.Policy, Refuses: slices.Clone(s.Refuses),
+				TDMRepSHA256: key.sha, OriginAnswered: responseSignals[s.Signal], Example: rec.URL}
+			o.signals[key] = c
+		}
+		if refused {
+			c.Count++
+		} else {
+			c.Monitored++
+		}
+	}
+}
 
 type versionAgg struct {
 	sha, status         string
@@ -247,6 +289,9 @@ func (a *aggregator) record(rec *audit.Record) error {
 			r.Monitored++
 		}
 	}
+	if k == kindRefused || k == kindMonitored {
+		o.countSignals(rec, k == kindRefused)
+	}
 	if key := versionKey(rec.RobotsSHA256, rec.RobotsStatus); key != "" {
 		v := o.version(key, rec.RobotsSHA256, rec.RobotsStatus)
 		v.records++
@@ -339,12 +384,17 @@ func (a *aggregator) pace(o *originAgg, rec *audit.Record) {
 	} else {
 		p.unknown++
 	}
+	// The proxy records the send time of a request it paced (an interval
+	// asked); one without an interval has no gap to keep.
 	at := rec.Sent.UnixNano()
-	if rec.Sent.IsZero() {
-		at = rec.Time.UnixNano() + int64(math.Round(rec.WaitMS*float64(time.Millisecond)))
-		a.sentEstimated++
-	} else {
+	switch {
+	case !rec.Sent.IsZero():
 		a.sentRecorded++
+	case asked.IntervalSeconds > 0:
+		a.sentEstimated++
+		fallthrough
+	default:
+		at = rec.Time.UnixNano() + int64(math.Round(rec.WaitMS*float64(time.Millisecond)))
 	}
 	if !p.window.add(send{at: at, asked: int64(asked.IntervalSeconds * float64(time.Second))}, &p.stats) {
 		p.late++
@@ -382,7 +432,7 @@ func (a *aggregator) origin(name string) *originAgg {
 	o := a.origins[name]
 	if o == nil {
 		o = &originAgg{
-			name: name, decided: map[string]int64{}, rules: map[ruleKey]*RuleCount{},
+			name: name, decided: map[string]int64{}, rules: map[ruleKey]*RuleCount{}, signals: map[signalKey]*SignalCount{},
 			versions: map[string]*versionAgg{}, keys: map[string]*paceAgg{},
 		}
 		a.origins[name] = o
@@ -667,6 +717,14 @@ func (a *aggregator) originReport(o *originAgg) (Origin, gapStats) {
 	for _, r := range o.rules {
 		out.RefusedByRule = append(out.RefusedByRule, *r)
 	}
+	out.RefusedBySignal, out.OtherSignals = []SignalCount{}, o.otherSig
+	for _, c := range o.signals {
+		out.RefusedBySignal = append(out.RefusedBySignal, *c)
+	}
+	slices.SortFunc(out.RefusedBySignal, func(x, y SignalCount) int {
+		return cmp.Or(cmp.Compare(y.Count+y.Monitored, x.Count+x.Monitored), cmp.Compare(x.Signal, y.Signal),
+			cmp.Compare(x.Value, y.Value), cmp.Compare(x.Where, y.Where), cmp.Compare(x.Example, y.Example))
+	})
 	slices.SortFunc(out.RefusedByRule, func(x, y RuleCount) int {
 		return cmp.Or(cmp.Compare(y.Count+y.Monitored, x.Count+x.Monitored), cmp.Compare(x.Line, y.Line),
 			cmp.Compare(x.Rule, y.Rule), cmp.Compare(x.SHA256, y.SHA256), cmp.Compare(x.Decision, y.Decision))

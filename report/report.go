@@ -209,6 +209,11 @@ type Origin struct {
 	// RefusedByRule counts the refusals decided by a robots.txt rule, by
 	// rule and version (a line number means something in one version).
 	RefusedByRule []RuleCount `json:"refused_by_rule"`
+	// RefusedBySignal counts the refusals by the AI-usage signal that
+	// refused, at most maxSignalRows per origin; OtherSignals counts the
+	// refusals of signals beyond them.
+	RefusedBySignal []SignalCount `json:"refused_by_signal"`
+	OtherSignals    int64         `json:"other_signals,omitempty"`
 	// Versions are the robots.txt versions in force over the period: the
 	// bodies (or the absence of one) that judged its records, and those
 	// fetched during it.
@@ -220,6 +225,30 @@ type Origin struct {
 	// LongestHoldMS is the longest a request was held for its pacing slot
 	// (the largest wait_ms).
 	LongestHoldMS float64 `json:"longest_hold_ms"`
+}
+
+// SignalCount is how many requests one AI-usage signal refused.
+type SignalCount struct {
+	// Signal is its kind (audit.SignalTDMRep...), Value what the origin
+	// wrote, Where where it was read, Policy a TDM reservation's policy.
+	Signal string `json:"signal"`
+	Value  string `json:"value"`
+	Where  string `json:"where"`
+	Policy string `json:"policy,omitempty"`
+	// Refuses are the purposes it refused.
+	Refuses []string `json:"refuses"`
+	// TDMRepSHA256 is the SHA-256 of the tdmrep.json body of a tdmrep
+	// signal.
+	TDMRepSHA256 string `json:"tdmrep_sha256,omitempty"`
+	// OriginAnswered: read from the origin's response (a header, a meta
+	// tag), so the origin saw the request; the client got none of its
+	// response. Otherwise the origin never saw it.
+	OriginAnswered bool `json:"origin_answered"`
+	// Count were refused; Monitored refusals were only logged.
+	Count     int64 `json:"count"`
+	Monitored int64 `json:"monitored"`
+	// Example is the first URL it refused.
+	Example string `json:"example"`
 }
 
 // RuleCount is how many requests one robots.txt rule refused.
@@ -358,8 +387,9 @@ type PacingSummary struct {
 	// LongestHoldMS is the longest wait_ms of any request.
 	LongestHoldMS float64 `json:"longest_hold_ms"`
 	// SentRecorded counts the paced requests whose send time the record
-	// gives (sent); SentEstimated those whose send time is estimated as
-	// arrival + hold (records of versions that did not record it).
+	// gives (sent); SentEstimated those asked an interval whose send time
+	// is estimated as arrival + hold (records of versions that did not
+	// record it).
 	SentRecorded  int64 `json:"sent_recorded"`
 	SentEstimated int64 `json:"sent_estimated"`
 }

@@ -594,3 +594,58 @@ func TestGapsUseTheRecordedSendTime(t *testing.T) {
 		}
 	}
 }
+
+// AI-usage refusals are counted per origin by the signal that refused,
+// with its purposes, where it was read, the tdmrep.json version, and
+// whether the origin saw the request; an origin writing a header value of
+// its own in every response grows the table to 50 rows at most.
+func TestBuildCountsRefusalsBySignal(t *testing.T) {
+	usage := func(url string, s audit.UsageSignal, monitor bool) audit.Record {
+		r := allowed(url, "", 0, 0)
+		r.Decision, r.Status, r.Usage = "usage-denied", 403, []audit.UsageSignal{s}
+		if s.Signal == audit.SignalTDMRep {
+			r.UpstreamStatus, r.TDMRepSHA256 = 0, "ab12"
+		}
+		if monitor {
+			r.Mode, r.Enforced, r.Status = "monitor", false, 200
+		}
+		return r
+	}
+	tdm := audit.UsageSignal{Signal: audit.SignalTDMRep, Value: "1", Where: `tdmrep.json[0] (location "/*")`, Policy: "https://a.example/policy", Refuses: []string{"tdm"}}
+	xrt := audit.UsageSignal{Signal: audit.SignalXRobotsTag, Value: "noai", Where: "response header", Refuses: []string{"train-ai"}}
+	recs := []audit.Record{
+		usage("http://a.example/1", tdm, false), usage("http://a.example/2", tdm, false),
+		usage("http://a.example/3", xrt, false), usage("http://a.example/4", xrt, true),
+	}
+	for i := range 60 {
+		recs = append(recs, usage("http://b.example/", audit.UsageSignal{Signal: audit.SignalXRobotsTag, Value: fmt.Sprintf("noai-%d", i), Where: "response header", Refuses: []string{"train-ai"}}, false))
+	}
+	r, err := Build(Options{Audit: []string{writeAudit(t, t.TempDir(), "audit.log", recs)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Origin{}
+	for _, o := range r.Origins {
+		byName[o.Origin] = o
+	}
+	got := byName["http://a.example"].RefusedBySignal
+	want := []SignalCount{
+		{Signal: audit.SignalTDMRep, Value: "1", Where: tdm.Where, Policy: tdm.Policy, Refuses: []string{"tdm"}, TDMRepSHA256: "ab12", Count: 2, Example: "http://a.example/1"},
+		{Signal: audit.SignalXRobotsTag, Value: "noai", Where: "response header", Refuses: []string{"train-ai"}, OriginAnswered: true, Count: 1, Monitored: 1, Example: "http://a.example/3"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("a.example by signal:\n got %+v\nwant %+v", got, want)
+	}
+	if b := byName["http://b.example"]; len(b.RefusedBySignal) != 50 || b.OtherSignals != 10 {
+		t.Errorf("b.example: %d rows, %d other; want 50 rows and 10 other", len(b.RefusedBySignal), b.OtherSignals)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Refused by AI-usage signal", "yes: it answered, the response was withheld", "policy https://a.example/policy", "10 more refusals"} {
+		if !strings.Contains(buf.String(), s) {
+			t.Errorf("the HTML does not say %q", s)
+		}
+	}
+}
