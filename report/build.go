@@ -622,12 +622,26 @@ func (a *aggregator) report() *Report {
 			}
 			b := bodies[v.SHA256]
 			if b == nil {
-				b = &Body{SHA256: v.SHA256}
+				b = &Body{SHA256: v.SHA256, Kind: "robots.txt"}
 				bodies[v.SHA256] = b
 			}
 			b.Origins = append(b.Origins, o.name)
 			if t := firstSeen(v); !t.IsZero() && (bodyFirst[v.SHA256].IsZero() || t.Before(bodyFirst[v.SHA256])) {
 				bodyFirst[v.SHA256] = t
+			}
+		}
+		for _, s := range out.RefusedBySignal {
+			if s.TDMRepSHA256 == "" {
+				continue
+			}
+			b := bodies[s.TDMRepSHA256]
+			if b == nil {
+				b = &Body{SHA256: s.TDMRepSHA256, Kind: "tdmrep.json"}
+				bodies[s.TDMRepSHA256] = b
+				bodyFirst[s.TDMRepSHA256] = a.last // after the robots.txt versions
+			}
+			if !slices.Contains(b.Origins, o.name) {
+				b.Origins = append(b.Origins, o.name)
 			}
 		}
 		r.Origins = append(r.Origins, out)

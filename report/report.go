@@ -394,9 +394,12 @@ type PacingSummary struct {
 	SentEstimated int64 `json:"sent_estimated"`
 }
 
-// Body is an archived robots.txt body the report refers to.
+// Body is an archived robots.txt or tdmrep.json body the report refers
+// to.
 type Body struct {
 	SHA256 string `json:"sha256"`
+	// Kind is "robots.txt" or "tdmrep.json".
+	Kind string `json:"kind"`
 	// Size is its length in the archive; Missing says the archive does
 	// not have it (or it no longer matches its SHA-256: Error says).
 	Size    int64  `json:"size"`

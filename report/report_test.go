@@ -636,6 +636,10 @@ func TestBuildCountsRefusalsBySignal(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("a.example by signal:\n got %+v\nwant %+v", got, want)
 	}
+	// The tdmrep.json version is in the appendix, as robots.txt versions are.
+	if len(r.Bodies) != 1 || r.Bodies[0].SHA256 != "ab12" || r.Bodies[0].Kind != "tdmrep.json" || fmt.Sprint(r.Bodies[0].Origins) != "[http://a.example]" {
+		t.Errorf("bodies %+v, want the tdmrep.json ab12 of a.example", r.Bodies)
+	}
 	if b := byName["http://b.example"]; len(b.RefusedBySignal) != 50 || b.OtherSignals != 10 {
 		t.Errorf("b.example: %d rows, %d other; want 50 rows and 10 other", len(b.RefusedBySignal), b.OtherSignals)
 	}
@@ -643,7 +647,8 @@ func TestBuildCountsRefusalsBySignal(t *testing.T) {
 	if err := WriteHTML(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"Refused by AI-usage signal", "yes: it answered, the response was withheld", "policy https://a.example/policy", "10 more refusals"} {
+	for _, s := range []string{"Refused by AI-usage signal", "yes: it answered, the response was withheld", "policy https://a.example/policy", "10 more refusals",
+		`href="#` + bodyID("ab12") + `"`, `id="` + bodyID("ab12") + `"`, "tdmrep.json SHA-256"} {
 		if !strings.Contains(buf.String(), s) {
 			t.Errorf("the HTML does not say %q", s)
 		}
