@@ -76,6 +76,9 @@ usage:
 	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || len(r.Origins) != 1 {
 		t.Fatalf("report -format json: exit %d, stderr %s, %d origins", code, stderr, len(r.Origins))
 	}
+	if rules := r.Origins[0].RefusedByRule; len(rules) != 0 {
+		t.Errorf("refused by robots.txt rule: %+v, want none (robots.txt allowed every path)", rules)
+	}
 	tdmSHA := archive.Sum([]byte(e2eTDMRep))
 	answered := map[string]bool{}
 	for _, s := range r.Origins[0].RefusedBySignal {

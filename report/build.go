@@ -276,7 +276,9 @@ func (a *aggregator) record(rec *audit.Record) error {
 		o.decided[rec.Decision]++
 	}
 	o.hold = max(o.hold, rec.WaitMS)
-	if (k == kindRefused || k == kindMonitored) && rec.Rule != "" {
+	// A rule refused only a disallow: another refusal (usage-denied, rate-limited)
+	// names the rule that allowed the path.
+	if (k == kindRefused || k == kindMonitored) && rec.Rule != "" && rec.Decision == audit.Disallow {
 		key := ruleKey{rec.Decision, rec.Rule, rec.RobotsSHA256}
 		r := o.rules[key]
 		if r == nil {

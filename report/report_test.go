@@ -602,7 +602,8 @@ func TestGapsUseTheRecordedSendTime(t *testing.T) {
 func TestBuildCountsRefusalsBySignal(t *testing.T) {
 	usage := func(url string, s audit.UsageSignal, monitor bool) audit.Record {
 		r := allowed(url, "", 0, 0)
-		r.Decision, r.Status, r.Usage = "usage-denied", 403, []audit.UsageSignal{s}
+		// The robots.txt rule that allowed the path: no rule refusal.
+		r.Decision, r.Status, r.Usage, r.Rule, r.Line = "usage-denied", 403, []audit.UsageSignal{s}, "Allow: /", 2
 		if s.Signal == audit.SignalTDMRep {
 			r.UpstreamStatus, r.TDMRepSHA256 = 0, "ab12"
 		}
@@ -635,6 +636,9 @@ func TestBuildCountsRefusalsBySignal(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("a.example by signal:\n got %+v\nwant %+v", got, want)
+	}
+	if rules := byName["http://a.example"].RefusedByRule; len(rules) != 0 {
+		t.Errorf("refused by robots.txt rule: %+v, want none (robots.txt allowed these)", rules)
 	}
 	// The tdmrep.json version is in the appendix, as robots.txt versions are.
 	if len(r.Bodies) != 1 || r.Bodies[0].SHA256 != "ab12" || r.Bodies[0].Kind != "tdmrep.json" || fmt.Sprint(r.Bodies[0].Origins) != "[http://a.example]" {
