@@ -190,6 +190,14 @@ func verify(files []string, dir string, allowMissing, partial bool, pub ed25519.
 		return exitVerifyUnreadable, fmt.Errorf("audit log: %w", err)
 	}
 	printChain(out, chain)
+	fetches := &compliance.ChainResult{}
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		if fetches, err = compliance.CheckFetchLogs(dir, pub); err != nil {
+			out.Flush()
+			return exitVerifyUnreadable, fmt.Errorf("archive: %w", err)
+		}
+		printFetchChain(out, fetches)
+	}
 	judged := n.verified + n.disagree + n.unverifiable
 	fmt.Fprintf(out, "%s in %s: %d resting on robots.txt, replayed; %d not judged by robots.txt rules\n",
 		plural(n.records, "audit record"), plural(len(files), "file"), judged-n.skipped, n.records-judged+n.skipped)
@@ -198,7 +206,7 @@ func verify(files []string, dir string, allowMissing, partial bool, pub ed25519.
 	}
 	fmt.Fprintf(out, "%d verified, %d disagree, %d unverifiable\n", n.verified, n.disagree, n.unverifiable)
 	switch {
-	case n.disagree > 0 || !chain.Whole() || chain.Start != "" && !partial:
+	case n.disagree > 0 || !chain.Whole() || chain.Start != "" && !partial || !fetches.Whole():
 		return exitVerifyFailed, nil
 	case n.unverifiable > n.missing:
 		return exitVerifyFailed, nil
@@ -246,6 +254,23 @@ func shortSum(sum string) string {
 }
 
 // printChain lists what is wrong with the hash chain and sums it up.
+// printFetchChain says whether the archive's fetch logs are whole.
+func printFetchChain(out io.Writer, c *compliance.ChainResult) {
+	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.Torn, c.BadCheckpoints} {
+		for _, p := range list {
+			fmt.Fprintln(out, p)
+		}
+	}
+	switch {
+	case c.Chained == 0:
+		return // none, or written before the chain
+	case !c.Whole():
+		fmt.Fprintf(out, "fetch logs: BROKEN: %s, %s that do not verify\n", plural(len(c.Breaks), "break"), plural(len(c.BadCheckpoints), "checkpoint"))
+	default:
+		fmt.Fprintf(out, "fetch logs: whole across %s, %s\n", plural(int(c.Lines), "line"), plural(int(c.Checkpoints), "signed checkpoint"))
+	}
+}
+
 func printChain(out io.Writer, c *compliance.ChainResult) {
 	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.Torn, c.BadCheckpoints} {
 		for _, p := range list {

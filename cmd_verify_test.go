@@ -23,7 +23,7 @@ func TestVerifyCommand(t *testing.T) {
 		}
 	}
 	arch := filepath.Join(dir, "archive")
-	w, err := archive.Open(arch, nil)
+	w, err := archive.Open(arch, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

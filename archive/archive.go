@@ -23,6 +23,7 @@
 package archive
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -35,6 +36,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // Fetch is one robots.txt fetch, a line of the fetch log. Field names are
@@ -140,14 +143,26 @@ type Writer struct {
 	stored  sync.Map // sums this process has stored or found, to skip rewrites
 	onError func(error)
 	log     *os.File
+	// The fetch log is a hash chain, as the audit log is (audit.ChainLine),
+	// with a checkpoint signed by key (nil: none) every checkpointEvery
+	// lines and on Close. Used by the writing goroutine only.
+	key   ed25519.PrivateKey
+	head  string
+	since int64
+	lines int64
+	good  int64 // the fetch log's length after its last whole line
 }
+
+// checkpointEvery is how many fetch-log lines a checkpoint follows.
+const checkpointEvery = 1000
 
 // queueSize bounds the records waiting to be written.
 const queueSize = 1024
 
-// Open creates dir's layout if needed and a fetch log of this process;
-// onError (may be nil) hears of every write that failed.
-func Open(dir string, onError func(error)) (*Writer, error) {
+// Open creates dir's layout if needed and a fetch log of this process,
+// chained line to line and signed with key (nil: not signed); onError (may
+// be nil) hears of every write that failed.
+func Open(dir string, key ed25519.PrivateKey, onError func(error)) (*Writer, error) {
 	for _, sub := range []string{"bodies", "fetches"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("archive: %w", err)
@@ -163,7 +178,7 @@ func Open(dir string, onError func(error)) (*Writer, error) {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	w := &Writer{dir: dir, queue: make(chan record, queueSize), done: make(chan struct{}), onError: onError, log: f}
+	w := &Writer{dir: dir, queue: make(chan record, queueSize), done: make(chan struct{}), onError: onError, log: f, key: key}
 	go w.run()
 	return w, nil
 }
@@ -196,11 +211,16 @@ func (w *Writer) Record(f Fetch, body []byte) bool {
 // Dropped returns how many records could not be written.
 func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 
-// Close writes what is queued and closes the fetch log.
+// Close writes what is queued, and a checkpoint of what it wrote, and
+// closes the fetch log.
 func (w *Writer) Close() error {
 	w.closing.Do(func() { close(w.queue) })
 	<-w.done
-	return w.log.Close()
+	var err error
+	if w.since > 0 {
+		err = w.checkpoint()
+	}
+	return errors.Join(err, w.log.Close())
 }
 
 func (w *Writer) run() {
@@ -219,14 +239,48 @@ func (w *Writer) write(r record) error {
 			return err
 		}
 	}
-	line, err := json.Marshal(r.fetch)
+	obj, err := json.Marshal(r.fetch)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
-	if _, err := w.log.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("archive: fetch log: %w", err)
+	if err := w.writeLine(obj); err != nil {
+		return err
+	}
+	w.lines++
+	if w.since++; w.since >= checkpointEvery {
+		return w.checkpoint()
 	}
 	return nil
+}
+
+// writeLine appends obj chained to the line before it. A write that
+// fails part-way (a full disk) is cut back off, so that the next line
+// starts on a line of its own and links to the last whole one.
+func (w *Writer) writeLine(obj []byte) error {
+	line := audit.ChainLine(w.head, obj)
+	n, err := w.log.Write(line)
+	if err != nil {
+		if n > 0 {
+			err = errors.Join(err, w.log.Truncate(w.good))
+		}
+		return fmt.Errorf("archive: fetch log: %w", err)
+	}
+	w.good += int64(n)
+	w.head = audit.LineHash(line[:len(line)-1])
+	return nil
+}
+
+// checkpoint signs the head, when there is a key.
+func (w *Writer) checkpoint() error {
+	w.since = 0
+	if w.key == nil {
+		return nil
+	}
+	obj, err := audit.CheckpointObject(w.key, w.head, w.lines, time.Now())
+	if err != nil {
+		return fmt.Errorf("archive: fetch log checkpoint: %w", err)
+	}
+	return w.writeLine(obj)
 }
 
 // storeBody writes body under sum unless it is there: a temporary file in

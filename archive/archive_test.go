@@ -41,11 +41,11 @@ func readFetches(t *testing.T, dir string) []Fetch {
 // body once, keep a fetch log each, and every body reads back checked.
 func TestWritersShareADirectory(t *testing.T) {
 	dir := t.TempDir()
-	a, err := Open(dir, nil)
+	a, err := Open(dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(dir, nil)
+	b, err := Open(dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestWritersShareADirectory(t *testing.T) {
 // A body changed on disk no longer reads as the one its name promises.
 func TestReadBodyChecksTheSum(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Open(dir, nil)
+	w, err := Open(dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestFailuresAreCountedNotBlocking(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var errs []error
-	w, err := Open(dir, func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() })
+	w, err := Open(dir, nil, func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -133,4 +134,27 @@ func createKey(path string) (ed25519.PrivateKey, bool, error) {
 		return nil, false, fmt.Errorf("evidence key: %w", err)
 	}
 	return key, true, nil
+}
+
+// ChainLine returns obj, a JSON object, as a line of a chain after the
+// line of hash prev: `{"prev_sha256":"PREV",` then obj's fields, and a
+// newline. Other chained logs (the archive's fetch logs) write their lines
+// with it, so that one checker reads them all.
+func ChainLine(prev string, obj []byte) []byte {
+	line := make([]byte, 0, len(`{"prev_sha256":"",`)+len(prev)+len(obj)+1)
+	line = append(append(append(line, `{"prev_sha256":"`...), prev...), '"')
+	if rest := obj[1:]; len(rest) > 0 && rest[0] != '}' {
+		line = append(line, ',')
+	}
+	return append(append(line, obj[1:]...), '\n')
+}
+
+// CheckpointObject is the JSON object of a checkpoint of head signed with
+// key, `{"checkpoint":{...}}`, for ChainLine.
+func CheckpointObject(key ed25519.PrivateKey, head string, records int64, at time.Time) ([]byte, error) {
+	c := &Checkpoint{Time: at.UTC(), Records: records, Head: head}
+	c.sign(key)
+	return json.Marshal(struct {
+		Checkpoint *Checkpoint `json:"checkpoint"`
+	}{c})
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
 )
 
@@ -187,4 +188,37 @@ func linkOf(line []byte) (string, bool) {
 		return "", false
 	}
 	return string(rest[:i]), true
+}
+
+// CheckFetchLogs checks the chain of each of the archive's fetch logs
+// (archive.FetchLogs) as CheckChain does, each file a chain of its own
+// that starts at its first line: a first line linking to another is a
+// break (lines cut from its start). Fetch logs written before the chain
+// have no links and no breaks.
+func CheckFetchLogs(dir string, pub ed25519.PublicKey) (*ChainResult, error) {
+	logs, err := archive.FetchLogs(dir)
+	if err != nil {
+		return nil, err
+	}
+	all := &ChainResult{}
+	if pub != nil {
+		all.Key = audit.KeyFingerprint(pub)
+	}
+	for _, name := range logs {
+		r, err := CheckChain([]string{name}, pub)
+		if err != nil {
+			return nil, err
+		}
+		all.Lines += r.Lines
+		all.Chained += r.Chained
+		all.Checkpoints += r.Checkpoints
+		all.Unsigned += r.Unsigned
+		all.Breaks = append(all.Breaks, r.Breaks...)
+		all.Torn = append(all.Torn, r.Torn...)
+		all.BadCheckpoints = append(all.BadCheckpoints, r.BadCheckpoints...)
+		if r.Start != "" {
+			all.Breaks = append(all.Breaks, ChainPlace{name, 1, "chain broken: the fetch log's first line links to a line before it (lines cut from its start)"})
+		}
+	}
+	return all, nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
 )
 
@@ -147,5 +149,53 @@ func TestChainGoesOnAcrossRotationAndRestart(t *testing.T) {
 	r, err := CheckChain([]string{path + ".1", path + ".2", path}, key.Public().(ed25519.PublicKey))
 	if err != nil || !r.Whole() || r.Chained != r.Lines || r.Lines != 5 {
 		t.Errorf("rotated and restarted: %+v %v", r, err)
+	}
+}
+
+// The archive's fetch logs are chained and signed as the audit log is;
+// each file is a chain of its own, so cutting its first line breaks it too.
+func TestFetchLogsAreChained(t *testing.T) {
+	key := newKey(t)
+	pub := key.Public().(ed25519.PublicKey)
+	dir := t.TempDir()
+	w, err := archive.Open(dir, key, nil) // a full queue drops a record: retried below
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1500 { // a checkpoint after 1,000 lines, one on Close
+		f := archive.Fetch{Origin: fmt.Sprintf("http://o%d.example", i), HTTPStatus: 200, Outcome: "ok"}
+		for try := 0; !w.Record(f, nil); try++ {
+			if try > 1e6 {
+				t.Fatal("the archive's queue stays full")
+			}
+			runtime.Gosched()
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := CheckFetchLogs(dir, pub)
+	if err != nil || !r.Whole() || r.Lines != 1502 || r.Chained != 1502 || r.Checkpoints != 2 || r.Unsigned != 0 {
+		t.Fatalf("the fetch log as written: %+v %v", r, err)
+	}
+	logs, _ := archive.FetchLogs(dir)
+	for _, c := range []struct {
+		name string
+		edit func([]string) []string
+		want string
+	}{
+		{"a line edited", func(l []string) []string { l[5] = strings.Replace(l[5], "o5.example", "o5.evil", 1); return l }, "chain broken"},
+		{"the first line cut", func(l []string) []string { return l[1:] }, "lines cut from its start"},
+	} {
+		data, _ := os.ReadFile(logs[0])
+		rewrite(t, logs[0], c.edit)
+		r, err := CheckFetchLogs(dir, pub)
+		if err != nil || r.Whole() || len(r.Breaks) == 0 || !strings.Contains(r.Breaks[0].Why, c.want) {
+			t.Errorf("%s: breaks %v (%v), want one saying %q", c.name, r.Breaks, err, c.want)
+		}
+		os.WriteFile(logs[0], data, 0o640)
+	}
+	if r, _ := CheckFetchLogs(dir, newKey(t).Public().(ed25519.PublicKey)); len(r.BadCheckpoints) != 2 {
+		t.Errorf("checked with another key: %v, want both checkpoints refused", r.BadCheckpoints)
 	}
 }

@@ -42,7 +42,7 @@ func TestReplayFollowsStrictPaths(t *testing.T) {
 
 func TestReadAuditAndBodies(t *testing.T) {
 	dir := t.TempDir()
-	w, err := archive.Open(dir, nil)
+	w, err := archive.Open(dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

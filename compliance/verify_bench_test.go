@@ -108,7 +108,7 @@ func writeCorpus(tb testing.TB, dir string, lines, origins int) (string, int) {
 				w.Close()
 			}
 			var err error
-			if w, err = archive.Open(arch, func(err error) { tb.Error(err) }); err != nil {
+			if w, err = archive.Open(arch, nil, func(err error) { tb.Error(err) }); err != nil {
 				tb.Fatal(err)
 			}
 		}

@@ -65,7 +65,7 @@ func TestReplayJudgementOfAHost(t *testing.T) {
 
 func TestBodiesVerify(t *testing.T) {
 	dir := t.TempDir()
-	w, err := archive.Open(dir, nil)
+	w, err := archive.Open(dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

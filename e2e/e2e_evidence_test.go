@@ -55,7 +55,8 @@ func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
 	}
 	for _, args := range [][]string{{"verify"}, {"verify", "-key", m[2]}} {
 		out, errOut, code := runBin(t, dir, args...)
-		if code != 0 || !strings.Contains(out, "hash chain: whole across") || !strings.Contains(out, "signed by "+m[1]) {
+		if code != 0 || !strings.Contains(out, "hash chain: whole across") || !strings.Contains(out, "signed by "+m[1]) ||
+			!regexp.MustCompile(`fetch logs: whole across \d+ lines?, [2-9]\d* signed checkpoints`).MatchString(out) {
 			t.Errorf("%q: exit %d; stdout:\n%s\nstderr:\n%s", args, code, out, errOut)
 		}
 		// Three runs, each closed by a checkpoint.
@@ -139,5 +140,25 @@ func TestE2EAuditChainTamperingFails(t *testing.T) {
 		if code != 1 {
 			t.Errorf("%s: report exit %d, want 1; stderr:\n%s", tc.name, code, errOut)
 		}
+	}
+
+	// The archive's fetch log, changed afterwards: its robots.txt fetch
+	// made to look like a 404 (every path allowed).
+	writeFile(t, logPath, orig)
+	fetchLogs, _ := filepath.Glob(filepath.Join(dir, "robotsgate-state", "archive", "fetches", "*.jsonl"))
+	if len(fetchLogs) != 1 {
+		t.Fatalf("fetch logs %q, want one", fetchLogs)
+	}
+	fetchLog := readText(t, fetchLogs[0])
+	forged := strings.Replace(fetchLog, `"http_status":200`, `"http_status":404`, 1)
+	if forged == fetchLog {
+		t.Fatalf("the fetch log has no 200 to change:\n%s", fetchLog)
+	}
+	writeFile(t, fetchLogs[0], forged)
+	if out, errOut, code := runBin(t, dir, "verify"); code != 1 || !strings.Contains(out, fetchLogs[0]+":1: chain broken") && !strings.Contains(out, ".jsonl:2: chain broken") {
+		t.Errorf("a fetch log changed: verify exit %d, want 1 naming where; stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if _, errOut, code := runBin(t, dir, "report", "-o", "r.html"); code != 1 {
+		t.Errorf("a fetch log changed: report exit %d, want 1; stderr:\n%s", code, errOut)
 	}
 }

@@ -44,24 +44,31 @@ func (s *Server) writeAudit(rec *audit.Record) {
 		"not_reported_since_last", suppressed)
 }
 
-// openAudit opens the audit log with its evidence key (created on first
-// use) signing its checkpoints.
-func (s *Server) openAudit(l config.Log) error {
+// evidenceKey loads the evidence key (log.evidence_key), creating it on
+// first use, when there is evidence to sign (an audit log or an archive);
+// nil when there is no key or nothing to sign.
+func (s *Server) evidenceKey(cfg *config.Config) (ed25519.PrivateKey, error) {
+	if cfg.Log.EvidenceKey == "" || cfg.Log.Audit == "" && cfg.Archive.Dir == "" {
+		return nil, nil
+	}
+	key, created, err := audit.LoadOrCreateKey(cfg.Log.EvidenceKey)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		s.log.Info("created the evidence key that signs the audit log's checkpoints", "path", cfg.Log.EvidenceKey,
+			"fingerprint", audit.KeyFingerprint(key.Public().(ed25519.PublicKey)))
+	}
+	return key, nil
+}
+
+// openAudit opens the audit log with key (nil: none) signing its
+// checkpoints.
+func (s *Server) openAudit(l config.Log, key ed25519.PrivateKey) error {
 	if l.Audit == "" {
 		return nil
 	}
-	var opts audit.Options
-	if l.EvidenceKey != "" {
-		key, created, err := audit.LoadOrCreateKey(l.EvidenceKey)
-		if err != nil {
-			return err
-		}
-		if created {
-			s.log.Info("created the evidence key that signs the audit log's checkpoints", "path", l.EvidenceKey,
-				"fingerprint", audit.KeyFingerprint(key.Public().(ed25519.PublicKey)))
-		}
-		opts.Key = key
-	}
+	opts := audit.Options{Key: key}
 	opts.CheckpointEvery, opts.CheckpointRecords = l.CheckpointEvery.Duration(), int64(l.CheckpointRecords)
 	w, err := audit.Open(l.Audit, opts)
 	if err != nil {

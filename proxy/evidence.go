@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/ed25519"
 	"net/http"
 
 	"github.com/robotsgate/robotsgate/archive"
@@ -13,11 +14,11 @@ import (
 // Its writes never hold a request: the resolver hands each answer over
 // (archiveAnswer; archiveTDMRep for tdmrep.json) and a goroutine of the
 // archive writes it.
-func (s *Server) openArchive(cfg config.Archive) error {
+func (s *Server) openArchive(cfg config.Archive, key ed25519.PrivateKey) error {
 	if cfg.Dir == "" {
 		return nil
 	}
-	w, err := archive.Open(cfg.Dir, func(err error) {
+	w, err := archive.Open(cfg.Dir, key, func(err error) {
 		s.log.Warn("robots.txt archive: a record was not written", "err", err)
 	})
 	if err != nil {

@@ -163,13 +163,17 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 	}
-	if err := s.openArchive(cfg.Archive); err != nil {
+	key, err := s.evidenceKey(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if err := s.openArchive(cfg.Archive, key); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.newResolver(cfg, roots); err != nil {
 		return nil, err
 	}
-	if err := s.openAudit(cfg.Log); err != nil {
+	if err := s.openAudit(cfg.Log, key); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.openPacingStore(cfg.Pacing); err != nil {

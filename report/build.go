@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"crypto/ed25519"
 	"encoding/json"
@@ -63,8 +64,14 @@ func Build(opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	fetches := &compliance.ChainResult{}
+	if opts.Archive != "" {
+		if fetches, err = compliance.CheckFetchLogs(opts.Archive, opts.Key); err != nil {
+			return nil, err
+		}
+	}
 	r := a.report()
-	r.Chain = chainSummary(chain, opts.Partial)
+	r.Chain = chainSummary(chain, fetches, opts.Partial)
 	return r, nil
 }
 
@@ -102,7 +109,7 @@ type aggregator struct {
 	// sentRecorded and sentEstimated count the paced requests by where
 	// their send time came from (PacingSummary).
 	sentRecorded, sentEstimated int64
-	badFetch int64           // unreadable fetch-log lines
+	badFetch                    int64 // unreadable fetch-log lines
 	// skipped are the audit lines that are not records (the first
 	// maxSkippedListed named); skippedN counts them all.
 	skippedMu sync.Mutex
@@ -130,7 +137,7 @@ type originAgg struct {
 	decided  map[string]int64
 	rules    map[ruleKey]*RuleCount
 	signals  map[signalKey]*SignalCount
-	otherSig int64 // refusals by signals beyond maxSignalRows
+	otherSig int64                  // refusals by signals beyond maxSignalRows
 	versions map[string]*versionAgg // by SHA-256, or "status:" + robots status
 	keys     map[string]*paceAgg    // by group
 	hold     float64
@@ -506,6 +513,10 @@ func (a *aggregator) readFetches() error {
 	return nil
 }
 
+// checkpointField marks a checkpoint line (audit.CheckpointObject): a
+// fetch's strings cannot hold it unescaped.
+var checkpointField = []byte(`"checkpoint":{`)
+
 func (a *aggregator) readFetchLog(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
@@ -515,8 +526,8 @@ func (a *aggregator) readFetchLog(name string) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
+		if len(strings.TrimSpace(sc.Text())) == 0 || bytes.Contains(sc.Bytes(), checkpointField) {
+			continue // a checkpoint of the fetch log's chain: no fetch
 		}
 		var ft archive.Fetch
 		if err := json.Unmarshal(sc.Bytes(), &ft); err != nil {
@@ -866,10 +877,11 @@ func timePtr(t time.Time) *time.Time {
 const maxChainListed = 20
 
 // chainSummary is the report's view of the audit logs' hash chain.
-func chainSummary(c *compliance.ChainResult, partial bool) Chain {
-	s := Chain{Lines: c.Lines, Chained: c.Chained, Whole: c.Whole() && (partial || c.Start == ""), Checkpoints: c.Checkpoints,
-		Key: c.Key, LastCheckpoint: c.LastCheckpoint, Unsigned: c.Unsigned, Start: c.Start}
-	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.BadCheckpoints, c.Torn} {
+func chainSummary(c, fetches *compliance.ChainResult, partial bool) Chain {
+	s := Chain{Lines: c.Lines, Chained: c.Chained, Whole: c.Whole() && (partial || c.Start == "") && fetches.Whole(), Checkpoints: c.Checkpoints,
+		Key: c.Key, LastCheckpoint: c.LastCheckpoint, Unsigned: c.Unsigned, Start: c.Start,
+		FetchLines: fetches.Lines, FetchCheckpoints: fetches.Checkpoints, FetchLogsWhole: fetches.Whole()}
+	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.BadCheckpoints, c.Torn, fetches.Breaks, fetches.BadCheckpoints, fetches.Torn} {
 		for _, p := range list {
 			if len(s.Problems) < maxChainListed {
 				s.Problems = append(s.Problems, p.String())

@@ -108,6 +108,12 @@ type Chain struct {
 	Key            string `json:"key,omitempty"`
 	LastCheckpoint string `json:"last_checkpoint,omitempty"`
 	Unsigned       int64  `json:"unsigned_lines"`
+	// FetchLines and FetchCheckpoints count the lines and good checkpoints
+	// of the archive's fetch logs, each a chain of its own;
+	// FetchLogsWhole says none is broken (Whole requires it too).
+	FetchLines       int64 `json:"fetch_lines"`
+	FetchCheckpoints int64 `json:"fetch_checkpoints"`
+	FetchLogsWhole   bool  `json:"fetch_logs_whole"`
 	// Start is set when the first line links to a line not read (a rotated
 	// log whose predecessors are gone, or lines cut from its start): where.
 	Start string `json:"start,omitempty"`

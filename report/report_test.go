@@ -45,7 +45,7 @@ func writeAudit(t *testing.T, dir, name string, recs []audit.Record) string {
 // writeArchive stores bodies and fetches in a new archive in dir.
 func writeArchive(t *testing.T, dir string, fetches []archive.Fetch, bodies map[string][]byte) {
 	t.Helper()
-	w, err := archive.Open(dir, func(err error) { t.Error(err) })
+	w, err := archive.Open(dir, nil, func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
 	}
