@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -31,18 +28,10 @@ func TestDecisionsNameTheArchivedBody(t *testing.T) {
 	if body, err := archive.ReadBody(cfg.Archive.Dir, sum); err != nil || string(body) != testRobots {
 		t.Errorf("archived body: %q %v", body, err)
 	}
-	logs, _ := archive.FetchLogs(cfg.Archive.Dir)
-	if len(logs) != 1 {
+	if logs, _ := archive.FetchLogs(cfg.Archive.Dir); len(logs) != 1 {
 		t.Fatalf("fetch logs %v", logs)
 	}
-	f, _ := os.Open(logs[0])
-	defer f.Close()
-	var fetches []archive.Fetch
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var x archive.Fetch
-		json.Unmarshal(sc.Bytes(), &x)
-		fetches = append(fetches, x)
-	}
+	fetches := readFetchLog(t, cfg.Archive.Dir)
 	if len(fetches) != 1 || fetches[0].SHA256 != sum || fetches[0].HTTPStatus != 200 || fetches[0].Outcome != "ok" || fetches[0].Origin != o.URL {
 		t.Errorf("fetch log %+v", fetches)
 	}
