@@ -162,3 +162,44 @@ func TestE2EAuditChainTamperingFails(t *testing.T) {
 		t.Errorf("a fetch log changed: report exit %d, want 1; stderr:\n%s", code, errOut)
 	}
 }
+
+// TestE2EAuditChainGoesOnAcrossRotation rotates the audit log as logrotate
+// does (rename, then SIGHUP): the new file's first line links to the
+// rotated file's last, so both files verify whole together; the new file
+// alone fails (its first lines could have been cut) unless -partial says
+// the older file is gone on purpose.
+func TestE2EAuditChainGoesOnAcrossRotation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := startOrigin(t, false)
+	writeFile(t, filepath.Join(dir, "cfg.yaml"), "egress:\n  allow_networks: [127.0.0.0/8]\n")
+	p := startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	c := dialProxy(t, p.addr)
+	c.get(o.URL + "/a")
+	logPath := filepath.Join(dir, "robotsgate-state", "audit.log")
+	if err := os.Rename(logPath, logPath+".1"); err != nil {
+		t.Fatal(err)
+	}
+	p.signal(syscall.SIGHUP)
+	p.waitLog("config reloaded", 1)
+	c.get(o.URL + "/b")
+	p.stop(0)
+	if n := strings.Count(readText(t, logPath), "\n"); n < 2 {
+		t.Fatalf("the reopened audit log has %d lines, want the record after the rotation and a checkpoint", n)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"verify", "-audit", logPath + ".1", "-audit", logPath}, 0, "hash chain: whole"},
+		{[]string{"verify"}, 1, "-partial accepts that"},
+		{[]string{"verify", "-partial"}, 0, "chain start: "},
+	} {
+		out, errOut, code := runBin(t, dir, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%q: exit %d, want %d and %q; stdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.want, out, errOut)
+		}
+	}
+}
