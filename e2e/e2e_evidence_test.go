@@ -20,7 +20,6 @@ func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	o := startOrigin(t, false)
-	writeFile(t, filepath.Join(dir, "cfg.yaml"), "egress:\n  allow_networks: [127.0.0.0/8]\n")
 
 	p := startServe(t, dir, "-listen", "127.0.0.1:0", "-admin-listen", "off")
 	if r := dialProxy(t, p.addr).get(o.URL + "/public"); r.status != 403 {
@@ -28,7 +27,7 @@ func TestE2EAuditChainNeedsNoFlags(t *testing.T) {
 	}
 	p.stop(0)
 	for run := 0; run < 2; run++ {
-		p := startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
+		p := serveWithStateDir(t, dir)
 		c := dialProxy(t, p.addr)
 		if r := c.get(o.URL + "/public"); r.status != 200 {
 			t.Fatalf("run %d: /public: status %d, want 200", run, r.status)
@@ -81,8 +80,7 @@ func TestE2EAuditChainTamperingFails(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	o := startOrigin(t, false)
-	writeFile(t, filepath.Join(dir, "cfg.yaml"), "egress:\n  allow_networks: [127.0.0.0/8]\n")
-	p := startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	p := serveWithStateDir(t, dir)
 	c := dialProxy(t, p.addr)
 	for _, path := range []string{"/a", "/private/b", "/c", "/private/d", "/e"} {
 		c.get(o.URL + path)
@@ -172,8 +170,7 @@ func TestE2EAuditChainGoesOnAcrossRotation(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	o := startOrigin(t, false)
-	writeFile(t, filepath.Join(dir, "cfg.yaml"), "egress:\n  allow_networks: [127.0.0.0/8]\n")
-	p := startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
+	p := serveWithStateDir(t, dir)
 	c := dialProxy(t, p.addr)
 	c.get(o.URL + "/a")
 	logPath := filepath.Join(dir, "robotsgate-state", "audit.log")
@@ -202,4 +199,17 @@ func TestE2EAuditChainGoesOnAcrossRotation(t *testing.T) {
 			t.Errorf("%q: exit %d, want %d and %q; stdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.want, out, errOut)
 		}
 	}
+}
+
+// loopbackOnlyConfig is a configuration that sets nothing but what the
+// tests need: reaching loopback origins. Everything else, the state
+// directory included, is the built-in default.
+const loopbackOnlyConfig = "egress:\n  allow_networks: [127.0.0.0/8]\n"
+
+// serveWithStateDir starts the binary in dir with loopbackOnlyConfig (in
+// dir/cfg.yaml) and no admin listener.
+func serveWithStateDir(t *testing.T, dir string) *proc {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "cfg.yaml"), loopbackOnlyConfig)
+	return startServe(t, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "off")
 }

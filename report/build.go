@@ -619,8 +619,7 @@ func (a *aggregator) report() *Report {
 	}
 
 	var total gapStats
-	bodies := map[string]*Body{}
-	var bodyFirst = map[string]time.Time{}
+	bodies := appendix{bodies: map[string]*Body{}, first: map[string]time.Time{}}
 	for _, o := range a.origins {
 		out, stats := a.originReport(o)
 		total.merge(&stats)
@@ -630,32 +629,10 @@ func (a *aggregator) report() *Report {
 			r.Pacing.AskedUnknown += k.AskedUnknown
 		}
 		for _, v := range out.Versions {
-			if v.SHA256 == "" {
-				continue
-			}
-			b := bodies[v.SHA256]
-			if b == nil {
-				b = &Body{SHA256: v.SHA256, Kind: "robots.txt"}
-				bodies[v.SHA256] = b
-			}
-			b.Origins = append(b.Origins, o.name)
-			if t := firstSeen(v); !t.IsZero() && (bodyFirst[v.SHA256].IsZero() || t.Before(bodyFirst[v.SHA256])) {
-				bodyFirst[v.SHA256] = t
-			}
+			bodies.add(v.SHA256, "robots.txt", o.name, firstSeen(v))
 		}
 		for _, s := range out.RefusedBySignal {
-			if s.TDMRepSHA256 == "" {
-				continue
-			}
-			b := bodies[s.TDMRepSHA256]
-			if b == nil {
-				b = &Body{SHA256: s.TDMRepSHA256, Kind: "tdmrep.json"}
-				bodies[s.TDMRepSHA256] = b
-				bodyFirst[s.TDMRepSHA256] = a.last // after the robots.txt versions
-			}
-			if !slices.Contains(b.Origins, o.name) {
-				b.Origins = append(b.Origins, o.name)
-			}
+			bodies.add(s.TDMRepSHA256, "tdmrep.json", o.name, a.last) // listed after the robots.txt versions
 		}
 		r.Origins = append(r.Origins, out)
 	}
@@ -664,13 +641,13 @@ func (a *aggregator) report() *Report {
 	slices.SortFunc(r.Origins, func(x, y Origin) int {
 		return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.Origin, y.Origin))
 	})
-	for _, b := range bodies {
+	for _, b := range bodies.bodies {
 		slices.Sort(b.Origins)
 		a.stat(b)
 		r.Bodies = append(r.Bodies, *b)
 	}
 	slices.SortFunc(r.Bodies, func(x, y Body) int {
-		return cmp.Or(bodyFirst[x.SHA256].Compare(bodyFirst[y.SHA256]), cmp.Compare(x.SHA256, y.SHA256))
+		return cmp.Or(bodies.first[x.SHA256].Compare(bodies.first[y.SHA256]), cmp.Compare(x.SHA256, y.SHA256))
 	})
 	if r.Bodies == nil {
 		r.Bodies = []Body{}
@@ -678,6 +655,32 @@ func (a *aggregator) report() *Report {
 	r.Notes = a.notes(r)
 	r.Skipped, r.SkippedLines = a.skippedN, a.skipped
 	return r
+}
+
+// appendix collects the bodies the report shows, by SHA-256, with the
+// origins that served each and when it was first seen (their order).
+type appendix struct {
+	bodies map[string]*Body
+	first  map[string]time.Time
+}
+
+// add notes that origin served the body sha ("" adds nothing), seen at
+// seen (zero: unknown).
+func (ap appendix) add(sha, kind, origin string, seen time.Time) {
+	if sha == "" {
+		return
+	}
+	b := ap.bodies[sha]
+	if b == nil {
+		b = &Body{SHA256: sha, Kind: kind}
+		ap.bodies[sha] = b
+	}
+	if !slices.Contains(b.Origins, origin) {
+		b.Origins = append(b.Origins, origin)
+	}
+	if f := ap.first[sha]; !seen.IsZero() && (f.IsZero() || seen.Before(f)) {
+		ap.first[sha] = seen
+	}
 }
 
 // maxShownBins bounds the timeline's bins in the report.
