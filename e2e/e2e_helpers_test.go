@@ -83,7 +83,7 @@ func TestMain(m *testing.M) {
 
 // binary returns the robotsgate binary that TestMain built, once the tests
 // have read every file it is built from (readSources).
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	sourcesOnce.Do(func() { sourcesErr = readSources("..") })
 	if sourcesErr != nil {
@@ -181,7 +181,7 @@ func binEnv() []string {
 
 // proc is one running `robotsgate serve`.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	out  *logBuffer
 	addr string // the proxy's address, from "proxy on ADDR"
@@ -194,7 +194,7 @@ var proxyOnRE = regexp.MustCompile(`proxy on (\S+)`)
 // startServe starts `robotsgate serve args...` in dir and waits until it
 // prints its proxy address. The process is stopped (SIGTERM) at the end of the
 // test unless the test did so itself.
-func startServe(t *testing.T, dir string, args ...string) *proc {
+func startServe(t testing.TB, dir string, args ...string) *proc {
 	t.Helper()
 	p, err := tryStartServe(t, dir, args...)
 	if err != nil {
@@ -205,14 +205,14 @@ func startServe(t *testing.T, dir string, args ...string) *proc {
 
 // tryStartServe is startServe returning an error, with the output, when the
 // process exits (or never prints its address) instead of starting.
-func tryStartServe(t *testing.T, dir string, args ...string) (*proc, error) {
+func tryStartServe(t testing.TB, dir string, args ...string) (*proc, error) {
 	t.Helper()
 	return tryStartServeIn(t, nil, dir, args...)
 }
 
 // tryStartServeIn is tryStartServe run by prefix (ip netns exec NAME),
 // none when nil.
-func tryStartServeIn(t *testing.T, prefix []string, dir string, args ...string) (*proc, error) {
+func tryStartServeIn(t testing.TB, prefix []string, dir string, args ...string) (*proc, error) {
 	t.Helper()
 	argv := append(append(slices.Clone(prefix), binary(t), "serve"), args...)
 	p := &proc{
@@ -528,7 +528,7 @@ mitm:
 func (c e2eConfig) caPath() string { return filepath.Join(c.dir, "certs", "ca.pem") }
 
 // writeFile writes data to path, failing the test on error.
-func writeFile(t *testing.T, path, data string) {
+func writeFile(t testing.TB, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
