@@ -11,6 +11,8 @@ const (
 	UsageUnknown      = "usage-unknown"      // tdmrep.json could not be fetched for a TDM purpose (503)
 	TrapDenied        = "trap-denied"        // the crawler-trap guard (403; 429 when the page budget is spent)
 	RateLimited       = "rate-limited"       // the pacing slot lies beyond pacing.max_wait (429)
+	OriginBackoff     = "origin-backoff"     // the origin asked to slow down (429, 503) and its pause lasts beyond pacing.max_wait (429)
+	OutsideVisitTime  = "outside-visit-time" // robots.txt's Visit-time windows do not include now (429)
 	PacingUnavailable = "pacing-unavailable" // the shared pacing store cannot answer (503)
 	EgressDenied      = "egress-denied"      // the egress guard refused the destination (403)
 	AuthRequired      = "auth-required"      // proxy credentials missing or wrong (407)
@@ -64,6 +66,8 @@ func Decisions() []DecisionInfo {
 		{UsageUnknown, 503, true},
 		{TrapDenied, 403, true}, // 429 when the page budget is spent
 		{RateLimited, 429, true},
+		{OriginBackoff, 429, true},
+		{OutsideVisitTime, 429, true},
 		{PacingUnavailable, 503, true},
 		{FetchLimited, 503, true},
 		{EgressDenied, 403, true},

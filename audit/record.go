@@ -59,10 +59,33 @@ type Record struct {
 	// when none was found.
 	Usage []UsageSignal `json:"usage,omitempty"`
 
+	// BackoffMS is the part of wait_ms the request was held because its
+	// origin was paused (it had answered 429 or 503), and Backoff why
+	// ("the origin answered 429 with Retry-After: 3 at 10:42:07Z, paused
+	// until 10:42:10Z"); for an origin-backoff refusal, the pause that
+	// refused it. Absent when no pause held or refused the request.
+	BackoffMS float64 `json:"backoff_ms,omitempty"`
+	Backoff   string  `json:"backoff,omitempty"`
+	// Pause is the pause of the origin this request's answer started or
+	// lengthened (a 429 or 503); absent for other answers.
+	Pause *Pause `json:"pause,omitempty"`
+
 	// Truncated names the fields cut to their limit (Cap): what a client
 	// or an origin sent was longer than the record keeps. Absent when
 	// nothing was cut.
 	Truncated []string `json:"truncated,omitempty"`
+}
+
+// Pause is an origin's pause as an answer started or lengthened it.
+type Pause struct {
+	// From is when robotsgate received the answer, Until when the pause
+	// ends: no request to the origin may be sent between them.
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+	// Status is the answer's status (0: the origin could not be reached),
+	// RetryAfter its Retry-After as sent ("" when none).
+	Status     int    `json:"status"`
+	RetryAfter string `json:"retry_after,omitempty"`
 }
 
 // AddNote adds to a record's note, after what it says already.

@@ -187,7 +187,7 @@ func (g *Governor) pause(ctx context.Context, origin string, a Answer, params *B
 		if until.Before(prev.Until) {
 			until = prev.Until
 		}
-		return Pause{Until: until, Status: a.Status, RetryAfter: a.RetryAfter, At: a.At, Streak: streak}
+		return Pause{Until: until, Status: a.Status, RetryAfter: clipHeader(a.RetryAfter), At: a.At, Streak: streak}
 	})
 }
 
@@ -327,6 +327,15 @@ func (g *Governor) PausedNow(limit int) []PausedOrigin {
 	})
 	slices.SortFunc(out, func(a, b PausedOrigin) int { return b.Pause.Until.Compare(a.Pause.Until) })
 	return out[:min(len(out), limit)]
+}
+
+// ObserveLatency takes a response time of origin into account for
+// adaptive pacing only (an origin whose pauses are ignored); 0 does
+// nothing.
+func (g *Governor) ObserveLatency(ctx context.Context, origin string, d time.Duration) {
+	if d > 0 && g.adaptive.Load().Factor > 0 {
+		g.sample(ctx, origin, d)
+	}
 }
 
 // sample records a response time of origin, and tells the fleet.

@@ -44,6 +44,11 @@ type auditSlot struct {
 	body        upstreamBody
 	upstreamErr error
 	reqBody     *idleBody // the client's request body, if any
+	// sentAt is when the request's head was written to the origin (Unix
+	// nanoseconds, 0: not measured), for its response time; pause is the
+	// origin's pause its answer started or lengthened.
+	sentAt atomic.Int64
+	pause  *audit.Pause
 	// signals are the AI-usage signals of the origin's response, for a
 	// client with purposes (a refusing one is in d.Response); notes are
 	// what the record's note adds to the decision's (a head not scanned, a
@@ -58,6 +63,14 @@ type auditSlot struct {
 func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
 	s.d, s.decided = *d, true
 	s.permit, s.waited, s.paced = permit, d.Waited, d.Interval > 0
+}
+
+// wroteHeaders notes that the request's head has been written to the
+// origin: the next paced request of its key may go (Permit.Sent), and its
+// response time starts.
+func (s *auditSlot) wroteHeaders() {
+	s.sentAt.CompareAndSwap(0, time.Now().UnixNano())
+	s.permit.Sent()
 }
 
 // refine records what an intercepted CONNECT's tunnel became
@@ -121,6 +134,7 @@ func (s *auditSlot) record(start time.Time, remoteAddr, method string) *audit.Re
 		rec.Note = s.tunnelNote
 	}
 	rec.Usage = append(rec.Usage, s.signals...)
+	rec.Pause = s.pause
 	if s.notes != "" {
 		rec.AddNote(s.notes)
 	}

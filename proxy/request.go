@@ -75,10 +75,11 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 			slot.reqBody = b // the relay's error handler sees only its copy of req
 		}
 	}
-	if slot != nil && slot.paced {
+	if slot != nil && (slot.paced || s.timesAnswers()) {
 		// The next request of its pacing key waits for this one to be
-		// written to the origin, not just released (pacing/gate.go).
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.permit.Sent}))
+		// written to the origin, not just released (pacing/gate.go); its
+		// response time counts from then (adaptive pacing).
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.wroteHeaders}))
 	}
 	s.relay.ServeHTTP(w, req)
 }

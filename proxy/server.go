@@ -120,8 +120,10 @@ type Server struct {
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
 	serving             atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
-	// is built on it with each configuration).
+	// is built on it with each configuration), and governor the origins'
+	// pauses and response times, whose parameters a reload changes.
 	paceStore pacing.Store
+	governor  *pacing.Governor
 	// ready, when set, is part of /readyz (the shared pacing store).
 	ready func(context.Context) error
 	// closeStore and closeShared release the Redis clients, if any.
@@ -282,6 +284,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 func (s *Server) openPacingStore(p config.Pacing) error {
 	if p.Store != config.StoreRedis {
 		s.paceStore = pacing.NewMemory(pacing.MemoryOptions{})
+		s.governor = s.newGovernor(p, nil)
 		return nil
 	}
 	r, err := pacing.NewRedis(pacing.RedisOptions{Addr: p.Redis.Addr})
@@ -295,6 +298,7 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 		return fmt.Errorf("proxy: pacing: %w", err)
 	}
 	s.paceStore, s.ready, s.closeStore = f, r.Healthy, r.Close
+	s.governor = s.newGovernor(p, nil)
 	return nil
 }
 
@@ -305,6 +309,8 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Bytes) })
 	s.metrics.GaugeFunc("robotsgate_tdmrep_cache_bytes", "Memory the tdmrep.json cache keeps (usage.cache_bytes bounds it).",
 		func() float64 { return float64(s.tdmrep.Stats().Bytes) })
+	s.metrics.GaugeFunc("robotsgate_origins_in_backoff", "Origins paused now (they answered 429 or 503): their requests wait.",
+		func() float64 { return float64(len(s.governor.PausedNow(pacing.MaxPausedOrigins))) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_hits_total", "robots.txt lookups answered from the cache.",
 		func() float64 { return float64(s.resolver.Stats().Hits) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",
@@ -366,7 +372,9 @@ func (s *Server) Reload(cfg config.Config) error {
 			Store:          s.paceStore,
 			MaxWait:        cfg.Pacing.MaxWait.Duration(),
 			MaxConcurrency: cfg.Pacing.MaxConcurrency,
+			Governor:       s.governor,
 		}),
+		Governor: s.governor,
 		Limits: pacing.Limits{
 			Floor:         cfg.Pacing.DefaultDelay.Duration(),
 			Max:           cfg.Pacing.MaxDelay.Duration(),
@@ -377,6 +385,7 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
+	s.governor.SetParams(governorParams(cfg.Pacing))
 	if old := s.settings(); old != nil {
 		if keys := restartOnlyChanges(&old.cfg, &cfg); len(keys) > 0 {
 			s.log.Warn("configuration reloaded, but these keys keep their running values until a restart", "keys", keys)

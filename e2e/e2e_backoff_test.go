@@ -1,0 +1,362 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
+)
+
+// The politeness governor through the real binary: an origin that answers
+// 429 or 503 is paused, whatever the client does. The clients here send
+// as fast as they can for a bounded time; the origins record when each
+// request reached their handler.
+
+// inFlight is how long after an origin sent its 429 a request may still
+// reach it legitimately: one the proxy had sent before the 429 reached
+// it (at most one per client connection). On loopback that takes a
+// millisecond; 250 ms covers a loaded 2-core machine, while a proxy that
+// does not pause keeps the origin busy for the whole pause.
+const inFlight = 250 * time.Millisecond
+
+// scriptedOrigin answers page requests with what answer says for the n-th
+// one (1-based), serving robots.txt itself, and records every arrival.
+type scriptedOrigin struct {
+	*httptest.Server
+	n      atomic.Int64
+	mu     sync.Mutex
+	hits   []hit
+	answer func(n int64, w http.ResponseWriter) int // writes the header, returns the status
+}
+
+// hit is one page request as the origin saw it: when its handler began,
+// and when it answered with a status that pauses (0: it did not).
+type hit struct {
+	n      int64
+	at     time.Time
+	status int
+}
+
+func startScriptedOrigin(t *testing.T, robotsTxt string, answer func(n int64, w http.ResponseWriter) int) *scriptedOrigin {
+	t.Helper()
+	o := &scriptedOrigin{answer: answer}
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, robotsTxt)
+			return
+		}
+		h := hit{n: o.n.Add(1), at: time.Now()}
+		status := o.answer(h.n, w)
+		if status != http.StatusOK {
+			h.status = status
+		}
+		o.mu.Lock()
+		o.hits = append(o.hits, h)
+		o.mu.Unlock()
+		if status == http.StatusOK {
+			io.WriteString(w, "page")
+		}
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+// snapshot returns the arrivals so far, in order of arrival.
+func (o *scriptedOrigin) snapshot() []hit {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]hit(nil), o.hits...)
+}
+
+// firstWith returns the first arrival answered with status.
+func firstWith(hits []hit, status int) (hit, bool) {
+	for _, h := range hits {
+		if h.status == status {
+			return h, true
+		}
+	}
+	return hit{}, false
+}
+
+// governorConfig writes a configuration with the audit log at
+// dir/audit.log and extra keys under pacing:, and returns its path.
+func governorConfig(t *testing.T, dir, pacing string) string {
+	t.Helper()
+	path := filepath.Join(dir, "governor.yaml")
+	writeFile(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
+admin_listen: ""
+egress:
+  allow_networks: [127.0.0.1/32]
+mitm:
+  ca_cert: %q
+  ca_key: %q
+log:
+  audit: %q
+pacing:
+%s`, filepath.Join(dir, "certs", "ca.pem"), filepath.Join(dir, "certs", "ca-key.pem"), filepath.Join(dir, "audit.log"), pacing))
+	return path
+}
+
+// hammer runs workers clients that send GETs through c to base/page-N as
+// fast as they can until d has passed, and returns every response.
+func hammer(c *http.Client, base string, workers int, d time.Duration) []response {
+	var mu sync.Mutex
+	var out []response
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	var seq atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				r, err := getAs(c, fmt.Sprintf("%s/page-%d", base, seq.Add(1)), "hammer/1.0")
+				if err != nil {
+					r = response{status: -1, body: err.Error()}
+				}
+				mu.Lock()
+				out = append(out, r)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// auditRecords reads the audit log, waiting (bounded) until it holds at
+// least n records: a record is written when its response is done.
+func auditRecords(t *testing.T, path string, n int) []audit.Record {
+	t.Helper()
+	deadline := time.Now().Add(logTimeout)
+	for {
+		recs := readAudit(t, path)
+		if len(recs) >= n || time.Now().After(deadline) {
+			return recs
+		}
+		time.Sleep(10 * time.Millisecond) // polling a file: nothing signals a write
+	}
+}
+
+func readAudit(t *testing.T, path string) []audit.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []audit.Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestE2EOriginAnswering429IsPausedForItsRetryAfter: an origin with a
+// Crawl-delay of 0.25 s answers its 5th request 429 with Retry-After
+// meaning 3 s, as delta-seconds and as an HTTP date; four clients
+// hammering it through the proxy never reach it during those 3 s (they
+// are held: within pacing.max_wait), then traffic resumes at the
+// Crawl-delay, and the held responses say why they waited.
+func TestE2EOriginAnswering429IsPausedForItsRetryAfter(t *testing.T) {
+	const pause = 3 * time.Second
+	const delay = 250 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		retry func(date time.Time) string
+	}{
+		{"delta-seconds", func(time.Time) string { return "3" }},
+		{"HTTP-date", func(date time.Time) string { return date.Add(pause).Format(http.TimeFormat) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent atomic.Value // the Retry-After the origin sent
+			o := startScriptedOrigin(t, "User-agent: *\nCrawl-delay: 0.25\n", func(n int64, w http.ResponseWriter) int {
+				if n != 5 {
+					return http.StatusOK
+				}
+				date := time.Now().UTC().Truncate(time.Second)
+				w.Header().Set("Date", date.Format(http.TimeFormat))
+				sent.Store(tc.retry(date))
+				w.Header().Set("Retry-After", tc.retry(date))
+				w.WriteHeader(http.StatusTooManyRequests)
+				return http.StatusTooManyRequests
+			})
+			dir := t.TempDir()
+			p := startServe(t, dir, "-config", governorConfig(t, dir, "  max_wait: 10s\n"))
+			rs := hammer(proxyClient(t, p.addr, ""), o.URL, 4, 6*time.Second)
+			hits := o.snapshot()
+			h429, ok := firstWith(hits, http.StatusTooManyRequests)
+			if !ok {
+				t.Fatalf("the origin never answered 429: %d requests reached it", len(hits))
+			}
+			var after []time.Time
+			for _, h := range hits {
+				if since := h.at.Sub(h429.at); h.n != 5 && since > 0 {
+					after = append(after, h.at)
+					if since < pause-arrivalJitter {
+						t.Errorf("request %d reached the origin %v after its 429 with Retry-After %v", h.n, since.Round(time.Millisecond), pause)
+					}
+				}
+			}
+			if len(after) < 3 {
+				t.Fatalf("traffic did not resume after the pause: %d requests after the 429", len(after))
+			}
+			for i := 1; i < len(after); i++ {
+				if gap := after[i].Sub(after[i-1]); gap < delay-arrivalJitter {
+					t.Errorf("after the pause, requests reached the origin %v apart, under the Crawl-delay %v", gap, delay)
+				}
+			}
+			held := 0
+			for _, r := range rs {
+				switch {
+				case r.status == http.StatusOK && r.header.Get("X-Robotsgate-Backoff") != "":
+					held++
+					if b := r.header.Get("X-Robotsgate-Backoff"); !strings.Contains(b, "the origin answered 429 with Retry-After: "+sent.Load().(string)) {
+						t.Errorf("X-Robotsgate-Backoff %q does not name the 429", b)
+					}
+				case r.status == http.StatusOK, r.status == http.StatusTooManyRequests && r.header.Get("X-Robotsgate-Decision") == "":
+				default:
+					t.Errorf("a client got %d %q (decision %q): held requests must be served", r.status, r.body, r.header.Get("X-Robotsgate-Decision"))
+				}
+			}
+			if held == 0 {
+				t.Error("no response says it was held for the pause (X-Robotsgate-Backoff)")
+			}
+			checkPauseRecorded(t, filepath.Join(dir, "audit.log"), len(rs), pause)
+		})
+	}
+}
+
+// checkPauseRecorded reads the audit log: the 429's record carries the
+// pause it started, of the expected length, and held requests say how long
+// they waited for it.
+func checkPauseRecorded(t *testing.T, path string, n int, pause time.Duration) {
+	t.Helper()
+	var paused, held int
+	for _, rec := range auditRecords(t, path, n) {
+		if rec.Pause != nil {
+			paused++
+			if d := rec.Pause.Until.Sub(rec.Pause.From); rec.UpstreamStatus != 429 || d < pause-time.Second || d > pause {
+				t.Errorf("record of %s: upstream %d, pause %+v (%v), want the 429's pause of about %v", rec.URL, rec.UpstreamStatus, rec.Pause, d, pause)
+			}
+		}
+		if rec.BackoffMS > 0 {
+			held++
+			if !strings.Contains(rec.Backoff, "answered 429") || rec.BackoffMS > rec.WaitMS {
+				t.Errorf("record of %s: backoff %q, backoff_ms %v of wait_ms %v", rec.URL, rec.Backoff, rec.BackoffMS, rec.WaitMS)
+			}
+		}
+	}
+	if paused != 1 || held == 0 {
+		t.Errorf("audit log: %d records with a pause (want 1), %d held for it (want some)", paused, held)
+	}
+}
+
+// TestE2EOriginAnswering503PausesGrowAndReset: an origin that answers 503
+// without Retry-After three times in a row is paused 0.5 s, 1 s, 2 s
+// (pacing.backoff.initial 0.5s, factor 2, up to 10 % more for jitter);
+// after a success the series starts again at 0.5 s. A client sending as
+// fast as it can is held through each pause.
+func TestE2EOriginAnswering503PausesGrowAndReset(t *testing.T) {
+	unavailable := map[int64]bool{2: true, 3: true, 4: true, 6: true}
+	o := startScriptedOrigin(t, "User-agent: *\nAllow: /\n", func(n int64, w http.ResponseWriter) int {
+		if unavailable[n] {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	dir := t.TempDir()
+	p := startServe(t, dir, "-config", governorConfig(t, dir, "  backoff:\n    initial: 500ms\n    factor: 2\n"))
+	c := proxyClient(t, p.addr, "")
+	for i := 0; o.n.Load() < 7; i++ {
+		if r, err := getAs(c, fmt.Sprintf("%s/page-%d", o.URL, i), "eager/1.0"); err != nil || (r.status != 200 && r.status != 503) {
+			t.Fatalf("request %d: %d %v", i, r.status, err)
+		}
+	}
+	hits := o.snapshot()
+	want := map[int64]time.Duration{3: 500 * time.Millisecond, 4: time.Second, 5: 2 * time.Second, 7: 500 * time.Millisecond}
+	for i := 1; i < len(hits); i++ {
+		pause, ok := want[hits[i].n]
+		if !ok {
+			continue
+		}
+		gap := hits[i].at.Sub(hits[i-1].at)
+		if gap < pause-arrivalJitter || gap > pause+pause/10+inFlight {
+			t.Errorf("request %d reached the origin %v after the 503 to request %d, want a pause of %v (+10 %% jitter)",
+				hits[i].n, gap.Round(time.Millisecond), hits[i-1].n, pause)
+		}
+	}
+}
+
+// TestE2EClientIgnoring429NeverReachesThePausedOrigin: eight clients keep
+// hammering an origin that answered 429 with Retry-After: 120, beyond
+// pacing.max_wait: every request is refused by the proxy (429
+// origin-backoff, Retry-After counting down from 120 s, the message naming
+// the origin's answer), none reaches the origin but those already sent.
+func TestE2EClientIgnoring429NeverReachesThePausedOrigin(t *testing.T) {
+	const workers = 8
+	o := startScriptedOrigin(t, "User-agent: *\nAllow: /\n", func(n int64, w http.ResponseWriter) int {
+		if n < 20 {
+			return http.StatusOK
+		}
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return http.StatusTooManyRequests
+	})
+	dir := t.TempDir()
+	p := startServe(t, dir, "-config", governorConfig(t, dir, "  max_wait: 5s\n"))
+	rs := hammer(proxyClient(t, p.addr, ""), o.URL, workers, 2*time.Second)
+	hits := o.snapshot()
+	h429, ok := firstWith(hits, http.StatusTooManyRequests)
+	if !ok {
+		t.Fatalf("the origin never answered 429 (%d requests)", len(hits))
+	}
+	late, tooLate := 0, 0
+	for _, h := range hits {
+		if since := h.at.Sub(h429.at); since > 0 {
+			late++
+			if since > inFlight {
+				if tooLate == 0 {
+					t.Errorf("request %d reached the paused origin %v after its 429", h.n, since.Round(time.Millisecond))
+				}
+				tooLate++
+			}
+		}
+	}
+	if late > workers-1 {
+		t.Errorf("%d requests reached the origin after its 429; at most %d were in flight", late, workers-1)
+	}
+	refused := 0
+	for _, r := range rs {
+		if r.header.Get("X-Robotsgate-Decision") != "origin-backoff" {
+			continue
+		}
+		refused++
+		ra, err := strconv.Atoi(r.header.Get("Retry-After"))
+		if r.status != 429 || err != nil || ra < 110 || ra > 120 || !strings.Contains(r.body, "the origin answered 429 with Retry-After: 120") {
+			t.Errorf("refusal: %d, Retry-After %q, body %q", r.status, r.header.Get("Retry-After"), r.body)
+		}
+	}
+	if refused < 100 {
+		t.Errorf("%d refusals in 2 s of hammering: the clients were not answered at once", refused)
+	}
+}
