@@ -360,3 +360,38 @@ func TestE2EClientIgnoring429NeverReachesThePausedOrigin(t *testing.T) {
 		t.Errorf("%d refusals in 2 s of hammering: the clients were not answered at once", refused)
 	}
 }
+
+// TestE2EVisitTimeRefusesOutsideItsWindow: robots.txt asks agent Early to
+// visit two hours from now and agent Now within the present hour
+// (Visit-time, UTC): Early gets 429 outside-visit-time with Retry-After
+// to its window's start and never reaches the origin; Now is served.
+func TestE2EVisitTimeRefusesOutsideItsWindow(t *testing.T) {
+	now := time.Now().UTC()
+	hhmm := func(t time.Time) string { return t.Format("1504") }
+	start := now.Add(2 * time.Hour).Truncate(time.Minute)
+	robotsTxt := fmt.Sprintf("User-agent: Early\nVisit-time: %s-%s\nAllow: /\n\nUser-agent: Now\nVisit-time: %s-%s\nAllow: /\n",
+		hhmm(start), hhmm(start.Add(time.Hour)), hhmm(now.Add(-time.Hour)), hhmm(now.Add(time.Hour)))
+	o := startScriptedOrigin(t, robotsTxt, func(int64, http.ResponseWriter) int { return http.StatusOK })
+	dir := t.TempDir()
+	p := startServe(t, dir, "-config", governorConfig(t, dir, "  max_wait: 10s\n"))
+	c := proxyClient(t, p.addr, "")
+
+	r, err := getAs(c, o.URL+"/outside", "Early/1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+	wantMax := int(start.Sub(now)/time.Second) + 1
+	if r.status != 429 || r.header.Get("X-Robotsgate-Decision") != "outside-visit-time" || ra < wantMax-60 || ra > wantMax ||
+		!strings.Contains(r.body, hhmm(start)+"-"+hhmm(start.Add(time.Hour))+" (line 2)") {
+		t.Errorf("outside the window: %d %q Retry-After %q (want about %d s) %q", r.status, r.header.Get("X-Robotsgate-Decision"), r.header.Get("Retry-After"), wantMax, r.body)
+	}
+	if r, err := getAs(c, o.URL+"/inside", "Now/1.0"); err != nil || r.status != 200 {
+		t.Errorf("inside the window: %d %q %v", r.status, r.body, err)
+	}
+	for _, h := range o.snapshot() {
+		if h.n != 1 {
+			t.Errorf("the origin received %d page requests, want only the one inside its window", h.n)
+		}
+	}
+}
