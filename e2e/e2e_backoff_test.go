@@ -395,3 +395,38 @@ func TestE2EVisitTimeRefusesOutsideItsWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EAdaptivePacingSpacesASlowOrigin: an origin that takes 200 ms to
+// answer, with pacing.adaptive.factor 5 and no Crawl-delay, is paced at
+// 5 × 200 ms: four clients hammering it for 4 s reach it at least 1 s
+// apart (less arrivalJitter). A request of another agent (its own group,
+// so its own schedule) goes first, alone, so that the origin's response
+// time is known: until then the interval is pacing.adaptive.min, 0 here.
+func TestE2EAdaptivePacingSpacesASlowOrigin(t *testing.T) {
+	const work = 200 * time.Millisecond
+	o := startScriptedOrigin(t, "User-agent: warmup\nAllow: /\n\nUser-agent: *\nAllow: /\n", func(int64, http.ResponseWriter) int {
+		time.Sleep(work) // the origin's own slowness: what adaptive pacing measures
+		return http.StatusOK
+	})
+	dir := t.TempDir()
+	p := startServe(t, dir, "-config", governorConfig(t, dir, "  max_wait: 30s\n  adaptive:\n    factor: 5\n"))
+	c := proxyClient(t, p.addr, "")
+	if r, err := getAs(c, o.URL+"/first", "warmup"); err != nil || r.status != 200 {
+		t.Fatalf("first request: %d %v", r.status, err)
+	}
+	rs := hammer(c, o.URL, 4, 4*time.Second)
+	hits := o.snapshot()[1:]
+	if len(hits) < 4 {
+		t.Fatalf("only %d requests reached the origin in 4 s", len(hits))
+	}
+	for i := 1; i < len(hits); i++ {
+		if gap := hits[i].at.Sub(hits[i-1].at); gap < 5*work-arrivalJitter {
+			t.Errorf("requests %d and %d reached the origin %v apart, want at least 5 × %v", hits[i-1].n, hits[i].n, gap.Round(time.Millisecond), work)
+		}
+	}
+	for _, r := range rs {
+		if r.status != 200 {
+			t.Errorf("a client got %d %q: within max_wait requests are held, not refused", r.status, r.body)
+		}
+	}
+}
