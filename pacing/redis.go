@@ -62,6 +62,7 @@ type Redis struct {
 	client    *redis.Client
 	prefix    string
 	opTimeout time.Duration
+	resynced  func() // tests: called when Follow has read the fleet's pauses
 }
 
 // reserveScript reserves a slot. KEYS[1] is the key; ARGV: interval,

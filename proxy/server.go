@@ -297,8 +297,19 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 		r.Close()
 		return fmt.Errorf("proxy: pacing: %w", err)
 	}
-	s.paceStore, s.ready, s.closeStore = f, r.Healthy, r.Close
-	s.governor = s.newGovernor(p, nil)
+	s.governor = s.newGovernor(p, r.GovernorShared())
+	ctx, stop := context.WithCancel(context.Background())
+	followed := make(chan struct{})
+	go func() { // the fleet's pauses and response times
+		defer close(followed)
+		r.Follow(ctx, s.governor)
+	}()
+	s.paceStore, s.ready = f, r.Healthy
+	s.closeStore = func() error {
+		stop()
+		<-followed
+		return r.Close()
+	}
 	return nil
 }
 
