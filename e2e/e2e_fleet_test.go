@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -381,5 +382,97 @@ log:
 	}
 	if strings.Count(string(cur), "\n") != 1 || !strings.Contains(string(cur), o.URL+"/after") {
 		t.Errorf("new file:\n%s", cur)
+	}
+}
+
+// metricValue reads an unlabelled metric from an admin listener's
+// /metrics, -1 when absent.
+func metricValue(t *testing.T, admin, name string) float64 {
+	t.Helper()
+	_, body := adminStatus(t, admin+"/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s %q: %v", name, v, err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestE2EFleetPausesAnOriginSeenAnsweringOneInstance: two instances on one
+// Redis; the origin answers a request through the first 429 with
+// Retry-After: 3. Once the second instance counts the origin as paused
+// (robotsgate_origins_in_backoff, read until it does), a request through
+// it is held until the pause ends: it reaches the origin no sooner than
+// 3 s after the 429, and says why it waited.
+func TestE2EFleetPausesAnOriginSeenAnsweringOneInstance(t *testing.T) {
+	redis := redistest.Start(t)
+	o := startScriptedOrigin(t, "User-agent: *\nAllow: /\n", func(n int64, w http.ResponseWriter) int {
+		if n != 1 {
+			return http.StatusOK
+		}
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return http.StatusTooManyRequests
+	})
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0")
+	if r := get(t, proxyClient(t, a.addr, ""), o.URL+"/through-a"); r.status != 429 {
+		t.Fatalf("through the first instance: %d, want the origin's 429", r.status)
+	}
+	admin := adminOf(t, b)
+	for deadline := time.Now().Add(5 * time.Second); metricValue(t, admin, "robotsgate_origins_in_backoff") != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second instance never counted the origin as paused; output:\n%s", b.out)
+		}
+	}
+	r := get(t, proxyClient(t, b.addr, ""), o.URL+"/through-b")
+	hits := o.snapshot()
+	if r.status != 200 || len(hits) != 2 {
+		t.Fatalf("through the second instance: %d, %d requests at the origin", r.status, len(hits))
+	}
+	if gap := hits[1].at.Sub(hits[0].at); gap < 3*time.Second-arrivalJitter {
+		t.Errorf("the second instance's request reached the origin %v after the 429 with Retry-After: 3", gap.Round(time.Millisecond))
+	}
+	if h := r.header.Get("X-Robotsgate-Backoff"); !strings.Contains(h, "the origin answered 429 with Retry-After: 3") {
+		t.Errorf("X-Robotsgate-Backoff %q", h)
+	}
+}
+
+// TestE2EFleetFetchesAColdRobotsTxtOnce: two instances on one Redis are
+// asked for the same cold origin at the same moment; its robots.txt takes
+// 300 ms to answer, so both would fetch it: the fleet's fetch lock makes
+// one fetch it and the other wait for its record. Both requests are
+// served.
+func TestE2EFleetFetchesAColdRobotsTxtOnce(t *testing.T) {
+	redis := redistest.Start(t)
+	var fetches atomic.Int64
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fetches.Add(1)
+			time.Sleep(300 * time.Millisecond) // a slow robots.txt: both instances are asked while it is fetched
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		io.WriteString(w, "page")
+	}))
+	t.Cleanup(o.Close)
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	pa, pb := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+	ca, cb := proxyClient(t, pa.addr, ""), proxyClient(t, pb.addr, "")
+	rs, errs := concurrently(func() (response, error) { return getAs(ca, o.URL+"/a", "bot") },
+		func() (response, error) { return getAs(cb, o.URL+"/b", "bot") })
+	for i := range rs {
+		if errs[i] != nil || rs[i].status != 200 {
+			t.Errorf("request %d: %d %v", i, rs[i].status, errs[i])
+		}
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Errorf("the fleet fetched the cold robots.txt %d times, want once; output:\n%s\n%s", n, pa.out, pb.out)
 	}
 }

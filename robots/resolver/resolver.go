@@ -269,6 +269,11 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 	if res, ok := r.fromStore(o); ok {
 		return res
 	}
+	shared, unlock := r.fleetFetch(o)
+	if shared != nil {
+		return shared
+	}
+	defer unlock()
 	start := r.cfg.Now()
 	f := r.fetch(r.ctx, o, prev)
 	now := r.cfg.Now()
@@ -345,6 +350,9 @@ func (r *Resolver) ttl(maxAge time.Duration) time.Duration {
 	}
 	return min(max(maxAge, r.cfg.MinTTL), r.cfg.MaxTTL)
 }
+
+// FetchTimeout returns the bound of one fetch (Config.FetchTimeout).
+func (r *Resolver) FetchTimeout() time.Duration { return r.cfg.FetchTimeout }
 
 // Freshness returns how long an answer with this Cache-Control max-age
 // (-1: none) stays fresh: max-age within MinTTL and MaxTTL, MaxTTL without

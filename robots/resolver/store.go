@@ -73,6 +73,25 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	if !ok {
 		return nil, false
 	}
+	return r.fromRecord(o, rec), true
+}
+
+// fleetFetch makes this instance the fleet's one to fetch o's cold
+// robots.txt, or returns the result another instance fetched meanwhile
+// (see FetchOnce). Call unlock once fetched.
+func (r *Resolver) fleetFetch(o origin.Origin) (res *Result, unlock func()) {
+	if r.cfg.Store == nil {
+		return nil, func() {}
+	}
+	rec, found, unlock := FetchOnce(r.ctx, r.cfg.Store, o, r.cfg.Now, r.cfg.FetchTimeout+time.Second, "robots.txt")
+	if found {
+		return r.fromRecord(o, rec), nil
+	}
+	return nil, unlock
+}
+
+// fromRecord turns a record another instance stored into a Result.
+func (r *Resolver) fromRecord(o origin.Origin, rec Record) *Result {
 	res := newResult(o, rec.Status, rec.HTTPStatus)
 	res.fetchedAt, res.expires = rec.FetchedAt.UnixNano(), rec.Expires.UnixNano()
 	res.setDetail(nil, rec.URL)
@@ -85,7 +104,7 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	if r.cfg.OnAnswer != nil {
 		r.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FinalURL: rec.URL, HTTPStatus: rec.HTTPStatus, Body: rec.Body, Shared: true})
 	}
-	return res, true
+	return res
 }
 
 func (r *Resolver) toStore(o origin.Origin, res *Result, f fetched) {

@@ -241,6 +241,15 @@ func (c *Cache) refresh(o origin.Origin) *Result {
 		c.cache.Add(o, res, res.size())
 		return res
 	}
+	if c.cfg.Store != nil {
+		rec, found, unlock := resolver.FetchOnce(c.ctx, c.cfg.Store, o, c.cfg.Now, c.cfg.Resolver.FetchTimeout()+time.Second, "tdmrep.json")
+		if found {
+			res := c.fromRecord(o, rec)
+			c.cache.Add(o, res, res.size())
+			return res
+		}
+		defer unlock()
+	}
 	u := o.URL(tdmrep.Path)
 	a := c.cfg.Resolver.FetchFile(c.ctx, o, tdmrep.Path, accept)
 	now := c.cfg.Now()
@@ -299,6 +308,11 @@ func (c *Cache) fromStore(o origin.Origin) (*Result, bool) {
 	if !ok {
 		return nil, false
 	}
+	return c.fromRecord(o, rec), true
+}
+
+// fromRecord turns a record another instance stored into a Result.
+func (c *Cache) fromRecord(o origin.Origin, rec resolver.Record) *Result {
 	res := &Result{Status: rec.Status, HTTPStatus: rec.HTTPStatus, Origin: o, URL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
 	if rec.Status == resolver.OK {
 		res.File = tdmrep.Parse(rec.Body)
@@ -310,7 +324,7 @@ func (c *Cache) fromStore(o origin.Origin) (*Result, bool) {
 		c.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FetchedURL: o.URL(tdmrep.Path), FinalURL: rec.URL,
 			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Shared: true})
 	}
-	return res, true
+	return res
 }
 
 // toStore shares a fetched file (or its absence) with the other instances.
