@@ -16,33 +16,34 @@ import "time"
 // interface (documented in docs/operations.md); new fields may be added,
 // existing ones keep their name and meaning.
 type Record struct {
-	Time           time.Time `json:"time"`            // when the request arrived (RFC 3339, UTC)
-	Client         string    `json:"client"`          // client address (ip:port)
-	User           string    `json:"user"`            // authenticated proxy user, "" if none
-	ClientRule     string    `json:"client_rule"`     // the clients entry that matched, "" if none
-	Mode           string    `json:"mode"`            // enforce, monitor, bypass
-	UserAgent      string    `json:"user_agent"`      // the User-Agent header
-	Agent          string    `json:"agent"`           // what the request was judged as (fixed agent or header)
-	Group          string    `json:"group"`           // the robots.txt group that judged it ("*", a token, "")
-	Method         string    `json:"method"`          // HTTP method (CONNECT for tunnels)
-	Via            string    `json:"via"`             // how the request arrived: proxy, tunnel, transparent, socks
-	URL            string    `json:"url"`             // origin + request-target as sent
-	Decision       string    `json:"decision"`        // allow, disallow, unreachable, egress-denied...
-	Enforced       bool      `json:"enforced"`        // false when a refusal was only logged (monitor mode)
-	Rule           string    `json:"rule"`            // the deciding robots.txt rule, "" if none
-	Line           int       `json:"line"`            // its line number, 0 if none
-	Canonical      string    `json:"canonical"`       // the canonical target that decided (evasion guard)
-	Note           string    `json:"note"`            // why robots.txt was not consulted, or what refused
-	RobotsStatus   string    `json:"robots_status"`   // ok, unavailable, unreachable, "" if not consulted
-	RobotsURL      string    `json:"robots_url"`      // where robots.txt was read
-	RobotsError    string    `json:"robots_error"`    // why robots.txt could not be fetched (dns_error, http_5xx...), "" if it was
-	RobotsSHA256   string    `json:"robots_sha256"`   // the archived robots.txt body that judged it, "" if none (archive.dir)
-	StrictPaths    bool      `json:"strict_paths"`    // the robots.strict_paths setting that judged it
-	WaitMS         float64   `json:"wait_ms"`         // time held for a pacing slot
-	UpstreamStatus int       `json:"upstream_status"` // the origin's status code, 0 if not forwarded
-	Status         int       `json:"status"`          // the status code sent to the client
-	Bytes          int64     `json:"bytes"`           // response body bytes sent to the client
-	DurationMS     float64   `json:"duration_ms"`     // from arrival to the end of the response
+	Time           time.Time `json:"time"`              // when the request arrived (RFC 3339, UTC)
+	Client         string    `json:"client"`            // client address (ip:port)
+	User           string    `json:"user"`              // authenticated proxy user, "" if none
+	ClientRule     string    `json:"client_rule"`       // the clients entry that matched, "" if none
+	Mode           string    `json:"mode"`              // enforce, monitor, bypass
+	UserAgent      string    `json:"user_agent"`        // the User-Agent header
+	Agent          string    `json:"agent"`             // what the request was judged as (fixed agent or header)
+	Group          string    `json:"group"`             // the robots.txt group that judged it ("*", a token, "")
+	Method         string    `json:"method"`            // HTTP method (CONNECT for tunnels)
+	Via            string    `json:"via"`               // how the request arrived: proxy, tunnel, transparent, socks
+	URL            string    `json:"url"`               // origin + request-target as sent
+	Decision       string    `json:"decision"`          // allow, disallow, unreachable, egress-denied...
+	Enforced       bool      `json:"enforced"`          // false when a refusal was only logged (monitor mode)
+	Rule           string    `json:"rule"`              // the deciding robots.txt rule, "" if none
+	Line           int       `json:"line"`              // its line number, 0 if none
+	Canonical      string    `json:"canonical"`         // the canonical target that decided (evasion guard)
+	Note           string    `json:"note"`              // why robots.txt was not consulted, or what refused
+	RobotsStatus   string    `json:"robots_status"`     // ok, unavailable, unreachable, "" if not consulted
+	RobotsURL      string    `json:"robots_url"`        // where robots.txt was read
+	RobotsError    string    `json:"robots_error"`      // why robots.txt could not be fetched (dns_error, http_5xx...), "" if it was
+	RobotsSHA256   string    `json:"robots_sha256"`     // the archived robots.txt body that judged it, "" if none (archive.dir)
+	StrictPaths    bool      `json:"strict_paths"`      // the robots.strict_paths setting that judged it
+	WaitMS         float64   `json:"wait_ms"`           // time held for a pacing slot
+	SentMS         float64   `json:"sent_ms,omitempty"` // when the request left for the origin, after arrival (judged and held); absent if it did not
+	UpstreamStatus int       `json:"upstream_status"`   // the origin's status code, 0 if not forwarded
+	Status         int       `json:"status"`            // the status code sent to the client
+	Bytes          int64     `json:"bytes"`             // response body bytes sent to the client
+	DurationMS     float64   `json:"duration_ms"`       // from arrival to the end of the response
 
 	// The tdmrep.json consulted for a client with a TDM purpose, absent
 	// for the others: its status (ok, unavailable, unreachable), why it

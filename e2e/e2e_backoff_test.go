@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/report"
 )
 
 // The politeness governor through the real binary: an origin that answers
@@ -241,8 +242,43 @@ func TestE2EOriginAnswering429IsPausedForItsRetryAfter(t *testing.T) {
 				t.Error("no response says it was held for the pause (X-Robotsgate-Backoff)")
 			}
 			checkPauseRecorded(t, filepath.Join(dir, "audit.log"), len(rs), pause)
+			b, page := reportBackoff(t, dir, o.URL, len(rs))
+			if b.Answers != 1 || b.PausedSeconds < 2 || b.PausedSeconds > 3 || b.Held == 0 || b.SentDuringPause != 0 {
+				t.Errorf("report: %+v, want one pause of about 3 s kept, requests held, none sent during it", b)
+			}
+			if !strings.Contains(page, "No request left robotsgate for this origin while it was paused.") {
+				t.Error("the report page does not say that no request left during the pause")
+			}
 		})
 	}
+}
+
+// reportBackoff runs robotsgate report on the audit log in dir, once it
+// holds n records, and returns origin's backoff figures (the report's
+// section "Asked to slow down") and the page's text.
+func reportBackoff(t *testing.T, dir, origin string, n int) (report.BackoffFigures, string) {
+	t.Helper()
+	auditPath := filepath.Join(dir, "audit.log")
+	auditRecords(t, auditPath, n)
+	stdout, stderr, code := runBin(t, dir, "report", "-format", "json", "-audit", auditPath, "-archive", "")
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report JSON: %v", err)
+	}
+	page := filepath.Join(dir, "report.html")
+	if _, stderr, code := runBin(t, dir, "report", "-audit", auditPath, "-archive", "", "-o", page); code != 0 {
+		t.Fatalf("report -o: exit %d: %s", code, stderr)
+	}
+	for _, o := range r.Origins {
+		if o.Origin == origin {
+			return o.Backoff, readText(t, page)
+		}
+	}
+	t.Fatalf("the report has no origin %s", origin)
+	return report.BackoffFigures{}, ""
 }
 
 // checkPauseRecorded reads the audit log: the 429's record carries the
@@ -293,6 +329,9 @@ func TestE2EOriginAnswering503PausesGrowAndReset(t *testing.T) {
 		}
 	}
 	hits := o.snapshot()
+	if b, _ := reportBackoff(t, dir, o.URL, len(hits)); b.Answers != 4 || b.Statuses[503] != 4 || b.Held < 4 || b.SentDuringPause != 0 {
+		t.Errorf("report: %+v, want four 503s, the requests after them held, none sent during a pause", b)
+	}
 	want := map[int64]time.Duration{3: 500 * time.Millisecond, 4: time.Second, 5: 2 * time.Second, 7: 500 * time.Millisecond}
 	for i := 1; i < len(hits); i++ {
 		pause, ok := want[hits[i].n]
@@ -358,6 +397,9 @@ func TestE2EClientIgnoring429NeverReachesThePausedOrigin(t *testing.T) {
 	}
 	if refused < 100 {
 		t.Errorf("%d refusals in 2 s of hammering: the clients were not answered at once", refused)
+	}
+	if b, _ := reportBackoff(t, dir, o.URL, len(rs)); b.Answers < 1 || b.Refused != int64(refused) || b.SentDuringPause != 0 {
+		t.Errorf("report: %+v, want the 429's pause, %d refusals, none sent during it", b, refused)
 	}
 }
 

@@ -125,13 +125,16 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 	s.log.Info("fetching a page to explain its AI-usage signals", "url", u, "user_agent", d.Request.UserAgent)
 	var notes []string
 	status := 0
-	defer func() { s.auditExplainFetch(e, start, status, notes, err, by) }() // the origin may have been contacted
+	sent := time.Now()
+	defer func() { s.auditExplainFetch(e, start, sent, status, notes, err, by) }() // the origin may have been contacted
 	resp, err := s.upstream.tr.RoundTrip(req)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	status = resp.StatusCode
+	st.engine.ObserveAnswer(ctx, d, pacing.Answer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
+		Date: resp.Header.Get("Date"), At: time.Now()})
 	j := d.ResponseJudge().Judge(resp.Header, headOf(resp, func(n string) { notes = append(notes, n) }))
 	e.Signals = append(e.Signals, j.Signals...)
 	d.ApplyResponse(j, resp.StatusCode)
@@ -140,10 +143,11 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 
 // auditExplainFetch records a fetch made to explain a URL: the origin was
 // contacted, though no client received the response (status 0).
-func (s *Server) auditExplainFetch(e *Explained, start time.Time, status int, notes []string, err error, by string) {
+func (s *Server) auditExplainFetch(e *Explained, start, sent time.Time, status int, notes []string, err error, by string) {
 	rec := newAuditRecord(start, by, http.MethodGet, &e.Decision)
 	rec.Usage = e.Signals // whatever the purposes: what was explained
 	rec.WaitMS = float64(e.Decision.Waited.Microseconds()) / 1000
+	rec.SentMS = float64(sent.Sub(start).Microseconds()) / 1000
 	rec.UpstreamStatus = status
 	for _, n := range notes {
 		rec.AddNote(n)

@@ -49,6 +49,9 @@ type auditSlot struct {
 	// origin's pause its answer started or lengthened.
 	sentAt atomic.Int64
 	pause  *audit.Pause
+	// released is when the request left the proxy for the origin, judged
+	// and held (zero: it did not).
+	released time.Time
 	// signals are the AI-usage signals of the origin's response, for a
 	// client with purposes (a refusing one is in d.Response); notes are
 	// what the record's note adds to the decision's (a head not scanned, a
@@ -191,6 +194,9 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.Via = viaOf(r.Context())
 	rec.UpstreamStatus = slot.upstream
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
+	if !slot.released.IsZero() {
+		rec.SentMS = float64(slot.released.Sub(start).Microseconds()) / 1000
+	}
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	if slot.unanswered {
 		rec.Status = 0

@@ -81,6 +81,9 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		// response time counts from then (adaptive pacing).
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.wroteHeaders}))
 	}
+	if slot != nil {
+		slot.released = time.Now()
+	}
 	s.relay.ServeHTTP(w, req)
 }
 

@@ -115,6 +115,7 @@ type originAgg struct {
 	versions map[string]*versionAgg // by SHA-256, or "status:" + robots status
 	keys     map[string]*paceAgg    // by group
 	hold     float64
+	pauses   pauseAgg
 }
 
 type ruleKey struct{ decision, rule, sha string }
@@ -237,7 +238,14 @@ func (a *aggregator) record(rec *audit.Record) error {
 	if rec.Decision == "allow" && forwarded {
 		a.pace(o, rec)
 	}
+	o.pauses.record(rec, rec.Decision == "allow" && forwarded && pacedRecord(rec))
 	return nil
+}
+
+// pacedRecord reports whether a forwarded request is one the proxy paces:
+// an enforced client's, not a CONNECT, not robots.txt itself.
+func pacedRecord(rec *audit.Record) bool {
+	return rec.Mode == "enforce" && rec.Method != "CONNECT" && !robots.IsRobotsTxt(compliance.Target(rec.URL))
 }
 
 // kindOf classifies a record.
@@ -277,7 +285,7 @@ func (a *aggregator) pace(o *originAgg, rec *audit.Record) {
 		p = &paceAgg{group: rec.Group, asked: map[Asked]int64{}}
 		o.keys[rec.Group] = p
 	}
-	if rec.Mode != "enforce" || rec.Method == "CONNECT" || robots.IsRobotsTxt(compliance.Target(rec.URL)) {
+	if !pacedRecord(rec) {
 		p.notPaced++
 		return
 	}
@@ -506,6 +514,8 @@ func (a *aggregator) report() *Report {
 		out, stats := a.originReport(o)
 		total.merge(&stats)
 		r.Pacing.LongestHoldMS = max(r.Pacing.LongestHoldMS, out.LongestHoldMS)
+		r.Pacing.PauseAnswers += out.Backoff.Answers
+		r.Pacing.SentDuringPause += out.Backoff.SentDuringPause
 		for _, k := range out.Pacing {
 			r.Pacing.Late += k.Late
 			r.Pacing.AskedUnknown += k.AskedUnknown
@@ -605,7 +615,7 @@ func (a *aggregator) originReport(o *originAgg) (Origin, gapStats) {
 	out := Origin{
 		Origin: o.name, Counts: o.counts, Decisions: a.decisionCounts(o.decided),
 		RefusedByRule: []RuleCount{}, Versions: []Version{}, Pacing: []PacingKey{},
-		LongestHoldMS: o.hold,
+		LongestHoldMS: o.hold, Backoff: o.pauses.figures(),
 	}
 	for _, r := range o.rules {
 		out.RefusedByRule = append(out.RefusedByRule, *r)

@@ -171,6 +171,10 @@ type Origin struct {
 	// LongestHoldMS is the longest a request was held for its pacing slot
 	// (the largest wait_ms).
 	LongestHoldMS float64 `json:"longest_hold_ms"`
+	// Backoff says how often the origin asked to slow down (429, 503),
+	// how long robotsgate paused it, and whether any request left during
+	// a pause.
+	Backoff BackoffFigures `json:"backoff"`
 }
 
 // RuleCount is how many requests one robots.txt rule refused.
@@ -308,6 +312,11 @@ type PacingSummary struct {
 	AskedUnknown int64 `json:"asked_unknown"`
 	// LongestHoldMS is the longest wait_ms of any request.
 	LongestHoldMS float64 `json:"longest_hold_ms"`
+	// PauseAnswers and SentDuringPause sum up the origins' Backoff: the
+	// answers that paused an origin, and the requests that left during a
+	// pause (must be 0).
+	PauseAnswers    int64 `json:"pause_answers"`
+	SentDuringPause int64 `json:"sent_during_pause"`
 }
 
 // Body is an archived robots.txt body the report refers to.
