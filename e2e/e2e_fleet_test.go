@@ -3,10 +3,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -474,5 +476,48 @@ func TestE2EFleetFetchesAColdRobotsTxtOnce(t *testing.T) {
 	}
 	if n := fetches.Load(); n != 1 {
 		t.Errorf("the fleet fetched the cold robots.txt %d times, want once; output:\n%s\n%s", n, pa.out, pb.out)
+	}
+}
+
+// TestE2EExplainAndCheckShowThePause: an origin paused by a 429 with
+// Retry-After: 120 (beyond pacing.max_wait) is shown paused, with the
+// answer that paused it, by the proxy's /explain and by robotsgate check
+// run beside it on the same Redis, which both say a request now is
+// refused; /explain also says what the interval is made of.
+func TestE2EExplainAndCheckShowThePause(t *testing.T) {
+	redis := redistest.Start(t)
+	o := startScriptedOrigin(t, "User-agent: *\nCrawl-delay: 0.5\n", func(n int64, w http.ResponseWriter) int {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return http.StatusTooManyRequests
+	})
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	p := startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0")
+	if r := get(t, proxyClient(t, p.addr, ""), o.URL+"/first"); r.status != 429 {
+		t.Fatalf("first request: %d", r.status)
+	}
+	code, body := adminStatus(t, adminOf(t, p)+"/explain?url="+url.QueryEscape(o.URL+"/next")+"&agent=bot")
+	var e struct {
+		Backoff *struct {
+			Cause     string  `json:"cause"`
+			Remaining float64 `json:"remaining_seconds"`
+			Refuses   bool    `json:"refuses"`
+		} `json:"backoff"`
+		Causes *struct {
+			Robots float64 `json:"robots_seconds"`
+		} `json:"interval_causes"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); code != 200 || err != nil {
+		t.Fatalf("/explain: %d %v %s", code, err, body)
+	}
+	if e.Backoff == nil || !strings.Contains(e.Backoff.Cause, "the origin answered 429 with Retry-After: 120") ||
+		e.Backoff.Remaining < 100 || !e.Backoff.Refuses || e.Causes == nil || e.Causes.Robots != 0.5 {
+		t.Errorf("/explain: %s", body)
+	}
+	stdout, stderr, code := runBin(t, dir, "check", "-config", cfg, "-agent", "bot", o.URL+"/next")
+	if code != 0 || !strings.Contains(stdout, "origin paused until") || !strings.Contains(stdout, "Retry-After: 120") ||
+		!strings.Contains(stdout, "is refused (origin-backoff)") {
+		t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

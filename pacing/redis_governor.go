@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,9 +151,17 @@ func (g redisGovernor) publish(ctx context.Context, m governorMessage) error {
 // Follow applies to gov what every instance of the fleet publishes, until
 // ctx is done: it subscribes to the channel and, on every (re)subscription,
 // first reads every pause in Redis. It returns when ctx is done; a Redis
-// that fails is retried every second.
-func (r *Redis) Follow(ctx context.Context, gov *Governor) {
+// that fails is retried every second. ready, if not nil, is called once,
+// when the pauses have first been read or the first attempt failed.
+func (r *Redis) Follow(ctx context.Context, gov *Governor, ready func()) {
 	g := redisGovernor{r}
+	var once sync.Once
+	first := func() {
+		if ready != nil {
+			once.Do(ready)
+		}
+	}
+	defer first()
 	ps := r.client.Subscribe(ctx, g.channel())
 	// A blocked Receive does not watch ctx: closing the subscription ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
@@ -161,6 +170,7 @@ func (r *Redis) Follow(ctx context.Context, gov *Governor) {
 	for ctx.Err() == nil {
 		msg, err := ps.Receive(ctx)
 		if err != nil {
+			first()
 			if ctx.Err() == nil {
 				slog.Debug("pacing: governor channel", "err", err)
 				_ = sleep(ctx, time.Second)
@@ -171,6 +181,7 @@ func (r *Redis) Follow(ctx context.Context, gov *Governor) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				g.resync(ctx, gov)
+				first()
 				if r.resynced != nil {
 					r.resynced()
 				}

@@ -22,7 +22,7 @@ func fleetGovernor(t *testing.T, r *Redis, backoff BackoffParams, adaptive Adapt
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Follow(ctx, g)
+		r.Follow(ctx, g, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()

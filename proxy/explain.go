@@ -28,6 +28,14 @@ type Explained struct {
 	// NextSlot is how long a request judged alike would wait for its
 	// pacing slot now (not with Fetch: the fetch itself was held).
 	NextSlot time.Duration
+	// Pause is the origin's pause in force, which would hold (or refuse,
+	// beyond MaxWait) a request judged alike now; nil when none. With
+	// Fetch it is the one that held or refused the fetch (Decision.Pause).
+	Pause   *pacing.Pause
+	MaxWait time.Duration
+	// ResponseTime is the origin's recent response time, which adaptive
+	// pacing multiplies (Decision.Adaptive); 0 when none is known.
+	ResponseTime time.Duration
 	// Signals are every AI-usage signal found for the URL, with the
 	// purposes each refuses: the robots.txt lines and the tdmrep.json
 	// entry that apply (the file is read for any client) and, when
@@ -97,9 +105,12 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 		return Explained{Refused: &clientLeftError{"while tdmrep.json was fetched", err}}, nil
 	}
 	e.Signals = d.ExplainSignals()
+	e.MaxWait, e.Pause = st.cfg.Pacing.MaxWait.Duration(), d.Pause
+	e.ResponseTime, _ = s.governor.ResponseTime(d.Request.Origin.String())
 	switch {
 	case !fetch:
 		e.NextSlot, _ = st.engine.NextSlot(ctx, d)
+		e.Pause = st.engine.PauseOf(d)
 	case d.Verdict != policy.Allow:
 		e.FetchErr = fmt.Errorf("the response was not fetched: the request would be refused (%s)", d.Verdict)
 	default:

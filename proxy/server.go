@@ -299,11 +299,15 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 	}
 	s.governor = s.newGovernor(p, r.GovernorShared())
 	ctx, stop := context.WithCancel(context.Background())
-	followed := make(chan struct{})
+	followed, ready := make(chan struct{}), make(chan struct{})
 	go func() { // the fleet's pauses and response times
 		defer close(followed)
-		r.Follow(ctx, s.governor)
+		r.Follow(ctx, s.governor, func() { close(ready) })
 	}()
+	select { // the pauses in force, before the first request (or check) is judged
+	case <-ready:
+	case <-time.After(2 * time.Second):
+	}
 	s.paceStore, s.ready = f, r.Healthy
 	s.closeStore = func() error {
 		stop()
