@@ -124,6 +124,25 @@ func (g *Governor) Backoff() BackoffParams { return *g.backoff.Load() }
 // Adaptive returns the adaptive parameters in force.
 func (g *Governor) Adaptive() AdaptiveParams { return *g.adaptive.Load() }
 
+// Pausing reports whether any origin may be paused now (false: none is,
+// and Paused would say so for every origin), at the cost of one atomic
+// load.
+func (g *Governor) Pausing() bool { return g != nil && g.active.Load() > 0 }
+
+// Heeds reports whether Observe would do anything with a: a pausing
+// answer, a success that may end a series, a response time while adaptive
+// pacing is on. A caller spares itself the work of naming the origin for
+// the others.
+func (g *Governor) Heeds(a Answer) bool {
+	if g == nil {
+		return false
+	}
+	return a.ConnectionError || a.Status >= 400 || g.active.Load() > 0 || (a.Latency > 0 && g.adaptive.Load().Factor > 0)
+}
+
+// Adapting reports whether adaptive pacing is on.
+func (g *Governor) Adapting() bool { return g != nil && g.adaptive.Load().Factor > 0 }
+
 // Paused returns origin's pause when it is not over.
 func (g *Governor) Paused(origin string) (Pause, bool) {
 	if g == nil || g.active.Load() == 0 {
@@ -146,15 +165,15 @@ func (g *Governor) Paused(origin string) (Pause, bool) {
 // returns the pause an answer started or lengthened (ok false for other
 // answers).
 func (g *Governor) Observe(ctx context.Context, origin string, a Answer) (Pause, bool) {
-	if a.At.IsZero() {
-		a.At = g.now()
-	}
 	if a.Latency > 0 && g.adaptive.Load().Factor > 0 {
 		g.sample(ctx, origin, a.Latency)
 	}
 	params := g.backoff.Load()
 	switch {
 	case params.pauses(a):
+		if a.At.IsZero() {
+			a.At = g.now()
+		}
 		p := g.pause(ctx, origin, a, params)
 		if g.onPause != nil {
 			g.onPause(origin, p)

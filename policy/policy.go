@@ -142,6 +142,17 @@ type Decision struct {
 	// Visits are the group's Visit-time windows, when it has some; none
 	// includes now for OutsideVisitTime.
 	Visits robots.VisitWindows
+	// origin is Request.Origin.String(), once asked (originKey).
+	origin string
+}
+
+// originKey is the request's origin as the governor names it, spelled out
+// once per decision.
+func (d *Decision) originKey() string {
+	if d.origin == "" {
+		d.origin = d.Request.Origin.String()
+	}
+	return d.origin
 }
 
 // Group returns the name of the robots.txt group that judged the request
@@ -294,7 +305,9 @@ func (e *Engine) schedule(d *Decision, asked time.Duration) {
 		}
 		return
 	}
-	d.Adaptive = e.cfg.Governor.AdaptiveInterval(d.Request.Origin.String())
+	if e.cfg.Governor.Adapting() {
+		d.Adaptive = e.cfg.Governor.AdaptiveInterval(d.originKey())
+	}
 	d.Interval = max(interval, d.Adaptive)
 	if interval > 0 {
 		d.PaceKey = e.paceKey(d)
@@ -320,6 +333,9 @@ func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 	p := e.cfg.Pacer
 	if p == nil || d.Verdict != Allow || d.Request.Client.Mode != Enforce {
 		return pacing.Permit{}, nil
+	}
+	if d.Interval <= 0 && !p.Limited() && !e.cfg.Governor.Pausing() {
+		return pacing.Permit{}, nil // the common case: nothing to hold for
 	}
 	pauseKey := e.pauseKey(d)
 	if d.Interval <= 0 && !p.Limited() && !e.paused(pauseKey) {
@@ -373,7 +389,7 @@ func (e *Engine) pauseKey(d *Decision) string {
 	if s, ok := e.sites.match(d.Request.Origin.Host); ok && s.noBackoff {
 		return ""
 	}
-	return d.Request.Origin.String()
+	return d.originKey()
 }
 
 // paused reports whether the origin named by pauseKey is paused now.
@@ -404,10 +420,10 @@ func (e *Engine) PauseOf(d *Decision) *pacing.Pause {
 // adaptive pacing. It returns the pause the answer started or lengthened.
 func (e *Engine) ObserveAnswer(ctx context.Context, d *Decision, a pacing.Answer) (pacing.Pause, bool) {
 	g := e.cfg.Governor
-	if g == nil {
+	if !g.Heeds(a) {
 		return pacing.Pause{}, false
 	}
-	o := d.Request.Origin.String()
+	o := d.originKey()
 	if s, ok := e.sites.match(d.Request.Origin.Host); ok && s.noBackoff {
 		g.ObserveLatency(ctx, o, a.Latency)
 		return pacing.Pause{}, false

@@ -372,6 +372,10 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	governor := s.governor // its state outlives the configuration
+	if !cfg.Pacing.Backoff.Enabled && cfg.Pacing.Adaptive.Factor == 0 {
+		governor = nil // off: requests do not even look at it
+	}
 	engine, err := policy.New(policy.Config{
 		Resolver:      s.resolver,
 		TDMRep:        s.tdmrep,
@@ -387,9 +391,9 @@ func (s *Server) Reload(cfg config.Config) error {
 			Store:          s.paceStore,
 			MaxWait:        cfg.Pacing.MaxWait.Duration(),
 			MaxConcurrency: cfg.Pacing.MaxConcurrency,
-			Governor:       s.governor,
+			Governor:       governor,
 		}),
-		Governor: s.governor,
+		Governor: governor,
 		Limits: pacing.Limits{
 			Floor:         cfg.Pacing.DefaultDelay.Duration(),
 			Max:           cfg.Pacing.MaxDelay.Duration(),
