@@ -59,6 +59,17 @@ type Explanation struct {
 	Error        string              `json:"error,omitempty"`
 }
 
+// Refreshed is what an operator's refresh of an origin did: its
+// robots.txt and tdmrep.json fetched again, and its pause ended.
+type Refreshed struct {
+	Origin string      `json:"origin"`
+	Robots *RobotsInfo `json:"robots"`
+	TDMRep *TDMRepInfo `json:"tdmrep"`
+	// PauseCleared names the pause that was ended ("" when the origin was
+	// not paused).
+	PauseCleared string `json:"pause_cleared,omitempty"`
+}
+
 // PausedOrigin is an origin paused now: the answer that paused it, and
 // the time left.
 type PausedOrigin struct {

@@ -36,6 +36,7 @@ const (
 	ViaTunnel      = "tunnel"      // inside a tunnel the client opened with CONNECT
 	ViaTransparent = "transparent" // redirected to a transparent listener by the kernel
 	ViaSOCKS       = "socks"       // through the SOCKS5 listener
+	ViaAdmin       = "admin"       // an operator's refresh through the admin listener
 )
 
 // StatusClientClosed is what the audit records for a request whose client

@@ -472,3 +472,68 @@ func TestE2EAdaptivePacingSpacesASlowOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ERefreshRefetchesRobotsTxtAndEndsThePause: a site changes its
+// robots.txt (the old copy is fresh for a day) and its origin, paused by a
+// 429 with Retry-After: 300, is fixed; robotsgate refresh, through the
+// admin listener, fetches the file again and ends the pause: the path the
+// old file disallowed is served, no request waits, and the refresh is in
+// the audit log. A POST another site's page makes is refused.
+func TestE2ERefreshRefetchesRobotsTxtAndEndsThePause(t *testing.T) {
+	var robotsTxt atomic.Value
+	robotsTxt.Store("User-agent: *\nDisallow: /private\n")
+	var busy atomic.Bool
+	busy.Store(true)
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/robots.txt":
+			w.Header().Set("Cache-Control", "max-age=86400")
+			io.WriteString(w, robotsTxt.Load().(string))
+		case busy.Load():
+			w.Header().Set("Retry-After", "300")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			io.WriteString(w, "page")
+		}
+	}))
+	t.Cleanup(o.Close)
+	dir := t.TempDir()
+	p := startServe(t, dir, "-config", governorConfig(t, dir, "  max_wait: 5s\n"), "-admin-listen", "127.0.0.1:0")
+	c := proxyClient(t, p.addr, "")
+	if r := get(t, c, o.URL+"/private/a"); r.status != 403 {
+		t.Fatalf("before: /private/a %d, want 403", r.status)
+	}
+	if r := get(t, c, o.URL+"/busy"); r.status != 429 || r.header.Get("X-Robotsgate-Decision") != "" {
+		t.Fatalf("before: the origin's 429 %d %q", r.status, r.header.Get("X-Robotsgate-Decision"))
+	}
+	robotsTxt.Store("User-agent: *\nAllow: /\n")
+	busy.Store(false)
+	if r := get(t, c, o.URL+"/private/b"); r.status != 403 {
+		t.Fatalf("with the old copy cached: /private/b %d, want 403", r.status)
+	}
+	admin := adminOf(t, p)
+	req, _ := http.NewRequest(http.MethodPost, admin+"/refresh", strings.NewReader("origin="+o.URL))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Errorf("a cross-site POST /refresh: %v %v, want 403", resp, err)
+	}
+	stdout, stderr, code := runBin(t, dir, "refresh", "-admin", admin, o.URL+"/any/page")
+	if code != 0 || !strings.Contains(stdout, "REFRESHED "+o.URL) || !strings.Contains(stdout, "robots.txt "+o.URL+"/robots.txt: ok (HTTP 200)") ||
+		!strings.Contains(stdout, "pause ended: the origin answered 429 with Retry-After: 300") {
+		t.Fatalf("refresh: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if r := get(t, c, o.URL+"/private/c"); r.status != 200 || r.header.Get("X-Robotsgate-Wait") != "" {
+		t.Errorf("after the refresh: /private/c %d, X-Robotsgate-Wait %q; want 200 at once", r.status, r.header.Get("X-Robotsgate-Wait"))
+	}
+	refreshed := false
+	for _, rec := range auditRecords(t, filepath.Join(dir, "audit.log"), 5) {
+		refreshed = refreshed || rec.Via == "admin" && strings.Contains(rec.Note, "refreshed by an operator") && strings.Contains(rec.Note, "pause ended early")
+	}
+	if !refreshed {
+		t.Error("the audit log does not record the refresh")
+	}
+	if stdout, stderr, code := runBin(t, dir, "verify", "-audit", filepath.Join(dir, "audit.log"), "-archive", filepath.Join(dir, "robots-archive")); code != 0 {
+		t.Errorf("verify of an audit log with a refresh: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -250,6 +250,19 @@ func (c *Cache) refresh(o origin.Origin) *Result {
 		}
 		defer unlock()
 	}
+	return c.fetch(o, prev)
+}
+
+// Refetch fetches o's tdmrep.json now, whatever the cache and the shared
+// store hold (an operator's refresh), caches the result and shares it.
+func (c *Cache) Refetch(o origin.Origin) *Result {
+	prev, _ := c.cache.Peek(o)
+	return c.fetch(o, prev)
+}
+
+// fetch fetches o's file, caches and shares the result and tells
+// OnAnswer.
+func (c *Cache) fetch(o origin.Origin, prev *Result) *Result {
 	u := o.URL(tdmrep.Path)
 	a := c.cfg.Resolver.FetchFile(c.ctx, o, tdmrep.Path, accept)
 	now := c.cfg.Now()
