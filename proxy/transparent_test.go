@@ -125,11 +125,10 @@ func TestTransparentRequestsAreJudgedByTheirName(t *testing.T) {
 				sni = ""
 			} else if sni == "" {
 				continue // Go's client sends no SNI for an address: covered by e2e
+			} else if tc.name == "another port" {
+				continue // the SNI carries no port; the Host must name the SNI's origin (421)
 			}
 			t.Run(fmt.Sprintf("tls=%v %s", useTLS, tc.name), func(t *testing.T) {
-				if useTLS && tc.name == "another port" {
-					t.Skip("the SNI carries no port; the Host must name the SNI's origin (421)")
-				}
 				resp, body := e.get(t, sni, tc.host, tc.target)
 				if resp.StatusCode != tc.status || resp.Header.Get("X-Robotsgate-Decision") != stringOr(tc.decision, "allow") && tc.status != 200 {
 					t.Errorf("status %d (%s), want %d %s: %s", resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision"), tc.status, tc.decision, body)
