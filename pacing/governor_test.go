@@ -3,6 +3,7 @@ package pacing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -263,5 +264,25 @@ func TestPauseBegunDuringTheSlotWaitHoldsTheRequest(t *testing.T) {
 	paused := time.Now()
 	if at := <-done; at.Sub(paused) < time.Second-gapSlack {
 		t.Errorf("the second request went %v after the 503 paused the origin for 1s", at.Sub(paused))
+	}
+}
+
+// The pauses table stays within its bound: past 100,000 origins, those
+// whose pauses end first are forgotten, down to 90,000, and the origin
+// just paused is kept.
+func TestPausesTableIsBounded(t *testing.T) {
+	g, clock := newTestGovernor(testBackoff(), AdaptiveParams{}, 0)
+	for i := range 100_001 {
+		clock.Advance(time.Millisecond) // each pause ends after the one before
+		g.Observe(context.Background(), fmt.Sprintf("https://%d.example", i), Answer{Status: 503})
+	}
+	if n := g.active.Load(); n != 90_000 {
+		t.Errorf("%d origins kept after 100,001 paused, want 90,000", n)
+	}
+	if _, ok := g.Paused("https://100000.example"); !ok {
+		t.Error("the origin paused last was forgotten")
+	}
+	if _, ok := g.Paused("https://0.example"); ok {
+		t.Error("the origin whose pause ends first was kept")
 	}
 }
