@@ -212,8 +212,8 @@ type Pacing struct {
 	// the agent). Default "origin+group".
 	Key PacingKey `yaml:"key"`
 	// MaxConcurrency limits the requests in flight to one origin at a time
-	// (paced or not); further requests wait like paced ones. 0 = unlimited.
-	// Default 0.
+	// (paced or not), across the fleet with Store "redis"; further requests
+	// wait like paced ones. 0 = unlimited. Default 0.
 	MaxConcurrency int `yaml:"max_concurrency"`
 	// Store holds the pacing state: "memory" (this process) or "redis"
 	// (shared by a fleet through Redis, which then also shares the

@@ -521,3 +521,43 @@ func TestE2EExplainAndCheckShowThePause(t *testing.T) {
 		t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestE2EFleetKeepsMaxConcurrencyAcrossInstances: two instances on one
+// Redis with pacing.max_concurrency 1; four clients on each hammer an
+// origin whose answers take 200 ms for 2 s: the origin never has more
+// than one request of theirs at a time (each instance alone would allow
+// one, two together).
+func TestE2EFleetKeepsMaxConcurrencyAcrossInstances(t *testing.T) {
+	redis := redistest.Start(t)
+	var inFlight, most atomic.Int64
+	o := startScriptedOrigin(t, "User-agent: *\nAllow: /\n", func(int64, http.ResponseWriter) int {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(200 * time.Millisecond) // the origin's work: requests overlap if let through together
+		inFlight.Add(-1)
+		return http.StatusOK
+	})
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	writeFile(t, cfg, readText(t, cfg)+"  max_concurrency: 1\n")
+	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+	var wg sync.WaitGroup
+	var served atomic.Int64
+	for _, p := range []*proc{a, b} {
+		wg.Go(func() {
+			for _, r := range hammer(proxyClient(t, p.addr, ""), o.URL, 4, 2*time.Second) {
+				if r.status == 200 {
+					served.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("the origin had %d requests at once, want at most pacing.max_concurrency 1 across the fleet", m)
+	}
+	if served.Load() < 5 {
+		t.Errorf("only %d requests served in 2 s", served.Load())
+	}
+}

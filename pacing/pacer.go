@@ -31,11 +31,13 @@ type Options struct {
 	// Padding is added to each interval; 0 means DefaultPadding, a
 	// negative value none.
 	Padding time.Duration
-	// MaxConcurrency bounds the requests in flight per Request.Origin in
-	// this process (pacing.max_concurrency); 0 means unlimited. The limit
-	// is not shared through the store: with N proxies an origin may see N
-	// times as many.
+	// MaxConcurrency bounds the requests in flight per Request.Origin
+	// (pacing.max_concurrency); 0 means unlimited. In this process, or
+	// across a fleet with Shared.
 	MaxConcurrency int
+	// Shared, when set, holds the fleet's permits: a request needs one of
+	// them besides one of this process (see concurrency.go).
+	Shared ConcurrencyStore
 	// CancelTimeout bounds Store.Cancel after a client hung up; 0 means
 	// DefaultCancelTimeout.
 	CancelTimeout time.Duration
@@ -53,6 +55,7 @@ type Pacer struct {
 	limit         *limiter // nil: no concurrency limit
 	gates         gates
 	governor      *Governor
+	shared        ConcurrencyStore
 }
 
 // New returns a Pacer for opts.
@@ -63,6 +66,7 @@ func New(opts Options) *Pacer {
 		padding:       max(orDefault(opts.Padding, DefaultPadding), 0),
 		cancelTimeout: orDefault(opts.CancelTimeout, DefaultCancelTimeout),
 		governor:      opts.Governor,
+		shared:        opts.Shared,
 	}
 	if p.store == nil {
 		p.store = NewMemory(MemoryOptions{})
@@ -120,11 +124,13 @@ func (p Permit) Sent() {
 	}
 }
 
-// heldPermit is a concurrency permit; released at most once.
+// heldPermit is a concurrency permit; released at most once. fleet is
+// the fleet's permit it holds too, if any.
 type heldPermit struct {
 	limit    *limiter
 	origin   string
 	released atomic.Bool
+	fleet    *fleetPermit
 }
 
 // Release returns the concurrency permit, if any. Calling it again, or on a
@@ -136,6 +142,7 @@ func (p Permit) Release() {
 		p.ticket.leave(time.Now())
 	}
 	if h := p.held; h != nil && h.released.CompareAndSwap(false, true) {
+		h.fleet.give()
 		h.limit.release(h.origin)
 	}
 }
@@ -231,7 +238,17 @@ func (p *Pacer) acquirePermit(ctx context.Context, origin string, maxWait time.D
 	if err != nil {
 		return Permit{}, fmt.Errorf("pacing: %s: concurrency permit after %v: %w", origin, waited.Round(time.Millisecond), err)
 	}
-	return Permit{Waited: waited, held: &heldPermit{limit: p.limit, origin: origin}}, nil
+	held := &heldPermit{limit: p.limit, origin: origin}
+	if p.shared != nil {
+		fleet, fleetWaited, err := p.takeFleet(ctx, origin, maxWait-waited)
+		waited += fleetWaited
+		if err != nil {
+			p.limit.release(origin)
+			return Permit{}, fmt.Errorf("pacing: %s: the fleet's concurrency permit after %v: %w", origin, waited.Round(time.Millisecond), err)
+		}
+		held.fleet = fleet
+	}
+	return Permit{Waited: waited, held: held}, nil
 }
 
 // hold reserves a slot on key and sleeps until it, returning the wait.

@@ -2,6 +2,7 @@ package pacing
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -111,4 +112,42 @@ func TestRedisSharesPausesAndResponseTimesWithTheFleet(t *testing.T) {
 
 	a.Observe(context.Background(), origin, Answer{Status: 200, Latency: 200 * time.Millisecond})
 	eventually(t, "the response time reaches the other instance", func() bool { return b.AdaptiveInterval(origin) == time.Second })
+}
+
+// pacing.max_concurrency across a fleet: two pacers on one Redis, a limit
+// of 1 for an origin: while one holds a permit the other waits for it and
+// goes once it is given back; beyond max_wait it is refused; a permit of
+// another origin is not held up.
+func TestRedisConcurrencyHoldsAcrossInstances(t *testing.T) {
+	srv := startRedis(t)
+	a := New(Options{MaxWait: 2 * time.Second, MaxConcurrency: 1, Shared: newRedisStore(t, srv)})
+	b := New(Options{MaxWait: 2 * time.Second, MaxConcurrency: 1, Shared: newRedisStore(t, srv)})
+	short := New(Options{MaxWait: 300 * time.Millisecond, MaxConcurrency: 1, Shared: newRedisStore(t, srv)})
+	held, err := a.Acquire(context.Background(), Request{Key: "o *", Origin: "https://o.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := short.Acquire(context.Background(), Request{Key: "o *", Origin: "https://o.example"}); !errors.Is(err, ErrRateLimited) {
+		t.Errorf("another instance, its max_wait passing while the permit is held: %v, want a refusal", err)
+	}
+	other, err := b.Acquire(context.Background(), Request{Key: "p *", Origin: "https://p.example"})
+	if err != nil || other.Waited > gapSlack {
+		t.Errorf("another origin: waited %v, %v; want at once", other.Waited, err)
+	}
+	other.Release()
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the first request's time at the origin
+		released <- time.Now()
+		held.Release()
+	}()
+	second, err := b.Acquire(context.Background(), Request{Key: "o *", Origin: "https://o.example"})
+	got := time.Now()
+	if err != nil {
+		t.Fatalf("the other instance: %v", err)
+	}
+	defer second.Release()
+	if at := <-released; got.Before(at) {
+		t.Errorf("the other instance went %v before the permit was given back", at.Sub(got))
+	}
 }

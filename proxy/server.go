@@ -124,6 +124,9 @@ type Server struct {
 	// pauses and response times, whose parameters a reload changes.
 	paceStore pacing.Store
 	governor  *pacing.Governor
+	// fleetPermits holds pacing.max_concurrency's permits across a fleet
+	// (nil: this process alone).
+	fleetPermits pacing.ConcurrencyStore
 	// ready, when set, is part of /readyz (the shared pacing store).
 	ready func(context.Context) error
 	// closeStore and closeShared release the Redis clients, if any.
@@ -298,6 +301,7 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 		return fmt.Errorf("proxy: pacing: %w", err)
 	}
 	s.governor = s.newGovernor(p, r.GovernorShared())
+	s.fleetPermits = r
 	ctx, stop := context.WithCancel(context.Background())
 	followed, ready := make(chan struct{}), make(chan struct{})
 	go func() { // the fleet's pauses and response times
@@ -391,6 +395,7 @@ func (s *Server) Reload(cfg config.Config) error {
 			Store:          s.paceStore,
 			MaxWait:        cfg.Pacing.MaxWait.Duration(),
 			MaxConcurrency: cfg.Pacing.MaxConcurrency,
+			Shared:         s.fleetPermits,
 			Governor:       governor,
 		}),
 		Governor: governor,
