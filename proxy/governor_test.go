@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -77,5 +78,38 @@ func TestBackoffOverridesPerSiteAndClient(t *testing.T) {
 				t.Errorf("the paused origin's request: %d %q, want origin-backoff", resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision"))
 			}
 		})
+	}
+}
+
+// With pacing.backoff.connection_errors an origin that refuses the
+// connection is paused (for initial, 5 s: beyond max_wait 0 the next
+// request is refused with origin-backoff, naming the failure); without,
+// every request tries again (502). The site ignores robots.txt, which
+// could not be fetched either.
+func TestConnectionErrorsPauseOnlyWhenAsked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens: the connection is refused
+	for _, asked := range []bool{false, true} {
+		cfg := testConfig(t, nil)
+		cfg.Pacing.MaxWait = config.Duration(0)
+		cfg.Pacing.Backoff.ConnectionErrors = asked
+		cfg.Sites = []config.Site{{Hosts: []string{"127.0.0.2"}, Robots: config.RobotsIgnore}}
+		c := startProxy(t, cfg).client()
+		if resp, _ := get(t, c, closed+"/first"); resp.StatusCode != 502 {
+			t.Fatalf("connection_errors %v, first: %d", asked, resp.StatusCode)
+		}
+		resp, body := get(t, c, closed+"/second")
+		want, decision := 502, "upstream-error"
+		if asked {
+			want, decision = 429, "origin-backoff"
+		}
+		if resp.StatusCode != want || resp.Header.Get("X-Robotsgate-Decision") != decision ||
+			asked && !strings.Contains(body, "the origin could not be reached") {
+			t.Errorf("connection_errors %v, second: %d %q %q; want %d %s", asked, resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision"), body, want, decision)
+		}
 	}
 }
