@@ -16,6 +16,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
 	origins "github.com/robotsgate/robotsgate/origin" // "origin" is a type of the tests
+	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/proxy"
 )
@@ -135,7 +136,22 @@ func verdictOf(x *proxy.Explained) (verdict, why string, code int) {
 	default:
 		code = exitRefused
 	}
-	return strings.ToUpper(d.Verdict.String()), describe(d), code
+	why = describe(d)
+	if p := x.Pause; p != nil {
+		why = strings.TrimSuffix(why, ")") + "; " + describePause(p, x.MaxWait) + ")"
+	}
+	return strings.ToUpper(d.Verdict.String()), why, code
+}
+
+// describePause says that the origin is paused, why, and what a request
+// gets meanwhile.
+func describePause(p *pacing.Pause, maxWait time.Duration) string {
+	left := time.Until(p.Until).Round(time.Second)
+	what := "a request now waits " + left.String()
+	if left > maxWait {
+		what = "a request now is refused (origin-backoff), the pause being longer than pacing.max_wait"
+	}
+	return fmt.Sprintf("origin paused until %s: %s; %s", p.Until.UTC().Format("15:04:05Z"), p.Cause(), what)
 }
 
 // checkURL says what is wrong with a URL check cannot judge.
@@ -243,32 +259,30 @@ func describeClient(c policy.Client) string {
 }
 
 // describePacing says how far apart requests like this one would start,
-// and why: robots.txt's Crawl-delay or Request-rate, raised to the
-// configured minimum (pacing.default_delay or the site's delay) or capped
-// by pacing.max_delay.
+// and why: the largest of robots.txt's Crawl-delay or Request-rate (capped
+// by pacing.max_delay), the configured minimum (pacing.default_delay or
+// the site's delay) and the adaptive interval.
 func describePacing(d *policy.Decision) string {
 	if d.Interval <= 0 {
 		return "not paced"
 	}
-	var asked time.Duration
 	source := "Crawl-delay"
-	if d.Robots != nil && d.Robots.File != nil {
-		g := d.Rule.Group
-		asked = g.Interval()
-		if g.RequestInterval() > g.CrawlDelay() {
-			source = "Request-rate"
+	if d.Robots != nil && d.Robots.File != nil && d.Rule.Group.RequestInterval() > d.Rule.Group.CrawlDelay() {
+		source = "Request-rate"
+	}
+	var causes []string
+	add := func(d time.Duration, what string) {
+		if d > 0 {
+			causes = append(causes, fmt.Sprintf("%s %v", what, d))
 		}
 	}
-	s := fmt.Sprintf("pacing: one request every %v", d.Interval)
-	switch {
-	case asked == d.Interval:
-		return s + " (robots.txt " + source + ")"
-	case asked == 0:
-		return s + " (the configured minimum delay; robots.txt asks none)"
-	case asked < d.Interval:
-		return s + fmt.Sprintf(" (the configured minimum delay; robots.txt %s asks %v)", source, asked)
+	add(d.Asked, "robots.txt "+source)
+	if d.Asked > d.Interval {
+		causes[len(causes)-1] += " capped by pacing.max_delay"
 	}
-	return s + fmt.Sprintf(" (capped by pacing.max_delay; robots.txt %s asks %v)", source, asked)
+	add(d.Floor, "the configured minimum delay")
+	add(d.Adaptive, "adaptive (pacing.adaptive.factor × the origin's response time)")
+	return fmt.Sprintf("pacing: one request every %v, the largest of: %s", d.Interval, strings.Join(causes, ", "))
 }
 
 // printSignals lists the AI-usage signals found for a URL under its

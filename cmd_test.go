@@ -121,27 +121,30 @@ func TestVersionText(t *testing.T) {
 	}
 }
 
-// TestDescribePacing: check says which interval applies and where it comes
-// from (Crawl-delay, Request-rate, the operator's floor or cap).
+// TestDescribePacing: check says which interval applies and what it is
+// the largest of (Crawl-delay, Request-rate, the operator's floor or cap,
+// adaptive pacing).
 func TestDescribePacing(t *testing.T) {
 	file := robots.Parse([]byte("User-agent: *\nDisallow: /private\nCrawl-delay: 2\n\n" +
 		"User-agent: FooBot\nDisallow: /private\nCrawl-delay: 1\nRequest-rate: 1/5s\n\n" +
 		"User-agent: BarBot\nDisallow: /x\n"))
-	decision := func(agent string, interval time.Duration) *policy.Decision {
+	decision := func(agent string, interval, asked, floor, adaptive time.Duration) *policy.Decision {
 		g := file.GroupForUserAgent(agent)
-		return &policy.Decision{Robots: &resolver.Result{File: file}, Rule: g.Decide("/"), Interval: interval}
+		return &policy.Decision{Robots: &resolver.Result{File: file}, Rule: g.Decide("/"), Interval: interval,
+			Asked: asked, Floor: floor, Adaptive: adaptive}
 	}
+	s := time.Second
 	for _, c := range []struct {
 		d    *policy.Decision
 		want string
 	}{
-		{decision("AnyBot", 2*time.Second), "pacing: one request every 2s (robots.txt Crawl-delay)"},
-		{decision("FooBot", 5*time.Second), "pacing: one request every 5s (robots.txt Request-rate)"},
-		{decision("AnyBot", 3*time.Second), "pacing: one request every 3s (the configured minimum delay; robots.txt Crawl-delay asks 2s)"},
-		{decision("BarBot", 3*time.Second), "pacing: one request every 3s (the configured minimum delay; robots.txt asks none)"},
-		{decision("FooBot", time.Second), "pacing: one request every 1s (capped by pacing.max_delay; robots.txt Request-rate asks 5s)"},
-		{decision("BarBot", 0), "not paced"},
-		{&policy.Decision{Interval: 4 * time.Second}, "pacing: one request every 4s (the configured minimum delay; robots.txt asks none)"},
+		{decision("AnyBot", 2*s, 2*s, 0, 0), "pacing: one request every 2s, the largest of: robots.txt Crawl-delay 2s"},
+		{decision("FooBot", 5*s, 5*s, 0, 0), "pacing: one request every 5s, the largest of: robots.txt Request-rate 5s"},
+		{decision("AnyBot", 3*s, 2*s, 3*s, 0), "pacing: one request every 3s, the largest of: robots.txt Crawl-delay 2s, the configured minimum delay 3s"},
+		{decision("BarBot", 3*s, 0, 3*s, 0), "pacing: one request every 3s, the largest of: the configured minimum delay 3s"},
+		{decision("FooBot", s, 5*s, 0, 0), "pacing: one request every 1s, the largest of: robots.txt Request-rate 5s capped by pacing.max_delay"},
+		{decision("AnyBot", 5*s, 2*s, 0, 5*s), "pacing: one request every 5s, the largest of: robots.txt Crawl-delay 2s, adaptive (pacing.adaptive.factor × the origin's response time) 5s"},
+		{decision("BarBot", 0, 0, 0, 0), "not paced"},
 	} {
 		if got := describePacing(c.d); got != c.want {
 			t.Errorf("agent %q interval %v: %q, want %q", c.d.Rule.Group.Name(), c.d.Interval, got, c.want)

@@ -41,6 +41,14 @@ type Source interface {
 	Status(now time.Time) Status
 }
 
+// Refresher is a Source that can fetch what it knows of an origin again
+// (robots.txt, tdmrep.json) and end its pause: an operator's action.
+type Refresher interface {
+	// Refresh refreshes the origin of rawURL for the operator by (an
+	// address, a user); the error is an invalid or refused origin.
+	Refresh(ctx context.Context, rawURL, by string) (Refreshed, error)
+}
+
 // Options are how the admin listener protects itself.
 type Options struct {
 	// Log receives the status page's rendering errors.
@@ -69,6 +77,9 @@ func Handler(src Source, opts Options) http.Handler {
 	mux.HandleFunc("GET /explain", h.explain)
 	mux.HandleFunc("POST /explain", h.explain)
 	mux.HandleFunc("GET /{$}", h.statusPage)
+	if _, ok := src.(Refresher); ok {
+		mux.HandleFunc("POST /refresh", h.refresh)
+	}
 	return h.guard(mux)
 }
 
@@ -160,6 +171,37 @@ type Query struct {
 	Fetch bool
 	// By is the asker's address, for the audit record of a fetch.
 	By string
+}
+
+// refresh answers POST /refresh (origin=URL): the origin's robots.txt and
+// tdmrep.json are fetched again and its pause ended. Like a fetch to
+// explain, it is done only for a POST from this listener's own pages or a
+// client that is no browser.
+func (h *handler) refresh(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if !sameOrigin(r) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "a refresh needs a POST from this listener's own pages or a client that is no browser"})
+		return
+	}
+	by := r.RemoteAddr
+	if user, _, ok := r.BasicAuth(); ok {
+		by = user + " from " + by
+	}
+	res, err := h.src.(Refresher).Refresh(r.Context(), r.FormValue("origin"), by)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// writeJSON writes v as the JSON answer with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
 }
 
 // sameOrigin reports whether a POST comes from a page of this listener, or

@@ -30,9 +30,15 @@ type Explanation struct {
 	RequestRate float64     `json:"request_interval_seconds"`
 	// Interval is the spacing the proxy enforces (robots.txt raised to the
 	// operator's floor, capped); NextSlot how long a request would wait now.
-	Interval     float64       `json:"pacing_interval_seconds"`
-	PaceKey      string        `json:"pacing_key,omitempty"`
-	NextSlot     float64       `json:"next_slot_seconds"`
+	Interval float64 `json:"pacing_interval_seconds"`
+	PaceKey  string  `json:"pacing_key,omitempty"`
+	NextSlot float64 `json:"next_slot_seconds"`
+	// IntervalCauses are what Interval is the largest of.
+	IntervalCauses *IntervalCauses `json:"interval_causes,omitempty"`
+	// Backoff is the origin's pause in force (it answered 429 or 503).
+	Backoff *BackoffInfo `json:"backoff,omitempty"`
+	// VisitTimes are the group's Visit-time windows (UTC), "0600-0845".
+	VisitTimes   []string      `json:"visit_times,omitempty"`
 	ContentUsage []robots.Pref `json:"content_usage,omitempty"`
 	Signals      []robots.Pref `json:"content_signals,omitempty"`
 	// ClientRule is the clients entry that identified the client
@@ -51,6 +57,53 @@ type Explanation struct {
 	UsageSignals []audit.UsageSignal `json:"usage_signals"`
 	FetchError   string              `json:"fetch_error,omitempty"`
 	Error        string              `json:"error,omitempty"`
+}
+
+// Refreshed is what an operator's refresh of an origin did: its
+// robots.txt and tdmrep.json fetched again, and its pause ended.
+type Refreshed struct {
+	Origin string      `json:"origin"`
+	Robots *RobotsInfo `json:"robots"`
+	TDMRep *TDMRepInfo `json:"tdmrep"`
+	// PauseCleared names the pause that was ended ("" when the origin was
+	// not paused).
+	PauseCleared string `json:"pause_cleared,omitempty"`
+}
+
+// PausedOrigin is an origin paused now: the answer that paused it, and
+// the time left.
+type PausedOrigin struct {
+	Origin string
+	Cause  string
+	Until  time.Time
+	Left   time.Duration
+}
+
+// IntervalCauses are the intervals the pacing interval is the largest of.
+type IntervalCauses struct {
+	// Asked is robots.txt's (Crawl-delay or Request-rate), Capped true when
+	// pacing.max_delay cut it; Floor the operator's (pacing.default_delay or
+	// the site's delay); Adaptive the adaptive interval (Factor × the
+	// origin's ResponseTime, within its bounds; 0 when off).
+	Asked        float64 `json:"robots_seconds"`
+	Capped       bool    `json:"capped_by_max_delay,omitempty"`
+	Floor        float64 `json:"floor_seconds"`
+	Adaptive     float64 `json:"adaptive_seconds"`
+	ResponseTime float64 `json:"response_time_seconds,omitempty"`
+}
+
+// BackoffInfo is an origin's pause as /explain shows it.
+type BackoffInfo struct {
+	// Cause names the answer ("the origin answered 503 with Retry-After:
+	// 120 at 10:42:07Z"), Until when the pause ends and Remaining how long
+	// from now.
+	Cause     string    `json:"cause"`
+	Status    int       `json:"status"`
+	Until     time.Time `json:"until"`
+	Remaining float64   `json:"remaining_seconds"`
+	// Refuses is true when the pause lasts beyond pacing.max_wait: a
+	// request now is refused (origin-backoff), else held.
+	Refuses bool `json:"refuses"`
 }
 
 // emptySignals is written as [] rather than null.
@@ -91,7 +144,10 @@ type Status struct {
 	// refusals, with most upstream failures, the n paced with the longest
 	// intervals; the latest refusals and upstream failures, newest first.
 	Busiest, Refusing, Failing, Paced []Origin
-	Recent, RecentFailures            []audit.Record
+	// Paused are the origins paused now because they answered 429 or 503,
+	// the longest pause first.
+	Paused                 []PausedOrigin
+	Recent, RecentFailures []audit.Record
 	// Decisions counts every decision value since start.
 	Decisions []DecisionCount
 	// Reload is the last configuration reload, nil if none.

@@ -11,6 +11,8 @@ const (
 	UsageUnknown      = "usage-unknown"      // tdmrep.json could not be fetched for a TDM purpose (503)
 	TrapDenied        = "trap-denied"        // the crawler-trap guard (403; 429 when the page budget is spent)
 	RateLimited       = "rate-limited"       // the pacing slot lies beyond pacing.max_wait (429)
+	OriginBackoff     = "origin-backoff"     // the origin asked to slow down (429, 503) and its pause lasts beyond pacing.max_wait (429)
+	OutsideVisitTime  = "outside-visit-time" // robots.txt's Visit-time windows do not include now (429)
 	PacingUnavailable = "pacing-unavailable" // the shared pacing store cannot answer (503)
 	EgressDenied      = "egress-denied"      // the egress guard refused the destination (403)
 	AuthRequired      = "auth-required"      // proxy credentials missing or wrong (407)
@@ -34,6 +36,7 @@ const (
 	ViaTunnel      = "tunnel"      // inside a tunnel the client opened with CONNECT
 	ViaTransparent = "transparent" // redirected to a transparent listener by the kernel
 	ViaSOCKS       = "socks"       // through the SOCKS5 listener
+	ViaAdmin       = "admin"       // an operator's refresh through the admin listener
 )
 
 // StatusClientClosed is what the audit records for a request whose client
@@ -64,6 +67,8 @@ func Decisions() []DecisionInfo {
 		{UsageUnknown, 503, true},
 		{TrapDenied, 403, true}, // 429 when the page budget is spent
 		{RateLimited, 429, true},
+		{OriginBackoff, 429, true},
+		{OutsideVisitTime, 429, true},
 		{PacingUnavailable, 503, true},
 		{FetchLimited, 503, true},
 		{EgressDenied, 403, true},

@@ -37,6 +37,7 @@ func (r *Record) Cap() {
 		{"robots_url", &r.RobotsURL, MaxField},
 		{"robots_error", &r.RobotsError, MaxField},
 		{"tdmrep_error", &r.TDMRepError, MaxField},
+		{"backoff", &r.Backoff, MaxField},
 	} {
 		if len(*f.v) > f.max {
 			*f.v = cut(*f.v, f.max)

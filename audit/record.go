@@ -20,35 +20,36 @@ type Record struct {
 	// LineHash), "" for the first line of a log without a past. It is the
 	// first field written, so that a reader can check the chain without
 	// decoding the line.
-	Prev           string    `json:"prev_sha256"`
-	Time           time.Time `json:"time"`            // when the request arrived (RFC 3339, UTC)
-	Client         string    `json:"client"`          // client address (ip:port)
-	User           string    `json:"user"`            // authenticated proxy user, "" if none
-	ClientRule     string    `json:"client_rule"`     // the clients entry that matched, "" if none
-	Mode           string    `json:"mode"`            // enforce, monitor, bypass
-	UserAgent      string    `json:"user_agent"`      // the User-Agent header
-	Agent          string    `json:"agent"`           // what the request was judged as (fixed agent or header)
-	Group          string    `json:"group"`           // the robots.txt group that judged it ("*", a token, "")
-	Method         string    `json:"method"`          // HTTP method (CONNECT for tunnels)
-	Via            string    `json:"via"`             // how the request arrived: proxy, tunnel, transparent, socks
-	URL            string    `json:"url"`             // origin + request-target as sent
-	Decision       string    `json:"decision"`        // allow, disallow, unreachable, egress-denied...
-	Enforced       bool      `json:"enforced"`        // false when a refusal was only logged (monitor mode)
-	Rule           string    `json:"rule"`            // the deciding robots.txt rule, "" if none
-	Line           int       `json:"line"`            // its line number, 0 if none
-	Canonical      string    `json:"canonical"`       // the canonical target that decided (evasion guard)
-	Note           string    `json:"note"`            // why robots.txt was not consulted, or what refused
-	RobotsStatus   string    `json:"robots_status"`   // ok, unavailable, unreachable, "" if not consulted
-	RobotsURL      string    `json:"robots_url"`      // where robots.txt was read
-	RobotsError    string    `json:"robots_error"`    // why robots.txt could not be fetched (dns_error, http_5xx...), "" if it was
-	RobotsSHA256   string    `json:"robots_sha256"`   // the archived robots.txt body that judged it, "" if none (archive.dir)
-	StrictPaths    bool      `json:"strict_paths"`    // the robots.strict_paths setting that judged it
-	WaitMS         float64   `json:"wait_ms"`         // time held for a pacing slot
-	Sent           time.Time `json:"sent,omitzero"`   // when a paced request's headers were written to the origin; absent if not paced or not forwarded
-	UpstreamStatus int       `json:"upstream_status"` // the origin's status code, 0 if not forwarded
-	Status         int       `json:"status"`          // the status code sent to the client
-	Bytes          int64     `json:"bytes"`           // response body bytes sent to the client
-	DurationMS     float64   `json:"duration_ms"`     // from arrival to the end of the response
+	Prev string `json:"prev_sha256"`
+
+	Time           time.Time `json:"time"`              // when the request arrived (RFC 3339, UTC)
+	Client         string    `json:"client"`            // client address (ip:port)
+	User           string    `json:"user"`              // authenticated proxy user, "" if none
+	ClientRule     string    `json:"client_rule"`       // the clients entry that matched, "" if none
+	Mode           string    `json:"mode"`              // enforce, monitor, bypass
+	UserAgent      string    `json:"user_agent"`        // the User-Agent header
+	Agent          string    `json:"agent"`             // what the request was judged as (fixed agent or header)
+	Group          string    `json:"group"`             // the robots.txt group that judged it ("*", a token, "")
+	Method         string    `json:"method"`            // HTTP method (CONNECT for tunnels)
+	Via            string    `json:"via"`               // how the request arrived: proxy, tunnel, transparent, socks
+	URL            string    `json:"url"`               // origin + request-target as sent
+	Decision       string    `json:"decision"`          // allow, disallow, unreachable, egress-denied...
+	Enforced       bool      `json:"enforced"`          // false when a refusal was only logged (monitor mode)
+	Rule           string    `json:"rule"`              // the deciding robots.txt rule, "" if none
+	Line           int       `json:"line"`              // its line number, 0 if none
+	Canonical      string    `json:"canonical"`         // the canonical target that decided (evasion guard)
+	Note           string    `json:"note"`              // why robots.txt was not consulted, or what refused
+	RobotsStatus   string    `json:"robots_status"`     // ok, unavailable, unreachable, "" if not consulted
+	RobotsURL      string    `json:"robots_url"`        // where robots.txt was read
+	RobotsError    string    `json:"robots_error"`      // why robots.txt could not be fetched (dns_error, http_5xx...), "" if it was
+	RobotsSHA256   string    `json:"robots_sha256"`     // the archived robots.txt body that judged it, "" if none (archive.dir)
+	StrictPaths    bool      `json:"strict_paths"`      // the robots.strict_paths setting that judged it
+	WaitMS         float64   `json:"wait_ms"`           // time held for a pacing slot
+	SentMS         float64   `json:"sent_ms,omitempty"` // when the request left for the origin, after arrival (judged and held); absent if it did not
+	UpstreamStatus int       `json:"upstream_status"`   // the origin's status code, 0 if not forwarded
+	Status         int       `json:"status"`            // the status code sent to the client
+	Bytes          int64     `json:"bytes"`             // response body bytes sent to the client
+	DurationMS     float64   `json:"duration_ms"`       // from arrival to the end of the response
 
 	// The tdmrep.json consulted for a client with a TDM purpose, absent
 	// for the others: its status (ok, unavailable, unreachable), why it
@@ -65,6 +66,17 @@ type Record struct {
 	// when none was found.
 	Usage []UsageSignal `json:"usage,omitempty"`
 
+	// BackoffMS is the part of wait_ms the request was held because its
+	// origin was paused (it had answered 429 or 503), and Backoff why
+	// ("the origin answered 429 with Retry-After: 3 at 10:42:07Z, paused
+	// until 10:42:10Z"); for an origin-backoff refusal, the pause that
+	// refused it. Absent when no pause held or refused the request.
+	BackoffMS float64 `json:"backoff_ms,omitempty"`
+	Backoff   string  `json:"backoff,omitempty"`
+	// Pause is the pause of the origin this request's answer started or
+	// lengthened (a 429 or 503); absent for other answers.
+	Pause *Pause `json:"pause,omitempty"`
+
 	// Truncated names the fields cut to their limit (Cap): what a client
 	// or an origin sent was longer than the record keeps. Absent when
 	// nothing was cut.
@@ -73,6 +85,18 @@ type Record struct {
 	// Checkpoint is set on a checkpoint line, which is no decision: only
 	// Prev and it are set.
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+}
+
+// Pause is an origin's pause as an answer started or lengthened it.
+type Pause struct {
+	// From is when robotsgate received the answer, Until when the pause
+	// ends: no request to the origin may be sent between them.
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+	// Status is the answer's status (0: the origin could not be reached),
+	// RetryAfter its Retry-After as sent ("" when none).
+	Status     int    `json:"status"`
+	RetryAfter string `json:"retry_after,omitempty"`
 }
 
 // AddNote adds to a record's note, after what it says already.

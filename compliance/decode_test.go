@@ -13,15 +13,15 @@ func TestDecodeRecordRefusesFiguresNoProxyWrites(t *testing.T) {
 	for _, c := range []struct {
 		line, want string // want "" for a record
 	}{
-		{`{"time":"2026-11-26T10:00:00Z","wait_ms":1000,"duration_ms":1200,"sent":"2026-11-26T10:00:01.001Z"}`, ""},
+		{`{"time":"2026-11-26T10:00:00Z","wait_ms":1000,"duration_ms":1200,"sent_ms":1001}`, ""},
 		{`{"time":"2026-11-26T10:00:00Z","duration_ms":5}`, ""},
 		{`{"time":"1969-12-31T23:59:59Z"}`, "time"},
 		{`{"time":"2201-01-01T00:00:00Z"}`, "time"},
 		{`{"time":"2026-11-26T10:00:00Z","wait_ms":-1}`, "wait_ms"},
 		{`{"time":"2026-11-26T10:00:00Z","duration_ms":2e12}`, "duration_ms"},
-		{`{"time":"2026-11-26T10:00:00Z","duration_ms":100,"sent":"2026-11-26T09:59:59Z"}`, "sent"},
-		{`{"time":"2026-11-26T10:00:00Z","duration_ms":100,"sent":"2026-11-26T10:00:02Z"}`, "sent"},
-		{`{"time":"2026-11-26T10:00:00Z","sent":"9999-01-01T00:00:00Z"}`, "sent"},
+		{`{"time":"2026-11-26T10:00:00Z","duration_ms":100,"sent_ms":-1}`, "sent_ms"},
+		{`{"time":"2026-11-26T10:00:00Z","duration_ms":100,"sent_ms":2000}`, "sent_ms"},
+		{`{"time":"2026-11-26T10:00:00Z","sent_ms":1e300}`, "sent_ms"},
 	} {
 		var rec audit.Record
 		err := decodeRecord([]byte(c.line), &rec)

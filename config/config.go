@@ -218,8 +218,8 @@ type Pacing struct {
 	// the agent). Default "origin+group".
 	Key PacingKey `yaml:"key"`
 	// MaxConcurrency limits the requests in flight to one origin at a time
-	// (paced or not); further requests wait like paced ones. 0 = unlimited.
-	// Default 0.
+	// (paced or not), across the fleet with Store "redis"; further requests
+	// wait like paced ones. 0 = unlimited. Default 0.
 	MaxConcurrency int `yaml:"max_concurrency"`
 	// Store holds the pacing state: "memory" (this process) or "redis"
 	// (shared by a fleet through Redis, which then also shares the
@@ -232,6 +232,50 @@ type Pacing struct {
 	// (Redis) fails: "refuse" (503 + Retry-After) or "local" (in-process
 	// pacing until Redis is back). Default "refuse".
 	OnStoreError StoreErrorPolicy `yaml:"on_store_error"`
+	// Backoff pauses an origin that answers that it is overloaded (429,
+	// 503), whatever robots.txt says.
+	Backoff Backoff `yaml:"backoff"`
+	// Adaptive paces an origin by its response time (off by default).
+	Adaptive Adaptive `yaml:"adaptive"`
+}
+
+// Backoff configures the pause of an origin that answered 429 or 503 (or
+// another configured status): every request to it, whatever its group or
+// client, is held until the pause ends (at most pacing.max_wait) or
+// refused with 429 origin-backoff (docs/configuration.md, Politeness).
+type Backoff struct {
+	// Enabled turns the pauses on. Default true.
+	Enabled bool `yaml:"enabled"`
+	// Statuses are the origin's answers that pause it: 429 and 5xx codes.
+	// Default [429, 503].
+	Statuses []int `yaml:"statuses"`
+	// ConnectionErrors also pauses an origin that cannot be connected to or
+	// times out (an upstream-error). Default false.
+	ConnectionErrors bool `yaml:"connection_errors"`
+	// Initial is the first pause when the answer has no Retry-After; each
+	// further answer in a row multiplies it by Factor (plus up to 10 %
+	// jitter, never less), up to Max. Default 5s.
+	Initial Duration `yaml:"initial"`
+	// Factor multiplies the pause at each answer in a row. Must be >= 1.
+	// Default 2.
+	Factor Factor `yaml:"factor"`
+	// Max caps every pause, a Retry-After's included; a success, or Max
+	// without such an answer, starts the series again from Initial.
+	// Default 1h.
+	Max Duration `yaml:"max"`
+}
+
+// Adaptive configures pacing by response time: the interval of an origin
+// becomes at least Factor times its recent response time (the median of
+// its last five), within Min and Max, and the larger of that, Crawl-delay
+// and the floors applies.
+type Adaptive struct {
+	// Factor multiplies the response time; 0 turns adaptive pacing off.
+	// Default 0.
+	Factor Factor `yaml:"factor"`
+	// Min and Max bound the adaptive interval. Defaults 0s and 30s.
+	Min Duration `yaml:"min"`
+	Max Duration `yaml:"max"`
 }
 
 // Redis locates the Redis server a fleet shares (the pacing schedule and
@@ -333,6 +377,10 @@ type Client struct {
 	// judge this client's requests by, instead of their User-Agent header.
 	// Default "" (use the header).
 	Agent string `yaml:"agent"`
+	// Backoff is "obey" (held or refused while an origin pauses after a
+	// 429 or 503, pacing.backoff) or "ignore" (never held for it). Default
+	// "obey".
+	Backoff BackoffPolicy `yaml:"backoff"`
 	// Purposes are the uses this client makes of what it fetches, in the
 	// vocabulary of the sites' AI-usage preferences (content-usage,
 	// content-signal), e.g. "train-ai", "search". A path whose preferences
@@ -356,6 +404,10 @@ type Site struct {
 	// Delay is the operator's floor interval for these hosts, used instead of
 	// pacing.default_delay. Default 0s (pacing.default_delay applies).
 	Delay Duration `yaml:"delay"`
+	// Backoff is "obey" (requests wait while the origin pauses after a 429
+	// or 503, pacing.backoff) or "ignore" (an origin of the operator's,
+	// whose 503s must not hold anyone). Default "obey" (also when "").
+	Backoff BackoffPolicy `yaml:"backoff"`
 }
 
 // Usage configures the AI-usage signals read besides robots.txt, for
@@ -536,6 +588,20 @@ const (
 	RobotsObey   RobotsPolicy = "obey"
 	RobotsIgnore RobotsPolicy = "ignore"
 )
+
+// BackoffPolicy says whether a site's or a client's requests wait while an
+// origin pauses.
+type BackoffPolicy string
+
+// The backoff policies.
+const (
+	BackoffObey   BackoffPolicy = "obey"
+	BackoffIgnore BackoffPolicy = "ignore"
+)
+
+// Factor is a non-negative multiplier, written as an integer or a decimal
+// (2, 1.5).
+type Factor float64
 
 // Store is the pacing store.
 type Store string

@@ -424,6 +424,17 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// UnmarshalYAML reads a factor: a finite number >= 0, integer or decimal.
+func (f *Factor) UnmarshalYAML(n *yaml.Node) error {
+	var v float64
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&v) != nil ||
+		math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return fmt.Errorf("expected a number >= 0 such as 2 or 1.5, got %s", describe(n))
+	}
+	*f = Factor(v)
+	return nil
+}
+
 // MarshalYAML writes d as a Go duration string.
 func (d Duration) MarshalYAML() (any, error) {
 	return d.String(), nil

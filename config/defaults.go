@@ -41,6 +41,14 @@ func Default() Config {
 			Store:        StoreMemory,
 			Redis:        Redis{Addr: "127.0.0.1:6379", KeyPrefix: "robotsgate:"},
 			OnStoreError: OnStoreErrorRefuse,
+			Backoff: Backoff{
+				Enabled:  true,
+				Statuses: []int{429, 503},
+				Initial:  Duration(5 * time.Second),
+				Factor:   2,
+				Max:      Duration(time.Hour),
+			},
+			Adaptive: Adaptive{Max: Duration(30 * time.Second)},
 		},
 		Auth: Auth{
 			Realm:        "robotsgate",

@@ -238,6 +238,12 @@ func (v *validator) pacing(p *Pacing) {
 	v.enum("pacing.store", string(p.Store), StoreMemory, StoreRedis)
 	v.redis(&p.Redis, p.Store == StoreRedis)
 	v.enum("pacing.on_store_error", string(p.OnStoreError), OnStoreErrorRefuse, OnStoreErrorLocal)
+	v.backoff(&p.Backoff)
+	v.nonNegative("pacing.adaptive.min", p.Adaptive.Min)
+	v.nonNegative("pacing.adaptive.max", p.Adaptive.Max)
+	if p.Adaptive.Max < p.Adaptive.Min {
+		v.add("pacing.adaptive.max", "%s is shorter than pacing.adaptive.min (%s)", p.Adaptive.Max, p.Adaptive.Min)
+	}
 }
 
 func (v *validator) redis(r *Redis, used bool) {
@@ -280,6 +286,31 @@ func checkKeyPrefix(p string) string {
 		}
 	}
 	return ""
+}
+
+// backoffPolicy checks a sites or clients entry's backoff ("" is obey).
+func (v *validator) backoffPolicy(key string, p BackoffPolicy) {
+	if p != "" {
+		v.enum(key, string(p), BackoffObey, BackoffIgnore)
+	}
+}
+
+// backoff checks the pause of origins that answer 429 or 503.
+func (v *validator) backoff(b *Backoff) {
+	for i, s := range b.Statuses {
+		if s != 429 && (s < 500 || s > 599) {
+			v.add(fmt.Sprintf("pacing.backoff.statuses[%d]", i), "%d is not 429 or a 5xx status", s)
+		}
+	}
+	if b.Initial <= 0 {
+		v.add("pacing.backoff.initial", "must be > 0, got %s", b.Initial)
+	}
+	if b.Factor < 1 {
+		v.add("pacing.backoff.factor", "must be >= 1 (1: every pause as long as the first), got %v", float64(b.Factor))
+	}
+	if b.Max < b.Initial {
+		v.add("pacing.backoff.max", "%s is shorter than pacing.backoff.initial (%s)", b.Max, b.Initial)
+	}
 }
 
 func (v *validator) upstream(u *Upstream) {
@@ -349,6 +380,7 @@ func (v *validator) client(key string, c *Client, htpasswd bool) {
 			v.add(key+".cidr", "invalid CIDR %q (want e.g. 10.0.0.0/8 or 2001:db8::/32)", c.CIDR)
 		}
 	}
+	v.backoffPolicy(key+".backoff", c.Backoff)
 	if c.User != "" && (strings.Contains(c.User, ":") || checkHeaderText(c.User) != "") {
 		v.add(key+".user", "invalid user name %q (no colons or control characters)", c.User)
 	}
@@ -378,6 +410,7 @@ func (v *validator) site(key string, s *Site) {
 	v.globs(key+".hosts", s.Hosts)
 	v.enum(key+".robots", string(s.Robots), RobotsObey, RobotsIgnore)
 	v.nonNegative(key+".delay", s.Delay)
+	v.backoffPolicy(key+".backoff", s.Backoff)
 }
 
 func (v *validator) trap(t *Trap) {

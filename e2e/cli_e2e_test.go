@@ -236,11 +236,11 @@ func TestCLICheckExitStatus(t *testing.T) {
 		want []string // in stdout, or in stderr for exit status 3
 	}{
 		{"allowed, Crawl-delay", []string{"-config", cfgPath, o.URL + "/public"}, 0,
-			[]string{"ALLOW     " + o.URL + "/public", "pacing: one request every 2s (robots.txt Crawl-delay)"}},
+			[]string{"ALLOW     " + o.URL + "/public", "pacing: one request every 2s, the largest of: robots.txt Crawl-delay 2s"}},
 		{"allowed, Request-rate", []string{"-config", cfgPath, "-agent", "FooBot", o.URL + "/public"}, 0,
-			[]string{"pacing: one request every 5s (robots.txt Request-rate)"}},
+			[]string{"pacing: one request every 5s, the largest of: robots.txt Request-rate 5s"}},
 		{"allowed, pacing.default_delay", []string{"-config", floorPath, o.URL + "/public"}, 0,
-			[]string{"pacing: one request every 3s (the configured minimum delay; robots.txt Crawl-delay asks 2s)"}},
+			[]string{"pacing: one request every 3s, the largest of: robots.txt Crawl-delay 2s, the configured minimum delay 3s"}},
 		{"refused by robots.txt", []string{"-config", cfgPath, o.URL + "/private/x"}, 1,
 			[]string{"DISALLOW  " + o.URL + "/private/x", `"Disallow: /private" (line 2`}},
 		{"refused by the egress rules", []string{o.URL + "/public"}, 1,

@@ -3,16 +3,19 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -381,5 +384,180 @@ log:
 	}
 	if strings.Count(string(cur), "\n") != 1 || !strings.Contains(string(cur), o.URL+"/after") {
 		t.Errorf("new file:\n%s", cur)
+	}
+}
+
+// metricValue reads an unlabelled metric from an admin listener's
+// /metrics, -1 when absent.
+func metricValue(t *testing.T, admin, name string) float64 {
+	t.Helper()
+	_, body := adminStatus(t, admin+"/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s %q: %v", name, v, err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestE2EFleetPausesAnOriginSeenAnsweringOneInstance: two instances on one
+// Redis; the origin answers a request through the first 429 with
+// Retry-After: 3. Once the second instance counts the origin as paused
+// (robotsgate_origins_in_backoff, read until it does), a request through
+// it is held until the pause ends: it reaches the origin no sooner than
+// 3 s after the 429, and says why it waited.
+func TestE2EFleetPausesAnOriginSeenAnsweringOneInstance(t *testing.T) {
+	redis := redistest.Start(t)
+	o := startScriptedOrigin(t, "User-agent: *\nAllow: /\n", func(n int64, w http.ResponseWriter) int {
+		if n != 1 {
+			return http.StatusOK
+		}
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return http.StatusTooManyRequests
+	})
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0")
+	if r := get(t, proxyClient(t, a.addr, ""), o.URL+"/through-a"); r.status != 429 {
+		t.Fatalf("through the first instance: %d, want the origin's 429", r.status)
+	}
+	admin := adminOf(t, b)
+	for deadline := time.Now().Add(5 * time.Second); metricValue(t, admin, "robotsgate_origins_in_backoff") != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second instance never counted the origin as paused; output:\n%s", b.out)
+		}
+	}
+	r := get(t, proxyClient(t, b.addr, ""), o.URL+"/through-b")
+	hits := o.snapshot()
+	if r.status != 200 || len(hits) != 2 {
+		t.Fatalf("through the second instance: %d, %d requests at the origin", r.status, len(hits))
+	}
+	if gap := hits[1].at.Sub(hits[0].at); gap < 3*time.Second-arrivalJitter {
+		t.Errorf("the second instance's request reached the origin %v after the 429 with Retry-After: 3", gap.Round(time.Millisecond))
+	}
+	if h := r.header.Get("X-Robotsgate-Backoff"); !strings.Contains(h, "the origin answered 429 with Retry-After: 3") {
+		t.Errorf("X-Robotsgate-Backoff %q", h)
+	}
+}
+
+// TestE2EFleetFetchesAColdRobotsTxtOnce: two instances on one Redis are
+// asked for the same cold origin at the same moment; its robots.txt takes
+// 300 ms to answer, so both would fetch it: the fleet's fetch lock makes
+// one fetch it and the other wait for its record. Both requests are
+// served.
+func TestE2EFleetFetchesAColdRobotsTxtOnce(t *testing.T) {
+	redis := redistest.Start(t)
+	var fetches atomic.Int64
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fetches.Add(1)
+			time.Sleep(300 * time.Millisecond) // a slow robots.txt: both instances are asked while it is fetched
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		io.WriteString(w, "page")
+	}))
+	t.Cleanup(o.Close)
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	pa, pb := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+	ca, cb := proxyClient(t, pa.addr, ""), proxyClient(t, pb.addr, "")
+	rs, errs := concurrently(func() (response, error) { return getAs(ca, o.URL+"/a", "bot") },
+		func() (response, error) { return getAs(cb, o.URL+"/b", "bot") })
+	for i := range rs {
+		if errs[i] != nil || rs[i].status != 200 {
+			t.Errorf("request %d: %d %v", i, rs[i].status, errs[i])
+		}
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Errorf("the fleet fetched the cold robots.txt %d times, want once; output:\n%s\n%s", n, pa.out, pb.out)
+	}
+}
+
+// TestE2EExplainAndCheckShowThePause: an origin paused by a 429 with
+// Retry-After: 120 (beyond pacing.max_wait) is shown paused, with the
+// answer that paused it, by the proxy's /explain and by robotsgate check
+// run beside it on the same Redis, which both say a request now is
+// refused; /explain also says what the interval is made of.
+func TestE2EExplainAndCheckShowThePause(t *testing.T) {
+	redis := redistest.Start(t)
+	o := startScriptedOrigin(t, "User-agent: *\nCrawl-delay: 0.5\n", func(n int64, w http.ResponseWriter) int {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return http.StatusTooManyRequests
+	})
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	p := startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0")
+	if r := get(t, proxyClient(t, p.addr, ""), o.URL+"/first"); r.status != 429 {
+		t.Fatalf("first request: %d", r.status)
+	}
+	code, body := adminStatus(t, adminOf(t, p)+"/explain?url="+url.QueryEscape(o.URL+"/next")+"&agent=bot")
+	var e struct {
+		Backoff *struct {
+			Cause     string  `json:"cause"`
+			Remaining float64 `json:"remaining_seconds"`
+			Refuses   bool    `json:"refuses"`
+		} `json:"backoff"`
+		Causes *struct {
+			Robots float64 `json:"robots_seconds"`
+		} `json:"interval_causes"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); code != 200 || err != nil {
+		t.Fatalf("/explain: %d %v %s", code, err, body)
+	}
+	if e.Backoff == nil || !strings.Contains(e.Backoff.Cause, "the origin answered 429 with Retry-After: 120") ||
+		e.Backoff.Remaining < 100 || !e.Backoff.Refuses || e.Causes == nil || e.Causes.Robots != 0.5 {
+		t.Errorf("/explain: %s", body)
+	}
+	stdout, stderr, code := runBin(t, dir, "check", "-config", cfg, "-agent", "bot", o.URL+"/next")
+	if code != 0 || !strings.Contains(stdout, "origin paused until") || !strings.Contains(stdout, "Retry-After: 120") ||
+		!strings.Contains(stdout, "is refused (origin-backoff)") {
+		t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestE2EFleetKeepsMaxConcurrencyAcrossInstances: two instances on one
+// Redis with pacing.max_concurrency 1; four clients on each hammer an
+// origin whose answers take 200 ms for 2 s: the origin never has more
+// than one request of theirs at a time (each instance alone would allow
+// one, two together).
+func TestE2EFleetKeepsMaxConcurrencyAcrossInstances(t *testing.T) {
+	redis := redistest.Start(t)
+	var inFlight, most atomic.Int64
+	o := startScriptedOrigin(t, "User-agent: *\nAllow: /\n", func(int64, http.ResponseWriter) int {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(200 * time.Millisecond) // the origin's work: requests overlap if let through together
+		inFlight.Add(-1)
+		return http.StatusOK
+	})
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	writeFile(t, cfg, readText(t, cfg)+"  max_concurrency: 1\n")
+	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+	var wg sync.WaitGroup
+	var served atomic.Int64
+	for _, p := range []*proc{a, b} {
+		wg.Go(func() {
+			for _, r := range hammer(proxyClient(t, p.addr, ""), o.URL, 4, 2*time.Second) {
+				if r.status == 200 {
+					served.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("the origin had %d requests at once, want at most pacing.max_concurrency 1 across the fleet", m)
+	}
+	if served.Load() < 5 {
+		t.Errorf("only %d requests served in 2 s", served.Load())
 	}
 }

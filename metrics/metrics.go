@@ -38,6 +38,10 @@ type Metrics struct {
 	UpstreamErrors *prometheus.CounterVec
 	// StoreErrors counts failed calls to the shared (Redis) pacing store.
 	StoreErrors prometheus.Counter
+	// OriginBackoffs counts the answers that paused an origin (started or
+	// lengthened its pause), by cause: the status ("429", "503"...) or
+	// "connection".
+	OriginBackoffs *prometheus.CounterVec
 	// AuthFailures counts proxy credentials that failed (a wrong password,
 	// an unknown user).
 	AuthFailures prometheus.Counter
@@ -75,6 +79,7 @@ func New() *Metrics {
 	m.PacingHeld = gauge(r, "robotsgate_pacing_held_requests", "Requests currently held for their pacing slot.")
 	m.UpstreamErrors = counterVec(r, "robotsgate_upstream_errors_total", "Failed upstream requests by RFC 9209 error type.", "kind")
 	m.StoreErrors = counter(r, "robotsgate_pacing_store_errors_total", "Failed calls to the shared pacing store.")
+	m.OriginBackoffs = counterVec(r, "robotsgate_origin_backoffs_total", "Answers that paused an origin (429, 503...), by cause.", "cause")
 	m.AuthFailures = counter(r, "robotsgate_auth_failures_total", "Proxy credentials that failed (wrong password, unknown user).")
 	m.ClientTLSFailures = counterVec(r, "robotsgate_client_tls_failures_total", "Failed TLS handshakes of clients in intercepted tunnels, by reason.", "reason")
 	m.ProxyTLSServed = counter(r, "robotsgate_proxy_tls_connections_total", "Client connections that spoke TLS to the proxy port (an https:// proxy URL), served over TLS.")

@@ -68,4 +68,13 @@
 // [Fallback] wraps a shared store with the pacing.on_store_error policy:
 // refuse ([UnavailableError], a 503 for the proxy) or local (pace in this
 // process) while Redis fails, and goes back to Redis by itself.
+//
+// # Pauses and adaptive pacing
+//
+// The [Governor] holds what origins answer: one that answers 429 or 503
+// is paused (pause.go) and [Pacer.Acquire] holds every request of it
+// until the pause ends, or refuses it ([PausedError]); its response times
+// give the adaptive interval. With Redis a fleet shares both
+// ([Redis.GovernorShared], [Redis.Follow]), and pacing.max_concurrency's
+// permits ([ConcurrencyStore], concurrency.go).
 package pacing

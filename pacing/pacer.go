@@ -31,11 +31,13 @@ type Options struct {
 	// Padding is added to each interval; 0 means DefaultPadding, a
 	// negative value none.
 	Padding time.Duration
-	// MaxConcurrency bounds the requests in flight per Request.Origin in
-	// this process (pacing.max_concurrency); 0 means unlimited. The limit
-	// is not shared through the store: with N proxies an origin may see N
-	// times as many.
+	// MaxConcurrency bounds the requests in flight per Request.Origin
+	// (pacing.max_concurrency); 0 means unlimited. In this process, or
+	// across a fleet with Shared.
 	MaxConcurrency int
+	// Shared, when set, holds the fleet's permits: a request needs one of
+	// them besides one of this process (see concurrency.go).
+	Shared ConcurrencyStore
 	// CancelTimeout bounds Store.Cancel after a client hung up; 0 means
 	// DefaultCancelTimeout.
 	CancelTimeout time.Duration
@@ -48,6 +50,9 @@ type Options struct {
 	// limits (after a reload) never resets slots reserved under the
 	// earlier ones.
 	LongestInterval time.Duration
+	// Governor holds the origins' pauses (Request.PauseKey); nil: no
+	// pauses.
+	Governor *Governor
 }
 
 // aheadBounded is a Store that treats slots too far ahead as corrupt
@@ -68,6 +73,8 @@ type Pacer struct {
 	cancelTimeout time.Duration
 	limit         *limiter // nil: no concurrency limit
 	gates         gates
+	governor      *Governor
+	shared        ConcurrencyStore
 }
 
 // New returns a Pacer for opts.
@@ -77,6 +84,8 @@ func New(opts Options) *Pacer {
 		maxWait:       max(opts.MaxWait, 0),
 		padding:       max(orDefault(opts.Padding, DefaultPadding), 0),
 		cancelTimeout: orDefault(opts.CancelTimeout, DefaultCancelTimeout),
+		governor:      opts.Governor,
+		shared:        opts.Shared,
 	}
 	if p.store == nil {
 		p.store = NewMemory(MemoryOptions{})
@@ -107,6 +116,9 @@ type Request struct {
 	// Origin names the concurrency limit's key; "" means no limit for this
 	// request.
 	Origin string
+	// PauseKey names the origin whose pauses hold the request (the
+	// Governor's key); "" means pauses do not apply to it.
+	PauseKey string
 }
 
 // Permit is a request allowed to start. Call Sent when a paced request
@@ -114,8 +126,13 @@ type Request struct {
 // whatever became of it (both no-ops where there is nothing to do). Until
 // one of them is called, the next paced request of its key waits.
 type Permit struct {
-	// Waited is how long the request was held (X-Robotsgate-Wait).
+	// Waited is how long the request was held (X-Robotsgate-Wait), all
+	// causes together.
 	Waited time.Duration
+	// Paused is the part of Waited the request was held for its origin's
+	// pause, and Pause that pause (the last one, if several).
+	Paused time.Duration
+	Pause  Pause
 	held   *heldPermit
 	ticket *ticket // a paced request's passage through its key's gate
 }
@@ -129,11 +146,13 @@ func (p Permit) Sent() {
 	}
 }
 
-// heldPermit is a concurrency permit; released at most once.
+// heldPermit is a concurrency permit; released at most once. fleet is
+// the fleet's permit it holds too, if any.
 type heldPermit struct {
 	limit    *limiter
 	origin   string
 	released atomic.Bool
+	fleet    *fleetPermit
 }
 
 // Release returns the concurrency permit, if any. Calling it again, or on a
@@ -145,12 +164,15 @@ func (p Permit) Release() {
 		p.ticket.leave(time.Now())
 	}
 	if h := p.held; h != nil && h.released.CompareAndSwap(false, true) {
+		h.fleet.give()
 		h.limit.release(h.origin)
 	}
 }
 
 // Acquire holds the caller until req may start, first come, first served.
-// With a concurrency limit it first takes a permit for req.Origin (waiting
+// While req.PauseKey's origin is paused it waits for the pause to end
+// (before anything else, and again after its slot). With a concurrency
+// limit it then takes a permit for req.Origin (waiting
 // in line at most MaxWait); then, for a paced request, it reserves a slot
 // of req.Interval + Padding on req.Key within the rest of MaxWait and
 // sleeps until the slot; last, it waits until the previous request of
@@ -158,7 +180,8 @@ func (p Permit) Release() {
 // passed since (see gate.go).
 //
 // Errors: a *RefusedError (errors.Is ErrRateLimited) when the wait would
-// exceed MaxWait, nothing reserved; the store's error (an *UnavailableError
+// exceed MaxWait, nothing reserved; a *PausedError (errors.Is ErrPaused)
+// when the origin's pause lasts beyond MaxWait; the store's error (an *UnavailableError
 // for a failing shared store under the refuse policy), nothing held; ctx's
 // error (errors.Is context.Canceled or DeadlineExceeded) when the caller
 // gave up while held, in which case Acquire returns promptly, its permit is
@@ -168,9 +191,17 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return Permit{}, fmt.Errorf("pacing: %s: %w", req.Key, err)
 	}
-	permit, err := p.acquirePermit(ctx, req.Origin)
-	if err != nil || req.Interval <= 0 {
-		return permit, err
+	var paused Permit
+	if err := p.waitPause(ctx, req.PauseKey, &paused); err != nil {
+		return Permit{}, err
+	}
+	permit, err := p.acquirePermit(ctx, req.Origin, p.maxWait-paused.Waited)
+	if err != nil {
+		return Permit{}, err
+	}
+	permit.Waited, permit.Paused, permit.Pause = permit.Waited+paused.Waited, paused.Paused, paused.Pause
+	if req.Interval <= 0 {
+		return permit, nil
 	}
 	held, err := p.hold(ctx, req.Key, req.Interval+p.padding, p.maxWait-permit.Waited)
 	if err != nil {
@@ -178,6 +209,11 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 		return Permit{}, err
 	}
 	permit.Waited += held
+	// A pause may have begun while the request waited for its slot.
+	if err := p.waitPause(ctx, req.PauseKey, &permit); err != nil {
+		permit.Release()
+		return Permit{}, err
+	}
 	t, waited, err := p.gates.enter(ctx, req.Key, req.Interval+p.padding, p.maxWait-permit.Waited)
 	permit.Waited += waited
 	if err != nil {
@@ -188,16 +224,53 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 	return permit, nil
 }
 
-// acquirePermit takes a concurrency permit for origin when limited.
-func (p *Pacer) acquirePermit(ctx context.Context, origin string) (Permit, error) {
+// waitPause holds the caller while origin is paused, adding the wait to
+// permit, within what is left of MaxWait: a pause that lasts longer is a
+// *PausedError, at once. A pause that is lengthened while the caller
+// waits is waited for too.
+func (p *Pacer) waitPause(ctx context.Context, origin string, permit *Permit) error {
+	if origin == "" {
+		return nil
+	}
+	for {
+		pause, ok := p.governor.Paused(origin)
+		if !ok {
+			return nil
+		}
+		wait := time.Until(pause.Until)
+		if wait > p.maxWait-permit.Waited {
+			return fmt.Errorf("pacing: %s: %w", origin, &PausedError{Pause: pause, RetryAfter: wait})
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return fmt.Errorf("pacing: %s: client gone while the origin was paused: %w", origin, err)
+		}
+		permit.Waited += wait
+		permit.Paused += wait
+		permit.Pause = pause
+	}
+}
+
+// acquirePermit takes a concurrency permit for origin when limited,
+// waiting at most maxWait.
+func (p *Pacer) acquirePermit(ctx context.Context, origin string, maxWait time.Duration) (Permit, error) {
 	if p.limit == nil || origin == "" {
 		return Permit{}, nil
 	}
-	waited, err := p.limit.acquire(ctx, origin, p.maxWait)
+	waited, err := p.limit.acquire(ctx, origin, max(maxWait, 0))
 	if err != nil {
 		return Permit{}, fmt.Errorf("pacing: %s: concurrency permit after %v: %w", origin, waited.Round(time.Millisecond), err)
 	}
-	return Permit{Waited: waited, held: &heldPermit{limit: p.limit, origin: origin}}, nil
+	held := &heldPermit{limit: p.limit, origin: origin}
+	if p.shared != nil {
+		fleet, fleetWaited, err := p.takeFleet(ctx, origin, maxWait-waited)
+		waited += fleetWaited
+		if err != nil {
+			p.limit.release(origin)
+			return Permit{}, fmt.Errorf("pacing: %s: the fleet's concurrency permit after %v: %w", origin, waited.Round(time.Millisecond), err)
+		}
+		held.fleet = fleet
+	}
+	return Permit{Waited: waited, held: held}, nil
 }
 
 // hold reserves a slot on key and sleeps until it, returning the wait.

@@ -99,6 +99,7 @@ type Redis struct {
 	maxAhead atomic.Int64  // declared bound in ns; 0: DefaultRedisMaxAhead
 	corrupt  atomic.Uint64 // keys reset as corrupt
 	lastLog  atomic.Int64  // when a corrupt key was last logged (Unix ns)
+	resynced func()        // tests: called when Follow has read the fleet's pauses
 }
 
 // readNext is the start of the scripts that read a key's next: it sets

@@ -45,6 +45,9 @@ type Client struct {
 	Agent string
 	// Purposes are checked against the sites' AI-usage preferences.
 	Purposes []string
+	// IgnoreBackoff: the client is never held for an origin's pause
+	// (clients[].backoff: ignore).
+	IgnoreBackoff bool
 }
 
 // ErrAuthRequired means the request must be answered 407: proxy
@@ -138,7 +141,8 @@ func NewClients(entries []config.Client, auth config.Auth) (*Clients, error) {
 }
 
 func newClientRule(e config.Client, htpasswd map[string][]byte) (clientRule, error) {
-	r := clientRule{user: e.User, client: Client{Mode: parseMode(e.Mode), Agent: e.Agent, Purposes: e.Purposes}}
+	r := clientRule{user: e.User, client: Client{Mode: parseMode(e.Mode), Agent: e.Agent, Purposes: e.Purposes,
+		IgnoreBackoff: e.Backoff == config.BackoffIgnore}}
 	r.client.Name = e.User
 	if e.CIDR != "" {
 		p, err := netip.ParsePrefix(e.CIDR)

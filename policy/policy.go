@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
@@ -33,23 +34,25 @@ type Verdict uint8
 
 // Verdicts. Allow is the zero value.
 const (
-	Allow        Verdict = iota
-	Disallow             // robots.txt forbids the path for the agent (403)
-	Unreachable          // robots.txt could not be fetched: everything refused (503)
-	UsageDenied          // an AI-usage preference refuses the client's purpose (403)
-	TrapDenied           // the crawler-trap guard's URL limits (403)
-	TrapBudget           // the trap guard's page budget is spent (429)
-	RateLimited          // the pacing slot lies beyond pacing.max_wait (429)
-	PacingDown           // the shared pacing store cannot answer (503)
-	UsageUnknown         // the site's TDM reservations (tdmrep.json) cannot be fetched (503)
-	FetchLimited         // the client has too many lookups of uncached origins in flight (503)
+	Allow            Verdict = iota
+	Disallow                 // robots.txt forbids the path for the agent (403)
+	Unreachable              // robots.txt could not be fetched: everything refused (503)
+	UsageDenied              // an AI-usage preference refuses the client's purpose (403)
+	TrapDenied               // the crawler-trap guard's URL limits (403)
+	TrapBudget               // the trap guard's page budget is spent (429)
+	RateLimited              // the pacing slot lies beyond pacing.max_wait (429)
+	PacingDown               // the shared pacing store cannot answer (503)
+	UsageUnknown             // the site's TDM reservations (tdmrep.json) cannot be fetched (503)
+	FetchLimited             // the client has too many lookups of uncached origins in flight (503)
+	OriginPaused             // the origin asked to slow down and its pause lasts beyond pacing.max_wait (429)
+	OutsideVisitTime         // robots.txt's Visit-time windows do not include now (429)
 )
 
 var verdictNames = [...]string{
 	Allow: audit.Allow, Disallow: audit.Disallow, Unreachable: audit.Unreachable,
 	UsageDenied: audit.UsageDenied, TrapDenied: audit.TrapDenied, TrapBudget: audit.TrapDenied,
 	RateLimited: audit.RateLimited, PacingDown: audit.PacingUnavailable, UsageUnknown: audit.UsageUnknown,
-	FetchLimited: audit.FetchLimited,
+	FetchLimited: audit.FetchLimited, OriginPaused: audit.OriginBackoff, OutsideVisitTime: audit.OutsideVisitTime,
 }
 
 // String returns the decision name used in headers and logs ("disallow").
@@ -106,7 +109,8 @@ type Decision struct {
 	// request (ApplyResponse); nil until a response refused it.
 	Response *ResponseRefusal
 	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget,
-	// RateLimited, PacingDown, UsageUnknown).
+	// RateLimited, PacingDown, UsageUnknown, OriginPaused,
+	// OutsideVisitTime).
 	RetryAfter time.Duration
 	// Interval is how far apart requests judged like this one must start
 	// (Crawl-delay or Request-rate, the operator's floor and cap); 0 when
@@ -123,10 +127,32 @@ type Decision struct {
 	// with (ResponseJudge).
 	ScanHTML bool
 	// Limit is what rate-limited the request (RateLimited): one of
-	// pacing.ReasonSlot, ReasonConcurrency, ReasonOverMaxDelay; Asked is
-	// the interval robots.txt asked for, for ReasonOverMaxDelay.
+	// pacing.ReasonSlot, ReasonConcurrency, ReasonOverMaxDelay.
 	Limit string
-	Asked time.Duration
+	// Asked is the interval robots.txt asked for (Crawl-delay or
+	// Request-rate), Floor the operator's floor that applied
+	// (pacing.default_delay or the site's delay) and Adaptive the interval
+	// adaptive pacing asked (0 when off): Interval is the largest, within
+	// pacing.max_delay for Asked.
+	Asked, Floor, Adaptive time.Duration
+	// Pause is the origin's pause that held the request (Paused of
+	// Waited) or refused it (OriginPaused); nil when none did.
+	Pause  *pacing.Pause
+	Paused time.Duration
+	// Visits are the group's Visit-time windows, when it has some; none
+	// includes now for OutsideVisitTime.
+	Visits robots.VisitWindows
+	// origin is Request.Origin.String(), once asked (originKey).
+	origin string
+}
+
+// originKey is the request's origin as the governor names it, spelled out
+// once per decision.
+func (d *Decision) originKey() string {
+	if d.origin == "" {
+		d.origin = d.Request.Origin.String()
+	}
+	return d.origin
 }
 
 // Group returns the name of the robots.txt group that judged the request
@@ -169,6 +195,9 @@ type Config struct {
 	Limits pacing.Limits
 	// PaceByOrigin keys schedules by origin only, not origin and group.
 	PaceByOrigin bool
+	// Governor keeps the origins' pauses and response times (pacing.backoff,
+	// pacing.adaptive); nil means neither.
+	Governor *pacing.Governor
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -233,6 +262,9 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d.Robots = res
 	e.judge(&d, res)
 	if d.Verdict == Allow {
+		e.judgeVisit(&d)
+	}
+	if d.Verdict == Allow {
 		if err := e.judgeTDM(ctx, &d); err != nil {
 			return d, err
 		}
@@ -261,6 +293,7 @@ func (e *Engine) schedule(d *Decision, asked time.Duration) {
 	if s, ok := e.sites.match(d.Request.Origin.Host); ok && s.delay > 0 {
 		limits.Floor = s.delay
 	}
+	d.Asked, d.Floor = asked, limits.Floor
 	interval, err := limits.Interval(asked)
 	if err != nil {
 		var refused *pacing.RefusedError
@@ -268,11 +301,14 @@ func (e *Engine) schedule(d *Decision, asked time.Duration) {
 		d.Verdict, d.Note = RateLimited, err.Error()
 		if refused != nil {
 			d.RetryAfter = ceilSeconds(refused.RetryAfter)
-			d.Limit, d.Asked = refused.Reason, asked
+			d.Limit = refused.Reason
 		}
 		return
 	}
-	d.Interval = interval
+	if e.cfg.Governor.Adapting() {
+		d.Adaptive = e.cfg.Governor.AdaptiveInterval(d.originKey())
+	}
+	d.Interval = max(interval, d.Adaptive)
 	if interval > 0 {
 		d.PaceKey = e.paceKey(d)
 	}
@@ -288,34 +324,139 @@ func (e *Engine) paceKey(d *Decision) string {
 }
 
 // Pace holds an allowed request until its pacing slot (and per-origin
-// concurrency permit). When the wait would exceed pacing.max_wait, or the
-// shared store cannot answer, it changes d into a refusal (RateLimited,
-// PacingDown) and returns a zero Permit. The error is ctx's alone: the
-// client hung up while held. Release the Permit when the request is done.
+// concurrency permit), and while its origin is paused. When the wait would
+// exceed pacing.max_wait, or the shared store cannot answer, it changes d
+// into a refusal (RateLimited, OriginPaused, PacingDown) and returns a
+// zero Permit. The error is ctx's alone: the client hung up while held.
+// Release the Permit when the request is done.
 func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 	p := e.cfg.Pacer
-	if p == nil || d.Verdict != Allow || d.Request.Client.Mode != Enforce || (d.Interval <= 0 && !p.Limited()) {
+	if p == nil || d.Verdict != Allow || d.Request.Client.Mode != Enforce {
 		return pacing.Permit{}, nil
 	}
-	req := pacing.Request{Key: d.PaceKey, Interval: d.Interval}
+	if d.Interval <= 0 && !p.Limited() && !e.cfg.Governor.Pausing() {
+		return pacing.Permit{}, nil // the common case: nothing to hold for
+	}
+	pauseKey := e.pauseKey(d)
+	if d.Interval <= 0 && !p.Limited() && !e.paused(pauseKey) {
+		return pacing.Permit{}, nil
+	}
+	req := pacing.Request{Key: d.PaceKey, Interval: d.Interval, PauseKey: pauseKey}
 	if p.Limited() {
 		req.Origin = d.Request.Origin.String()
 	}
 	permit, err := p.Acquire(ctx, req)
+	if err != nil {
+		return pacing.Permit{}, refusedByPacing(d, err)
+	}
+	d.Waited = permit.Waited
+	if permit.Paused > 0 {
+		pause := permit.Pause
+		d.Paused, d.Pause = permit.Paused, &pause
+	}
+	return permit, nil
+}
+
+// refusedByPacing turns the pacer's refusal into d's verdict; any other
+// error (the client left) is returned.
+func refusedByPacing(d *Decision, err error) error {
 	var refused *pacing.RefusedError
+	var paused *pacing.PausedError
 	var down *pacing.UnavailableError
 	switch {
-	case err == nil:
-		d.Waited = permit.Waited
 	case errors.As(err, &refused):
 		d.Verdict, d.Note, d.RetryAfter = RateLimited, refused.Error(), ceilSeconds(refused.RetryAfter)
 		d.Limit = refused.Reason
+	case errors.As(err, &paused):
+		pause := paused.Pause
+		d.Verdict, d.Pause, d.RetryAfter = OriginPaused, &pause, ceilSeconds(paused.RetryAfter)
+		d.Note = pause.Cause() + ": robotsgate pauses requests to it until " + pause.Until.UTC().Format("15:04:05Z") + " (pacing.backoff)"
 	case errors.As(err, &down):
 		d.Verdict, d.Note, d.RetryAfter = PacingDown, "the shared pacing store is unavailable (pacing.on_store_error: refuse)", ceilSeconds(down.RetryAfter)
 	default:
-		return pacing.Permit{}, err
+		return err
 	}
-	return permit, nil
+	return nil
+}
+
+// pauseKey names the origin whose pauses hold d: "" when pauses do not
+// apply to it (no governor, robots.txt itself, a client or site set to
+// ignore them).
+func (e *Engine) pauseKey(d *Decision) string {
+	if e.cfg.Governor == nil || d.Request.Client.IgnoreBackoff || robots.IsRobotsTxt(d.Request.Target) {
+		return ""
+	}
+	if s, ok := e.sites.match(d.Request.Origin.Host); ok && s.noBackoff {
+		return ""
+	}
+	return d.originKey()
+}
+
+// paused reports whether the origin named by pauseKey is paused now.
+func (e *Engine) paused(pauseKey string) bool {
+	if pauseKey == "" {
+		return false
+	}
+	_, ok := e.cfg.Governor.Paused(pauseKey)
+	return ok
+}
+
+// PauseOf returns the pause that would hold a request judged like d now
+// (for /explain and check), nil when none.
+func (e *Engine) PauseOf(d *Decision) *pacing.Pause {
+	key := e.pauseKey(d)
+	if key == "" {
+		return nil
+	}
+	if p, ok := e.cfg.Governor.Paused(key); ok {
+		return &p
+	}
+	return nil
+}
+
+// ObserveAnswer takes the origin's answer to a request of d's origin into
+// account: a 429 or 503 (pacing.backoff.statuses) pauses the origin
+// unless its site ignores pauses, and the response time counts for
+// adaptive pacing. It returns the pause the answer started or lengthened.
+func (e *Engine) ObserveAnswer(ctx context.Context, d *Decision, a pacing.Answer) (pacing.Pause, bool) {
+	g := e.cfg.Governor
+	if !g.Heeds(a) {
+		return pacing.Pause{}, false
+	}
+	o := d.originKey()
+	if s, ok := e.sites.match(d.Request.Origin.Host); ok && s.noBackoff {
+		g.ObserveLatency(ctx, o, a.Latency)
+		return pacing.Pause{}, false
+	}
+	return g.Observe(ctx, o, a)
+}
+
+// judgeVisit refuses a request outside the group's Visit-time windows,
+// with a Retry-After to the next window's start.
+func (e *Engine) judgeVisit(d *Decision) {
+	ws := d.Rule.Group.VisitTimes()
+	if len(ws) == 0 || d.Request.Client.Mode == Bypass || robots.IsRobotsTxt(d.Request.Target) {
+		return
+	}
+	d.Visits = ws
+	open, wait := ws.Open(e.cfg.Now())
+	if open {
+		return
+	}
+	d.Verdict, d.RetryAfter = OutsideVisitTime, ceilSeconds(wait)
+	d.Note = "robots.txt asks for visits only within " + visitText(ws) + " (UTC)"
+}
+
+// visitText lists windows as robots.txt writes them, with their lines.
+func visitText(ws robots.VisitWindows) string {
+	var b strings.Builder
+	for i, w := range ws {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (line %d)", w, w.Line)
+	}
+	return b.String()
 }
 
 // NextSlot returns how long a request judged like d would wait for its

@@ -9,8 +9,9 @@ import (
 
 // site is the override that applies to a host.
 type site struct {
-	ignore bool          // no robots checks
-	delay  time.Duration // operator floor interval, 0 = pacing.default_delay
+	ignore    bool          // no robots checks
+	delay     time.Duration // operator floor interval, 0 = pacing.default_delay
+	noBackoff bool          // never paused (sites[].backoff: ignore)
 }
 
 type siteRule struct {
@@ -26,8 +27,9 @@ func newSites(entries []config.Site) sites {
 	out := make(sites, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, siteRule{globs: e.Hosts, site: site{
-			ignore: e.Robots == config.RobotsIgnore,
-			delay:  e.Delay.Duration(),
+			ignore:    e.Robots == config.RobotsIgnore,
+			delay:     e.Delay.Duration(),
+			noBackoff: e.Backoff == config.BackoffIgnore,
 		}})
 	}
 	return out

@@ -61,8 +61,10 @@ func (s *Server) Explain(ctx context.Context, q admin.Query) (admin.Explanation,
 		return e, status
 	}
 	d := &x.Decision
-	fillExplanation(&e, d, time.Now())
+	now := time.Now()
+	fillExplanation(&e, d, now)
 	e.NextSlot = x.NextSlot.Seconds()
+	fillPacing(&e, &x, now)
 	if x.FetchErr != nil {
 		e.FetchError = x.FetchErr.Error()
 	}
@@ -127,6 +129,24 @@ func fillExplanation(e *admin.Explanation, d *policy.Decision, now time.Time) {
 	e.ContentUsage, e.Signals = g.ContentUsage(d.Request.Target), res.File.ContentSignals()
 }
 
+// fillPacing adds what the pacing interval is made of, and the origin's
+// pause in force.
+func fillPacing(e *admin.Explanation, x *Explained, now time.Time) {
+	d := &x.Decision
+	if d.Verdict == policy.Allow || d.Verdict == policy.OriginPaused {
+		e.IntervalCauses = &admin.IntervalCauses{Asked: d.Asked.Seconds(), Floor: d.Floor.Seconds(),
+			Adaptive: d.Adaptive.Seconds(), ResponseTime: x.ResponseTime.Seconds(), Capped: d.Asked > d.Interval}
+	}
+	if p := x.Pause; p != nil {
+		left := max(p.Until.Sub(now), 0)
+		e.Backoff = &admin.BackoffInfo{Cause: p.Cause(), Status: p.Status, Until: p.Until.UTC(), Remaining: left.Seconds(),
+			Refuses: left > x.MaxWait}
+	}
+	for _, w := range d.Visits {
+		e.VisitTimes = append(e.VisitTimes, w.String())
+	}
+}
+
 // Status is what the status page shows at now.
 func (s *Server) Status(now time.Time) admin.Status {
 	st := s.settings()
@@ -138,6 +158,10 @@ func (s *Server) Status(now time.Time) admin.Status {
 		Cached: rs.Entries, Hits: rs.Hits, Misses: rs.Misses,
 	}
 	s.stats.view(20, now, &v)
+	for _, p := range s.governor.PausedNow(20) {
+		v.Paused = append(v.Paused, admin.PausedOrigin{Origin: p.Origin, Cause: p.Pause.Cause(), Until: p.Pause.Until.UTC(),
+			Left: p.Pause.Until.Sub(now).Round(time.Second)})
+	}
 	v.TLSFailures, v.TLSLast = s.tlsFails.snapshot()
 	return v
 }

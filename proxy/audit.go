@@ -23,6 +23,10 @@ func newAuditRecord(start time.Time, remoteAddr, method string, d *policy.Decisi
 		}
 	}
 	r.StrictPaths = d.StrictPaths
+	if d.Pause != nil {
+		r.Backoff = backoffText(d.Pause)
+		r.BackoffMS = float64(d.Paused.Microseconds()) / 1000
+	}
 	if d.Response != nil {
 		r.AddNote(withheldNote(d.Response, !d.Refused()))
 	}

@@ -28,6 +28,14 @@ type Explained struct {
 	// NextSlot is how long a request judged alike would wait for its
 	// pacing slot now (not with Fetch: the fetch itself was held).
 	NextSlot time.Duration
+	// Pause is the origin's pause in force, which would hold (or refuse,
+	// beyond MaxWait) a request judged alike now; nil when none. With
+	// Fetch it is the one that held or refused the fetch (Decision.Pause).
+	Pause   *pacing.Pause
+	MaxWait time.Duration
+	// ResponseTime is the origin's recent response time, which adaptive
+	// pacing multiplies (Decision.Adaptive); 0 when none is known.
+	ResponseTime time.Duration
 	// Signals are every AI-usage signal found for the URL, with the
 	// purposes each refuses: the robots.txt lines and the tdmrep.json
 	// entry that apply (the file is read for any client) and, when
@@ -97,9 +105,12 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 		return Explained{Refused: &clientLeftError{"while tdmrep.json was fetched", err}}, nil
 	}
 	e.Signals = d.ExplainSignals()
+	e.MaxWait, e.Pause = st.cfg.Pacing.MaxWait.Duration(), d.Pause
+	e.ResponseTime, _ = s.governor.ResponseTime(d.Request.Origin.String())
 	switch {
 	case !fetch:
 		e.NextSlot, _ = st.engine.NextSlot(ctx, d)
+		e.Pause = st.engine.PauseOf(d)
 	case d.Verdict != policy.Allow:
 		e.FetchErr = fmt.Errorf("the response was not fetched: the request would be refused (%s)", d.Verdict)
 	default:
@@ -125,13 +136,16 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 	s.log.Info("fetching a page to explain its AI-usage signals", "url", u, "user_agent", d.Request.UserAgent)
 	var notes []string
 	status := 0
-	defer func() { s.auditExplainFetch(e, start, status, notes, err, by) }() // the origin may have been contacted
+	sent := time.Now()
+	defer func() { s.auditExplainFetch(e, start, sent, status, notes, err, by) }() // the origin may have been contacted
 	resp, err := s.upstream.tr.RoundTrip(req)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	status = resp.StatusCode
+	st.engine.ObserveAnswer(ctx, d, pacing.Answer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
+		Date: resp.Header.Get("Date"), At: time.Now()})
 	j := d.ResponseJudge().Judge(resp.Header, headOf(resp, func(n string) { notes = append(notes, n) }))
 	e.Signals = append(e.Signals, j.Signals...)
 	d.ApplyResponse(j, resp.StatusCode)
@@ -140,10 +154,11 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 
 // auditExplainFetch records a fetch made to explain a URL: the origin was
 // contacted, though no client received the response (status 0).
-func (s *Server) auditExplainFetch(e *Explained, start time.Time, status int, notes []string, err error, by string) {
+func (s *Server) auditExplainFetch(e *Explained, start, sent time.Time, status int, notes []string, err error, by string) {
 	rec := newAuditRecord(start, by, http.MethodGet, &e.Decision)
 	rec.Usage = e.Signals // whatever the purposes: what was explained
 	rec.WaitMS = float64(e.Decision.Waited.Microseconds()) / 1000
+	rec.SentMS = float64(sent.Sub(start).Microseconds()) / 1000
 	rec.UpstreamStatus = status
 	for _, n := range notes {
 		rec.AddNote(n)

@@ -43,8 +43,8 @@ func documentedACL(t *testing.T, password, prefix string) []any {
 		switch {
 		case strings.HasPrefix(f, ">"):
 			f = ">" + password
-		case strings.HasPrefix(f, "~robotsgate:"):
-			f = "~" + prefix + strings.TrimPrefix(f, "~robotsgate:")
+		case strings.HasPrefix(f, "~robotsgate:"), strings.HasPrefix(f, "&robotsgate:"):
+			f = f[:1] + prefix + strings.TrimPrefix(f[1:], "robotsgate:")
 		}
 		args = append(args, f)
 	}

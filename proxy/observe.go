@@ -31,9 +31,6 @@ type auditSlot struct {
 	permit   pacing.Permit
 	paced    bool          // held for a Crawl-delay slot (permit.Sent applies)
 	waited   time.Duration // held for the pacing slot
-	// sent is when a paced request's headers were written to the origin
-	// (Unix nanoseconds, 0 if not): the transport's goroutine sets it.
-	sent atomic.Int64
 	// tunnel is what an intercepted CONNECT's tunnel became, when it
 	// became something else than a tunnel of judged requests
 	// (unknown-protocol, client-tls-failed); tunnelNote replaces the
@@ -47,6 +44,14 @@ type auditSlot struct {
 	body        upstreamBody
 	upstreamErr error
 	reqBody     *idleBody // the client's request body, if any
+	// sentAt is when the request's head was written to the origin (Unix
+	// nanoseconds, 0: not measured), for its response time; pause is the
+	// origin's pause its answer started or lengthened.
+	sentAt atomic.Int64
+	pause  *audit.Pause
+	// released is when the request left the proxy for the origin, judged
+	// and held (zero: it did not).
+	released time.Time
 	// signals are the AI-usage signals of the origin's response, for a
 	// client with purposes (a refusing one is in d.Response); notes are
 	// what the record's note adds to the decision's (a head not scanned, a
@@ -63,11 +68,11 @@ func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
 	s.permit, s.waited, s.paced = permit, d.Waited, d.Interval > 0
 }
 
-// wroteHeaders is the ClientTrace hook of a paced request: the next
-// request of its key may go an interval from now, and the record says
-// when the origin was sent it.
+// wroteHeaders notes that the request's head has been written to the
+// origin: the next paced request of its key may go (Permit.Sent), its
+// response time starts, and its record's sent_ms is then.
 func (s *auditSlot) wroteHeaders() {
-	s.sent.CompareAndSwap(0, time.Now().UnixNano())
+	s.sentAt.CompareAndSwap(0, time.Now().UnixNano())
 	s.permit.Sent()
 }
 
@@ -132,6 +137,7 @@ func (s *auditSlot) record(start time.Time, remoteAddr, method string) *audit.Re
 		rec.Note = s.tunnelNote
 	}
 	rec.Usage = append(rec.Usage, s.signals...)
+	rec.Pause = s.pause
 	if s.notes != "" {
 		rec.AddNote(s.notes)
 	}
@@ -188,8 +194,12 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.Via = viaOf(r.Context())
 	rec.UpstreamStatus = slot.upstream
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
-	if sent := slot.sent.Load(); sent != 0 {
-		rec.Sent = time.Unix(0, sent).UTC()
+	// When the origin was sent the request: its head written (a paced or
+	// timed request), else when the proxy let it go.
+	if at := slot.sentAt.Load(); at != 0 {
+		rec.SentMS = float64(time.Unix(0, at).Sub(start).Microseconds()) / 1000
+	} else if !slot.released.IsZero() {
+		rec.SentMS = float64(slot.released.Sub(start).Microseconds()) / 1000
 	}
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	if slot.unanswered {

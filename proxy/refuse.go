@@ -126,12 +126,28 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusTooManyRequests
 		e.RetryAfter = seconds(d.RetryAfter)
 		e.Message = s.rateLimitMessage(d, e.RetryAfter)
+	case policy.OriginPaused:
+		e.Status = http.StatusTooManyRequests
+		e.RetryAfter = seconds(d.RetryAfter)
+		e.Message = fmt.Sprintf("The origin asked to slow down: %s; retry after %d s.", d.Note, e.RetryAfter)
+	case policy.OutsideVisitTime:
+		e.Status = http.StatusTooManyRequests
+		e.RetryAfter = seconds(d.RetryAfter)
+		e.Message = fmt.Sprintf("%s; the next window opens in %d s.", upperFirst(d.Note), e.RetryAfter)
 	case policy.PacingDown, policy.FetchLimited:
 		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, proxyError)
+}
+
+// upperFirst capitalises the first letter of an ASCII sentence.
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
 }
 
 // tdmRep names the tdmrep.json that refused, and its entry.

@@ -49,6 +49,7 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 				http.NewResponseController(w).SetReadDeadline(time.Now())
 				return
 			}
+			s.observeFailure(req, err)
 			s.respond(w, s.upstream.failure(req, err))
 		},
 		BufferPool: relayBuffers{},
@@ -74,9 +75,9 @@ func rewrite(pr *httputil.ProxyRequest) {
 // pipe that carries later requests to the origin unjudged.
 var errUnrequestedUpgrade = errors.New("the origin switched to a protocol the request did not ask for")
 
-// modifyResponse notes the origin's answer in the audit slot before the
-// relay passes it on, and withholds it when one of its AI-usage signals
-// refuses the client's purpose.
+// modifyResponse notes the origin's answer in the audit slot and gives it
+// to the politeness governor before the relay passes it on, and withholds
+// it when one of its AI-usage signals refuses the client's purpose.
 func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols &&
 		!strings.EqualFold(upgradeType(resp.Request.Header), upgradeType(resp.Header)) {
@@ -95,8 +96,12 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		slot.status = resp.StatusCode // written on the hijacked connection, unseen by the writer
 	}
+	s.observeAnswer(resp, slot)
 	if slot.waited > 0 {
 		resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(slot.waited.Seconds(), 'f', 3, 64))
+	}
+	if slot.decided && slot.d.Pause != nil && slot.d.Paused > 0 {
+		resp.Header.Set("X-Robotsgate-Backoff", backoffHeader(&slot.d))
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
 		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}

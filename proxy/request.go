@@ -75,10 +75,14 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 			slot.reqBody = b // the relay's error handler sees only its copy of req
 		}
 	}
-	if slot != nil && slot.paced {
+	if slot != nil && (slot.paced || s.timesAnswers()) {
 		// The next request of its pacing key waits for this one to be
-		// written to the origin, not just released (pacing/gate.go).
+		// written to the origin, not just released (pacing/gate.go); its
+		// response time counts from then (adaptive pacing).
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.wroteHeaders}))
+	}
+	if slot != nil {
+		slot.released = time.Now()
 	}
 	s.relay.ServeHTTP(w, req)
 }

@@ -119,8 +119,13 @@ type Server struct {
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
 	serving             atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
-	// is built on it with each configuration).
+	// is built on it with each configuration), and governor the origins'
+	// pauses and response times, whose parameters a reload changes.
 	paceStore pacing.Store
+	governor  *pacing.Governor
+	// fleetPermits holds pacing.max_concurrency's permits across a fleet
+	// (nil: this process alone).
+	fleetPermits pacing.ConcurrencyStore
 	// ready, when set, is part of /readyz (the shared pacing store).
 	ready func(context.Context) error
 	// closeStore and closeShared release the Redis clients, if any.
@@ -281,6 +286,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 func (s *Server) openPacingStore(p config.Pacing) error {
 	if p.Store != config.StoreRedis {
 		s.paceStore = pacing.NewMemory(pacing.MemoryOptions{})
+		s.governor = s.newGovernor(p, nil)
 		return nil
 	}
 	r, err := s.openRedisPacing(p.Redis)
@@ -293,7 +299,24 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 		r.Close()
 		return fmt.Errorf("proxy: pacing: %w", err)
 	}
-	s.paceStore, s.ready, s.closeStore = f, r.Healthy, r.Close
+	s.governor = s.newGovernor(p, r.GovernorShared())
+	s.fleetPermits = r
+	ctx, stop := context.WithCancel(context.Background())
+	followed, ready := make(chan struct{}), make(chan struct{})
+	go func() { // the fleet's pauses and response times
+		defer close(followed)
+		r.Follow(ctx, s.governor, func() { close(ready) })
+	}()
+	select { // the pauses in force, before the first request (or check) is judged
+	case <-ready:
+	case <-time.After(2 * time.Second):
+	}
+	s.paceStore, s.ready = f, r.Healthy
+	s.closeStore = func() error {
+		stop()
+		<-followed
+		return r.Close()
+	}
 	return nil
 }
 
@@ -305,6 +328,8 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Bytes) })
 	s.metrics.GaugeFunc("robotsgate_tdmrep_cache_bytes", "Memory the tdmrep.json cache keeps (usage.cache_bytes bounds it).",
 		func() float64 { return float64(s.tdmrep.Stats().Bytes) })
+	s.metrics.GaugeFunc("robotsgate_origins_in_backoff", "Origins paused now (they answered 429 or 503): their requests wait.",
+		func() float64 { return float64(len(s.governor.PausedNow(pacing.MaxPausedOrigins))) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_hits_total", "robots.txt lookups answered from the cache.",
 		func() float64 { return float64(s.resolver.Stats().Hits) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",
@@ -351,6 +376,10 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	governor := s.governor // its state outlives the configuration
+	if !cfg.Pacing.Backoff.Enabled && cfg.Pacing.Adaptive.Factor == 0 {
+		governor = nil // off: requests do not even look at it
+	}
 	engine, err := policy.New(policy.Config{
 		Resolver:      s.resolver,
 		TDMRep:        s.tdmrep,
@@ -368,7 +397,10 @@ func (s *Server) Reload(cfg config.Config) error {
 			MaxConcurrency: cfg.Pacing.MaxConcurrency,
 			// A shared store takes slots beyond it for corrupt.
 			LongestInterval: longestInterval(cfg),
+			Shared:          s.fleetPermits,
+			Governor:        governor,
 		}),
+		Governor: governor,
 		Limits: pacing.Limits{
 			Floor:         cfg.Pacing.DefaultDelay.Duration(),
 			Max:           cfg.Pacing.MaxDelay.Duration(),
@@ -379,6 +411,7 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
+	s.governor.SetParams(governorParams(cfg.Pacing))
 	if old := s.settings(); old != nil {
 		if keys := restartOnlyChanges(&old.cfg, &cfg); len(keys) > 0 {
 			s.log.Warn("configuration reloaded, but these keys keep their running values until a restart", "keys", keys)

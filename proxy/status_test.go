@@ -717,3 +717,46 @@ func checkHeadersDrawn(t *testing.T, img image.Image, l layoutProbe) {
 		t.Error("no header within the screenshot")
 	}
 }
+
+// An origin that answered 429 is listed among the paused origins, with
+// the answer and the time left; the metrics count the pause by status and
+// the origin as paused now.
+func TestStatusPageListsPausedOrigins(t *testing.T) {
+	o := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		w.Header().Set("Retry-After", "300")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Listener.Close()
+	o.Listener = ln
+	o.Start()
+	t.Cleanup(o.Close)
+	p := startProxy(t, testConfig(t, nil))
+	adminURL := startAdmin(t, p)
+	if resp, _ := get(t, p.client(), o.URL+"/busy"); resp.StatusCode != 429 {
+		t.Fatalf("the origin's answer: %d", resp.StatusCode)
+	}
+	row := rowOf(t, tableText(t, renderedPage(t, adminURL+"/"), "paused"), o.URL)
+	if !strings.Contains(row[1], "the origin answered 429 with Retry-After: 300") || !regexp.MustCompile(`^(299|300) s$`).MatchString(row[2]) {
+		t.Errorf("paused origins row %q: want the 429's cause and about 300 s left", row)
+	}
+	resp, err := http.Get(adminURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := string(body)
+	for _, want := range []string{`robotsgate_origin_backoffs_total{cause="429"} 1`, "robotsgate_origins_in_backoff 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

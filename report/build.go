@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"net"
 	"os"
 	"slices"
@@ -141,6 +140,7 @@ type originAgg struct {
 	versions map[string]*versionAgg // by SHA-256, or "status:" + robots status
 	keys     map[string]*paceAgg    // by group
 	hold     float64
+	pauses   pauseAgg
 }
 
 type ruleKey struct{ decision, rule, sha string }
@@ -314,7 +314,14 @@ func (a *aggregator) record(rec *audit.Record) error {
 	if rec.Decision == "allow" && forwarded {
 		a.pace(o, rec)
 	}
+	o.pauses.record(rec, rec.Decision == "allow" && forwarded && pacedRecord(rec))
 	return nil
+}
+
+// pacedRecord reports whether a forwarded request is one the proxy paces:
+// an enforced client's, not a CONNECT, not robots.txt itself.
+func pacedRecord(rec *audit.Record) bool {
+	return rec.Mode == "enforce" && rec.Method != "CONNECT" && !robots.IsRobotsTxt(compliance.Target(rec.URL))
 }
 
 // kindOf classifies a record.
@@ -381,7 +388,7 @@ func (a *aggregator) pace(o *originAgg, rec *audit.Record) {
 		p = &paceAgg{group: rec.Group, asked: map[Asked]int64{}}
 		o.keys[rec.Group] = p
 	}
-	if rec.Mode != "enforce" || rec.Method == "CONNECT" || robots.IsRobotsTxt(compliance.Target(rec.URL)) {
+	if !pacedRecord(rec) {
 		p.notPaced++
 		return
 	}
@@ -393,18 +400,16 @@ func (a *aggregator) pace(o *originAgg, rec *audit.Record) {
 	} else {
 		p.unknown++
 	}
-	// The proxy records the send time of a request it paced (an interval
-	// asked); one without an interval has no gap to keep.
-	at := rec.Sent.UnixNano()
+	// sent_ms is when the request was sent; records of versions without it
+	// are estimated from the hold (sendTime), which matters only for a
+	// request asked an interval.
 	switch {
-	case !rec.Sent.IsZero():
+	case rec.SentMS > 0:
 		a.sentRecorded++
 	case asked.IntervalSeconds > 0:
 		a.sentEstimated++
-		fallthrough
-	default:
-		at = rec.Time.UnixNano() + int64(math.Round(rec.WaitMS*float64(time.Millisecond)))
 	}
+	at := sendTime(rec)
 	if !p.window.add(send{at: at, asked: int64(asked.IntervalSeconds * float64(time.Second))}, &p.stats) {
 		p.late++
 	}
@@ -624,6 +629,8 @@ func (a *aggregator) report() *Report {
 		out, stats := a.originReport(o)
 		total.merge(&stats)
 		r.Pacing.LongestHoldMS = max(r.Pacing.LongestHoldMS, out.LongestHoldMS)
+		r.Pacing.PauseAnswers += out.Backoff.Answers
+		r.Pacing.SentDuringPause += out.Backoff.SentDuringPause
 		for _, k := range out.Pacing {
 			r.Pacing.Late += k.Late
 			r.Pacing.AskedUnknown += k.AskedUnknown
@@ -742,7 +749,7 @@ func (a *aggregator) originReport(o *originAgg) (Origin, gapStats) {
 	out := Origin{
 		Origin: o.name, Counts: o.counts, Decisions: a.decisionCounts(o.decided),
 		RefusedByRule: []RuleCount{}, Versions: []Version{}, Pacing: []PacingKey{},
-		LongestHoldMS: o.hold,
+		LongestHoldMS: o.hold, Backoff: o.pauses.figures(),
 	}
 	for _, r := range o.rules {
 		out.RefusedByRule = append(out.RefusedByRule, *r)

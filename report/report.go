@@ -231,6 +231,10 @@ type Origin struct {
 	// LongestHoldMS is the longest a request was held for its pacing slot
 	// (the largest wait_ms).
 	LongestHoldMS float64 `json:"longest_hold_ms"`
+	// Backoff says how often the origin asked to slow down (429, 503),
+	// how long robotsgate paused it, and whether any request left during
+	// a pause.
+	Backoff BackoffFigures `json:"backoff"`
 }
 
 // SignalCount is how many requests one AI-usage signal refused.
@@ -393,11 +397,16 @@ type PacingSummary struct {
 	// LongestHoldMS is the longest wait_ms of any request.
 	LongestHoldMS float64 `json:"longest_hold_ms"`
 	// SentRecorded counts the paced requests whose send time the record
-	// gives (sent); SentEstimated those asked an interval whose send time
-	// is estimated as arrival + hold (records of versions that did not
-	// record it).
+	// gives (sent_ms); SentEstimated those asked an interval whose send
+	// time is estimated as arrival + hold (records of versions that did
+	// not record it).
 	SentRecorded  int64 `json:"sent_recorded"`
 	SentEstimated int64 `json:"sent_estimated"`
+	// PauseAnswers and SentDuringPause sum up the origins' Backoff: the
+	// answers that paused an origin, and the requests that left during a
+	// pause (must be 0).
+	PauseAnswers    int64 `json:"pause_answers"`
+	SentDuringPause int64 `json:"sent_during_pause"`
 }
 
 // Body is an archived robots.txt or tdmrep.json body the report refers

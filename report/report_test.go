@@ -63,7 +63,7 @@ func allowed(url, sha string, arrival, wait time.Duration) audit.Record {
 	return audit.Record{
 		Time: at(arrival), Client: "10.0.0.5:40000", Mode: "enforce", UserAgent: "ResearchBot/2.0", Agent: "ResearchBot/2.0",
 		Group: "*", Method: "GET", URL: url, Decision: "allow", Enforced: true, RobotsStatus: "ok", RobotsSHA256: sha,
-		WaitMS: float64(wait.Microseconds()) / 1000, Sent: at(arrival + wait), UpstreamStatus: 200, Status: 200,
+		WaitMS: float64(wait.Microseconds()) / 1000, SentMS: float64((wait + time.Millisecond).Microseconds()) / 1000, UpstreamStatus: 200, Status: 200,
 		DurationMS: float64((wait + 20*time.Millisecond).Microseconds()) / 1000,
 	}
 }
@@ -567,7 +567,7 @@ func TestGapsUseTheRecordedSendTime(t *testing.T) {
 	// Held 0 and 1000 ms: arrival + hold is 1 s apart, but the first took
 	// 10 ms to reach the origin, so the origin saw them 990 ms apart.
 	first, second := allowed(o+"/a", sha, 0, 0), allowed(o+"/b", sha, 0, time.Second)
-	first.Sent = at(10 * time.Millisecond)
+	first.SentMS, second.SentMS = 10, 1000
 	for _, c := range []struct {
 		name                 string
 		sent                 bool
@@ -578,7 +578,7 @@ func TestGapsUseTheRecordedSendTime(t *testing.T) {
 	} {
 		recs := []audit.Record{first, second}
 		if !c.sent {
-			recs[0].Sent, recs[1].Sent = time.Time{}, time.Time{}
+			recs[0].SentMS, recs[1].SentMS = 0, 0
 		}
 		r, err := Build(Options{Audit: []string{writeAudit(t, dir, "audit.log", recs)}, Archive: arch})
 		if err != nil {

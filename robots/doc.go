@@ -25,7 +25,7 @@
 // near.
 //
 // Beyond RFC 9309 the package records Crawl-delay and Request-rate per group
-// (Group.Interval), Content-Usage preferences per group and path (IETF
+// (Group.Interval), Visit-time windows per group (Group.VisitTimes), Content-Usage preferences per group and path (IETF
 // aipref), and per file the Sitemap, Host and Content-Signal lines. Lint
 // reports what a robots.txt checker should say about a file.
 //

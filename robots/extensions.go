@@ -23,6 +23,10 @@ func (b *builder) groupExtension(num uint32, kind keyKind, value []byte) {
 		if d, ok := parseRequestRate(value); ok {
 			r.requestInterval = max(r.requestInterval, toDelay(d))
 		}
+	case keyVisitTime:
+		if start, end, ok := parseVisitTime(value); ok {
+			b.visits = append(b.visits, visitRule{run: uint32(len(b.runs) - 1), line: num, start: start, end: end})
+		}
 	case keyContentUsage:
 		if u, ok := parseContentUsage(value, num); ok {
 			u.run = uint32(len(b.runs) - 1)

@@ -40,6 +40,8 @@ type fileExtras struct {
 	// in decoded form, for the evasion guard (Group.DecideStrict); nil
 	// when no pattern changes.
 	canon, decoded *File
+	// visits are the Visit-time lines, nil for the many files without.
+	visits *[]visitRule
 }
 
 // aiPrefs are a file's Content-Usage and Content-Signal lines.

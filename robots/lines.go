@@ -175,6 +175,7 @@ const (
 	keyHost
 	keyContentUsage
 	keyContentSignal
+	keyVisitTime
 )
 
 // classifyKey maps a key to its directive. The first four follow Google's
@@ -216,6 +217,7 @@ var extensionKeys = []struct {
 	{"host", keyHost},
 	{"content-usage", keyContentUsage},
 	{"content-signal", keyContentSignal},
+	{"visit-time", keyVisitTime},
 }
 
 func lowerASCII(c byte) byte {

@@ -107,6 +107,7 @@ func (d Diagnostic) String() string {
 //	sitemap-url              warning  a sitemap that is not an absolute http(s) URL
 //	invalid-crawl-delay      warning  a crawl-delay that is not a number of seconds
 //	invalid-request-rate     warning  a request-rate that is not "n/T"
+//	invalid-visit-time       warning  a visit-time that is not "HHMM-HHMM" (UTC)
 //	invalid-preferences      warning  a content-usage/content-signal without preferences
 //
 // A UTF-16 file, or an HTML page in which Google finds no rule, gets only
@@ -183,6 +184,7 @@ var (
 	chkInvalidDelay    = check{"invalid-crawl-delay", Warning}
 	chkInvalidRate     = check{"invalid-request-rate", Warning}
 	chkInvalidPrefs    = check{"invalid-preferences", Warning}
+	chkInvalidVisit    = check{"invalid-visit-time", Warning}
 )
 
 // allChecks lists every check, for the tests.
@@ -193,7 +195,7 @@ var allChecks = []check{
 	chkCommentInValue, chkRuleBeforeAgent, chkEmptyUserAgent, chkAgentNoToken,
 	chkAgentToken, chkGroupContinues, chkNoRules, chkEmptyAllow,
 	chkSeveralPaths, chkPathNoSlash, chkSitemapURL, chkInvalidDelay,
-	chkInvalidRate, chkInvalidPrefs,
+	chkInvalidRate, chkInvalidPrefs, chkInvalidVisit,
 }
 
 // keyNames are the directives' names as messages spell them.
@@ -207,6 +209,7 @@ var keyNames = [...]string{
 	keyHost:          "Host",
 	keyContentUsage:  "Content-Usage",
 	keyContentSignal: "Content-Signal",
+	keyVisitTime:     "Visit-time",
 }
 
 // linter follows a file line by line, keeping the group state that Parse's
@@ -365,7 +368,7 @@ func (l *linter) unreadable(num int, text []byte, shape lineShape) {
 // knownKeys are the fields an unknown one may be a typo of.
 var knownKeys = []string{
 	"user-agent", "allow", "disallow", "sitemap", "crawl-delay", "request-rate",
-	"host", "content-usage", "content-signal",
+	"host", "content-usage", "content-signal", "visit-time",
 }
 
 // unknownNotes explain fields that are well known but not read by Google.
@@ -450,7 +453,7 @@ func (l *linter) directive(num int, kind keyKind, value []byte) {
 		l.userAgent(num, value)
 	case keyAllow, keyDisallow:
 		l.rule(num, kind, value)
-	case keyCrawlDelay, keyRequestRate, keyContentUsage:
+	case keyCrawlDelay, keyRequestRate, keyContentUsage, keyVisitTime:
 		l.groupExtension(num, kind, value)
 	case keySitemap:
 		l.noteBetween(num, kind)
@@ -565,7 +568,8 @@ func (l *linter) checkPattern(num int, name string, value []byte) {
 		name, quote(value, 60), what, quote([]byte(fix), 60))
 }
 
-// groupExtension checks a crawl-delay, request-rate or content-usage line.
+// groupExtension checks a crawl-delay, request-rate, visit-time or
+// content-usage line.
 func (l *linter) groupExtension(num int, kind keyKind, value []byte) {
 	if !l.inGroup {
 		l.add(num, chkRuleBeforeAgent, "%s before any user-agent line belongs to no group: it is ignored", keyNames[kind])
@@ -581,6 +585,10 @@ func (l *linter) groupExtension(num int, kind keyKind, value []byte) {
 	case keyRequestRate:
 		if _, ok := parseRequestRate(value); !ok {
 			l.add(num, chkInvalidRate, "Request-rate %s is not a rate such as 1/10s: it is ignored", quote(value, 40))
+		}
+	case keyVisitTime:
+		if _, _, ok := parseVisitTime(value); !ok {
+			l.add(num, chkInvalidVisit, "Visit-time %s is not a window of the day in UTC such as 0600-0845: it is ignored", quote(value, 40))
 		}
 	case keyContentUsage:
 		l.checkPrefs(num, kind, value)

@@ -134,6 +134,8 @@ var lintCodeCases = []struct {
 	{"invalid-crawl-delay", "User-agent: *\nCrawl-delay: 1,5\nDisallow:\n", 2},
 	{"invalid-request-rate", "User-agent: *\nRequest-rate: 1/\nDisallow:\n", 2},
 	{"invalid-preferences", "User-agent: *\nDisallow:\nContent-Usage: train-ai\n", 3},
+	{"invalid-visit-time", "User-agent: *\nDisallow:\nVisit-time: 6am-9am\n", 3},
+	{"invalid-visit-time", "User-agent: *\nDisallow:\nVisit-time: 2400-0100\n", 3},
 }
 
 func TestLintCodes(t *testing.T) {
@@ -258,7 +260,7 @@ func TestSuggestKey(t *testing.T) {
 		"Ho":           "",
 		"Foo":          "",
 		"Noindex":      "",
-		"Visit-time":   "",
+		"Visit_time":   "visit-time",
 	} {
 		if got := suggestKey([]byte(key)); got != want {
 			t.Errorf("suggestKey(%q) = %q, want %q", key, got, want)

@@ -38,6 +38,7 @@ type builder struct {
 	sitemaps []byte // joined by '\n'
 	host     []byte
 	signals  []Pref
+	visits   []visitRule
 	// sawRule is Google's seen_separator_: an allow/disallow line was read
 	// since the last user-agent line, so the next one starts a new run.
 	sawRule bool
@@ -77,7 +78,7 @@ func (b *builder) line(num uint32, text []byte) {
 		}
 	case keyContentSignal:
 		b.signals = appendPrefs(b.signals, value, num)
-	case keyCrawlDelay, keyRequestRate, keyContentUsage:
+	case keyCrawlDelay, keyRequestRate, keyContentUsage, keyVisitTime:
 		b.groupExtension(num, kind, value)
 	}
 }
@@ -184,6 +185,10 @@ func (b *builder) finish() *File {
 	}
 	ex.sitemaps = b.appendArena(b.sitemaps)
 	ex.host = b.appendArena(b.host)
+	if len(b.visits) > 0 {
+		visits := exact(b.visits)
+		ex.visits = &visits
+	}
 	f := &File{arena: string(b.arena), rules: b.rules, runs: b.runs}
 	for _, r := range f.runs {
 		sortRules(f.rules[r.rules.start:r.rules.end])

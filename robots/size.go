@@ -25,6 +25,9 @@ func (f *File) Size() int64 {
 				n += int64(len(p.Name) + len(p.Value))
 			}
 		}
+		if ex.visits != nil {
+			n += int64(unsafe.Sizeof(*ex.visits)) + int64(cap(*ex.visits))*int64(unsafe.Sizeof(visitRule{}))
+		}
 		for _, twin := range []*File{ex.canon, ex.decoded} {
 			if twin != nil { // its own arena and rules; the other tables are f's
 				n += int64(unsafe.Sizeof(*twin)) + int64(len(twin.arena)) + int64(cap(twin.rules))*int64(unsafe.Sizeof(rule{}))

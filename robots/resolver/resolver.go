@@ -269,6 +269,18 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 	if res, ok := r.fromStore(o); ok {
 		return res
 	}
+	shared, unlock := r.fleetFetch(o)
+	if shared != nil {
+		return shared
+	}
+	defer unlock()
+	return r.fetchVerdict(o, prev)
+}
+
+// fetchVerdict fetches o's robots.txt (conditionally on prev's validators)
+// and turns the answer into the Result to cache, telling OnFetch and
+// OnAnswer.
+func (r *Resolver) fetchVerdict(o origin.Origin, prev *Result) *Result {
 	start := r.cfg.Now()
 	f := r.fetch(r.ctx, o, prev)
 	now := r.cfg.Now()
@@ -345,6 +357,26 @@ func (r *Resolver) ttl(maxAge time.Duration) time.Duration {
 	}
 	return min(max(maxAge, r.cfg.MinTTL), r.cfg.MaxTTL)
 }
+
+// Refetch fetches o's robots.txt now, whatever the cache and the shared
+// store hold (an operator's refresh: the site changed its file), caches
+// the result and shares it like any fetch. The fetch is unconditional: a
+// 304 must not keep a copy the operator wants gone. An unreachable file
+// keeps an earlier copy, as always (RFC 9309 §2.4).
+func (r *Resolver) Refetch(o origin.Origin) *Result {
+	prev, _ := r.peek(o)
+	var uncond *Result
+	if prev != nil && prev.File != nil {
+		uncond = prev.withoutValidators()
+	}
+	res := r.fetchVerdict(o, uncond)
+	res.promoted.Store(r.cfg.Now().UnixNano())
+	r.add(res)
+	return res
+}
+
+// FetchTimeout returns the bound of one fetch (Config.FetchTimeout).
+func (r *Resolver) FetchTimeout() time.Duration { return r.cfg.FetchTimeout }
 
 // Freshness returns how long an answer with this Cache-Control max-age
 // (-1: none) stays fresh: max-age within MinTTL and MaxTTL, MaxTTL without

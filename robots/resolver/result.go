@@ -224,6 +224,17 @@ func (r *Result) staleCopy(err error, failures uint16, expires time.Time) *Resul
 	return c
 }
 
+// withoutValidators returns a copy of r that asks no conditional fetch
+// (an operator's refetch must get the body, not a 304), keeping its file
+// as the copy to fall back on.
+func (r *Result) withoutValidators() *Result {
+	c := newResult(r.Origin(), r.Status, r.HTTPStatus)
+	c.File, c.Stale, c.failures, c.fetchedAt, c.expires = r.File, r.Stale, r.failures, r.fetchedAt, r.expires
+	c.setDetail(r.Err(), r.URL())
+	c.setBody(r.SHA256(), "", "")
+	return c
+}
+
 // revalidated returns a copy of r confirmed by a 304: the same file and
 // body, fresh from now until expires, with the answer's validators where
 // it gave new ones.

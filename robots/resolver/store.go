@@ -75,12 +75,20 @@ const storeTimeout = 2 * time.Second
 // accepted one expires at most maxTTL from now, and a body beyond
 // robots.MaxFileSize is cut to it (Truncated; logged and counted as well).
 func LoadRecord(ctx context.Context, store Store, o origin.Origin, now time.Time, maxTTL time.Duration, what string) (Record, bool) {
+	return loadRecord(ctx, store, o, now, maxTTL, what, corruptRecord)
+}
+
+// loadRecord is LoadRecord telling corrupt of a corrupt record: a second
+// look at the same key (FetchOnce) passes one that does nothing, so that
+// a record is logged and counted once.
+func loadRecord(ctx context.Context, store Store, o origin.Origin, now time.Time, maxTTL time.Duration, what string,
+	corrupt func(Store, origin.Origin, string, error)) (Record, bool) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	rec, ok, err := store.Load(ctx, o)
 	switch {
 	case errors.Is(err, ErrCorruptRecord):
-		corruptRecord(store, o, what, err)
+		corrupt(store, o, what, err)
 		return Record{}, false
 	case err != nil:
 		slog.Warn(what+" store load failed", "origin", o.String(), "err", err)
@@ -90,14 +98,14 @@ func LoadRecord(ctx context.Context, store Store, o origin.Origin, now time.Time
 	}
 	rec, err = checkRecord(rec, now, maxTTL)
 	if err != nil {
-		corruptRecord(store, o, what, err)
+		corrupt(store, o, what, err)
 		return Record{}, false
 	}
 	if !now.Before(rec.Expires) {
 		return Record{}, false
 	}
 	if rec.Truncated {
-		corruptRecord(store, o, what, fmt.Errorf("body longer than %d bytes: cut to them", robots.MaxFileSize))
+		corrupt(store, o, what, fmt.Errorf("body longer than %d bytes: cut to them", robots.MaxFileSize))
 	}
 	return rec, true
 }
@@ -160,6 +168,25 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 	if !ok {
 		return nil, false
 	}
+	return r.fromRecord(o, rec), true
+}
+
+// fleetFetch makes this instance the fleet's one to fetch o's cold
+// robots.txt, or returns the result another instance fetched meanwhile
+// (see FetchOnce). Call unlock once fetched.
+func (r *Resolver) fleetFetch(o origin.Origin) (res *Result, unlock func()) {
+	if r.cfg.Store == nil {
+		return nil, func() {}
+	}
+	rec, found, unlock := FetchOnce(r.ctx, r.cfg.Store, o, r.cfg.Now, r.cfg.FetchTimeout+time.Second, r.cfg.MaxTTL, "robots.txt")
+	if found {
+		return r.fromRecord(o, rec), nil
+	}
+	return nil, unlock
+}
+
+// fromRecord turns a record another instance stored into a Result.
+func (r *Resolver) fromRecord(o origin.Origin, rec Record) *Result {
 	res := newResult(o, rec.Status, rec.HTTPStatus)
 	res.fetchedAt, res.expires = rec.FetchedAt.UnixNano(), rec.Expires.UnixNano()
 	res.setDetail(nil, rec.URL)
@@ -174,7 +201,7 @@ func (r *Resolver) fromStore(o origin.Origin) (*Result, bool) {
 		r.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FinalURL: rec.URL, HTTPStatus: rec.HTTPStatus,
 			Body: rec.Body, Truncated: rec.Truncated, Shared: true})
 	}
-	return res, true
+	return res
 }
 
 func (r *Resolver) toStore(o origin.Origin, res *Result, f fetched) {

@@ -241,6 +241,28 @@ func (c *Cache) refresh(o origin.Origin) *Result {
 		c.cache.Add(o, res, res.size())
 		return res
 	}
+	if c.cfg.Store != nil {
+		rec, found, unlock := resolver.FetchOnce(c.ctx, c.cfg.Store, o, c.cfg.Now, c.cfg.Resolver.FetchTimeout()+time.Second, c.cfg.Resolver.Freshness(-1), "tdmrep.json")
+		if found {
+			res := c.fromRecord(o, rec)
+			c.cache.Add(o, res, res.size())
+			return res
+		}
+		defer unlock()
+	}
+	return c.fetch(o, prev)
+}
+
+// Refetch fetches o's tdmrep.json now, whatever the cache and the shared
+// store hold (an operator's refresh), caches the result and shares it.
+func (c *Cache) Refetch(o origin.Origin) *Result {
+	prev, _ := c.cache.Peek(o)
+	return c.fetch(o, prev)
+}
+
+// fetch fetches o's file, caches and shares the result and tells
+// OnAnswer.
+func (c *Cache) fetch(o origin.Origin, prev *Result) *Result {
 	u := o.URL(tdmrep.Path)
 	a := c.cfg.Resolver.FetchFile(c.ctx, o, tdmrep.Path, accept)
 	now := c.cfg.Now()
@@ -301,6 +323,11 @@ func (c *Cache) fromStore(o origin.Origin) (*Result, bool) {
 	if !ok {
 		return nil, false
 	}
+	return c.fromRecord(o, rec), true
+}
+
+// fromRecord turns a record another instance stored into a Result.
+func (c *Cache) fromRecord(o origin.Origin, rec resolver.Record) *Result {
 	res := &Result{Status: rec.Status, HTTPStatus: rec.HTTPStatus, Origin: o, URL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
 	if rec.Status == resolver.OK {
 		res.File = tdmrep.Parse(rec.Body)
@@ -313,7 +340,7 @@ func (c *Cache) fromStore(o origin.Origin) (*Result, bool) {
 		c.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, FetchedURL: o.URL(tdmrep.Path), FinalURL: rec.URL,
 			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Truncated: rec.Truncated, Shared: true})
 	}
-	return res, true
+	return res
 }
 
 // toStore shares a fetched file (or its absence) with the other instances.
