@@ -69,8 +69,8 @@ func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
 }
 
 // wroteHeaders notes that the request's head has been written to the
-// origin: the next paced request of its key may go (Permit.Sent), its
-// response time starts, and its record's sent_ms is then.
+// origin: the next paced request of its key may go (Permit.Sent), and its
+// response time starts.
 func (s *auditSlot) wroteHeaders() {
 	s.sentAt.CompareAndSwap(0, time.Now().UnixNano())
 	s.permit.Sent()
@@ -194,11 +194,12 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.Via = viaOf(r.Context())
 	rec.UpstreamStatus = slot.upstream
 	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
-	// When the origin was sent the request: its head written (a paced or
-	// timed request), else when the proxy let it go.
-	if at := slot.sentAt.Load(); at != 0 {
-		rec.SentMS = float64(time.Unix(0, at).Sub(start).Microseconds()) / 1000
-	} else if !slot.released.IsZero() {
+	// When the proxy let the request go: the pacing gate holds the next
+	// request of a key until this one's head is written, so the gaps
+	// between these times are never shorter than the interval either, and
+	// a request let go before an answer paused its origin is not one sent
+	// during the pause.
+	if !slot.released.IsZero() {
 		rec.SentMS = float64(slot.released.Sub(start).Microseconds()) / 1000
 	}
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()

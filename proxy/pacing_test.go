@@ -246,8 +246,9 @@ func TestOperatorFloorAndAuditWait(t *testing.T) {
 	if waits[0] > 50 || waits[2] < 550 {
 		t.Errorf("audit wait_ms %v, want about 0, 300, 600", waits)
 	}
-	// sent_ms: when the head went to the origin, after arrival + hold; the
-	// gate spaces those times, so they are the interval apart at least.
+	// sent_ms: when the proxy let the request go, after arrival + hold; the
+	// gate holds each until the one before was written to the origin, so
+	// these times are the interval apart at least.
 	var sents []time.Time
 	for _, l := range lines {
 		arrived, _ := time.Parse(time.RFC3339Nano, l["time"].(string))
