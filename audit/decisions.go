@@ -86,3 +86,12 @@ func Decisions() []DecisionInfo {
 		{ClientTLSFailed, 0, false},
 	}
 }
+
+// The notes of a CONNECT's record whose tunnel was opened and its requests
+// judged one by one (each a record of its own): intercepted TLS, or plain
+// HTTP inside (followed by the origin it is judged as). The report counts
+// such tunnels apart from requests by them.
+const (
+	NoteTunnelIntercepted = "tunnel intercepted: each request in it is judged"
+	NotePlainHTTPTunnel   = "plain HTTP inside the tunnel: each request in it is judged as "
+)

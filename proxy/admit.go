@@ -136,9 +136,6 @@ func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest neti
 	return &mismatchError{o, dest}
 }
 
-// interceptedNote is the decision's note of an intercepted CONNECT.
-const interceptedNote = "tunnel intercepted: each request in it is judged"
-
 // admit judges one request (see above).
 func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admitted) {
 	if st.cfg.Log.AuditOnError == config.AuditRefuse {
@@ -167,7 +164,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 	}
 	switch {
 	case a.intercept:
-		out.d = policy.Decision{Request: req, Note: interceptedNote}
+		out.d = policy.Decision{Request: req, Note: audit.NoteTunnelIntercepted}
 	case a.connect:
 		out.d, err = st.engine.DecideHost(ctx, req)
 	default:

@@ -116,7 +116,7 @@ func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 		s.serveTLSTunnel(conn, info, slot)
 	case protoHTTP:
 		info.origin.Scheme = "http"
-		slot.note("plain HTTP inside the tunnel: each request in it is judged as " + info.origin.String())
+		slot.note(audit.NotePlainHTTPTunnel + info.origin.String())
 		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), info)
 	default:
 		s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", info.origin.HostPort(),

@@ -157,7 +157,7 @@ var responseSignals = map[string]bool{
 	audit.SignalMetaTDMReservation: true, audit.SignalMetaRobots: true,
 }
 
-// signals counts a refusal under each AI-usage signal that refused it.
+// countSignals counts a refusal under each AI-usage signal that refused it.
 func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
 	for _, s := range rec.Usage {
 		if len(s.Refuses) == 0 {
@@ -358,14 +358,6 @@ func (c *Counts) add(k kind, forwarded bool, rec *audit.Record) {
 	}
 }
 
-// interceptedNote starts the note of an intercepted CONNECT's record,
-// plainTunnelNote that of a tunnel that carried plain HTTP, judged per
-// request too.
-const (
-	interceptedNote = "tunnel intercepted"
-	plainTunnelNote = "plain HTTP inside the tunnel"
-)
-
 func (t *Tunnels) add(k kind, rec *audit.Record) {
 	switch {
 	case k == kindRefused:
@@ -374,7 +366,7 @@ func (t *Tunnels) add(k kind, rec *audit.Record) {
 		t.Monitored++
 	case k != kindAllowed:
 		t.Failed++
-	case strings.HasPrefix(rec.Note, interceptedNote), strings.HasPrefix(rec.Note, plainTunnelNote):
+	case strings.HasPrefix(rec.Note, audit.NoteTunnelIntercepted), strings.HasPrefix(rec.Note, audit.NotePlainHTTPTunnel):
 		t.Intercepted++
 	default:
 		t.Blind++
