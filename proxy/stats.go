@@ -215,12 +215,17 @@ func (r *recordRing) push(rec *audit.Record) {
 	r.next = (r.next + 1) % statsRefusals
 }
 
-// newestFirst copies the records, the newest first.
+// newestFirst copies the records, the newest arrival first. A record is
+// pushed when its response has been sent, so a request's record can be
+// pushed after that of a later request (the client had its answer and sent
+// the next before this one was written): the ring's order alone would
+// misplace it.
 func (r *recordRing) newestFirst() []audit.Record {
 	out := make([]audit.Record, 0, len(r.recs))
 	for i := range len(r.recs) {
 		out = append(out, *r.recs[(r.next-1-i+statsRefusals)%statsRefusals])
 	}
+	slices.SortStableFunc(out, func(a, b audit.Record) int { return b.Time.Compare(a.Time) })
 	return out
 }
 

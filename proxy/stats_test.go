@@ -134,6 +134,25 @@ func TestStatsKeepsTheLatestRefusals(t *testing.T) {
 	}
 }
 
+// A record is added when its response has been sent, which can be after a
+// later request's (regression: the recent upstream failures were listed out
+// of order now and then). The lists are by arrival, newest first.
+func TestStatsListsRecordsByArrival(t *testing.T) {
+	s := newStats()
+	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	for _, i := range []int{0, 2, 1, 3} {
+		s.add(&audit.Record{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	_, _, _, recent := s.snapshot(10)
+	var got []string
+	for _, r := range recent {
+		got = append(got, r.URL)
+	}
+	if want := []string{"http://a.test/3", "http://a.test/2", "http://a.test/1", "http://a.test/0"}; !slices.Equal(got, want) {
+		t.Errorf("recent refusals %q, want %q (newest arrival first)", got, want)
+	}
+}
+
 // Counting from many connections at once takes no lock on the path of an
 // allowed request, and loses nothing (go test -race).
 func TestStatsCountsConcurrently(t *testing.T) {
