@@ -564,7 +564,7 @@ func testParentRefusesCredentials(t *testing.T, sq *testSquid) {
 		decision    string
 		proxyStatus string
 	}{
-		{o.URL + "/public", 503, "unreachable", "http_request_denied"}, // its robots.txt fetch got the 407: an answer, not a network cause
+		{o.URL + "/public", 503, "unreachable", "proxy_configuration_error"}, // its robots.txt fetch got the 407: robotsgate's configuration is at fault, as for the others
 		{ignored.URL + "/public", 502, "upstream-error", "proxy_configuration_error"},
 		{tlsOrigin.URL + "/public", 502, "upstream-error", "proxy_configuration_error"},
 	} {

@@ -93,13 +93,18 @@ var causeText = map[string]string{
 }
 
 // robotsProxyError is the Proxy-Status error type of an unreachable
-// robots.txt refusal: the RFC 9209 name of a network cause, else
-// http_request_denied (the proxy refuses; the origin did answer).
+// robots.txt refusal: the RFC 9209 name of a network cause;
+// proxy_configuration_error when the parent proxy refused robotsgate's
+// credentials (as a forwarded request's 502 says: the fault is robotsgate's
+// configuration, not the origin's); else http_request_denied (the proxy
+// refuses; the origin did answer).
 func robotsProxyError(cause string) string {
 	switch cause {
 	case egress.CauseDenied, egress.CauseDNS, egress.CauseRefused, egress.CauseTimeout,
 		egress.CauseTLSCert, egress.CauseTLS, egress.CauseUnreachable:
 		return cause
+	case resolver.CauseHTTP407:
+		return "proxy_configuration_error"
 	}
 	return "http_request_denied"
 }
