@@ -122,6 +122,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalTarget$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodedTarget$$' -fuzztime $(FUZZTIME) ./robots/
+	$(GO) test -run '^$$' -fuzz '^FuzzRobotsTag$$' -fuzztime $(FUZZTIME) ./robots/
+	$(GO) test -run '^$$' -fuzz '^FuzzRobotsTagNeverHidesNoai$$' -fuzztime $(FUZZTIME) ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./origin/
 	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/

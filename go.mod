@@ -3,6 +3,7 @@ module github.com/robotsgate/robotsgate
 go 1.26.0
 
 require (
+	github.com/dunglas/httpsfv v1.1.2
 	github.com/elazarl/goproxy v1.9.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jimsmart/grobotstxt v1.0.3

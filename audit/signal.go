@@ -9,9 +9,11 @@ const (
 	SignalTDMRepUnknown        = "tdmrep-unknown"         // tdmrep.json could not be fetched (usage-unknown)
 	SignalHeaderTDMReservation = "tdm-reservation-header" // a tdm-reservation response header
 	SignalHeaderContentUsage   = "content-usage-header"   // a Content-Usage response header
-	SignalXRobotsTag           = "x-robots-tag"           // an X-Robots-Tag response header with noai or noimageai
+	SignalXRobotsTag           = "x-robots-tag"           // an X-Robots-Tag response header with noai, noml or noimageai
+	SignalHeaderContentSignal  = "content-signal-header"  // a Content-Signal response header (Cloudflare)
+	SignalRobotsTag            = "robots-tag"             // a Robots-Tag response header with noai, noml or noimageai, or unparsable
 	SignalMetaTDMReservation   = "meta-tdm-reservation"   // <meta name="tdm-reservation"> in an HTML head
-	SignalMetaRobots           = "meta-robots"            // noai or noimageai in <meta name="robots"> or an agent's tag
+	SignalMetaRobots           = "meta-robots"            // noai, noml or noimageai in <meta name="robots"> or an agent's tag
 )
 
 // SignalKinds lists every kind of AI-usage signal, for metrics.
@@ -19,6 +21,7 @@ var SignalKinds = []string{
 	SignalRobotsContentUsage, SignalRobotsContentSignal, SignalTDMRep, SignalTDMRepUnknown,
 	SignalHeaderTDMReservation, SignalHeaderContentUsage, SignalXRobotsTag,
 	SignalMetaTDMReservation, SignalMetaRobots,
+	SignalHeaderContentSignal, SignalRobotsTag,
 }
 
 // UsageSignal is one AI-usage signal found for a request, whether or not it

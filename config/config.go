@@ -413,12 +413,13 @@ type Site struct {
 // Usage configures the AI-usage signals read besides robots.txt, for
 // clients with purposes (clients[].purposes): a signal refuses only the
 // purposes it concerns, and clients without purposes are never affected.
-// The response headers tdm-reservation, Content-Usage and X-Robots-Tag
-// (noai, noimageai) are always checked: a refusing header means the
-// response is withheld and the client gets 403 usage-denied.
+// The response headers tdm-reservation, Content-Usage, Content-Signal,
+// X-Robots-Tag and Robots-Tag (noai, noml, noimageai) are always checked:
+// a refusing header means the response is withheld and the client gets
+// 403 usage-denied.
 type Usage struct {
 	// ScanHTML also reads the <meta> tags of text/html responses
-	// (tdm-reservation, robots noai/noimageai) for clients whose purposes
+	// (tdm-reservation, robots noai/noml/noimageai) for clients whose purposes
 	// they concern: the proxy holds back up to the first 64 KiB of the
 	// page (until </head> or <body>) while it reads them, which delays
 	// the first byte. Default false.

@@ -124,25 +124,22 @@ type finding struct {
 // refusal names the finding as the signal that refuses purpose.
 func (f finding) refusal(purpose string) ResponseSignal {
 	directive := f.directive
-	if f.Signal == audit.SignalHeaderContentUsage {
-		pref, _ := refusing(robots.ParseContentUsage(f.value), usageNames(purpose), "n")
+	switch f.Signal {
+	case audit.SignalHeaderContentUsage:
+		pref, _ := refusing(robots.ParseContentUsage(f.value), usageLabels(purpose), "n")
+		directive = pref.Name + "=" + pref.Value
+	case audit.SignalHeaderContentSignal:
+		pref, _ := refusing(robots.ParseContentSignal(f.value), signalKeys(purpose), "no")
 		directive = pref.Name + "=" + pref.Value
 	}
 	return ResponseSignal{Source: f.source, Meta: f.meta, Value: f.Value, Directive: directive, Purpose: purpose, Policy: f.Policy}
 }
 
-// usageNames are the Content-Usage categories that stand for purpose.
-func usageNames(purpose string) []string {
-	if names, ok := vocabulary[purpose]; ok {
-		return names.usage
-	}
-	return []string{purpose}
-}
-
 // headerFindings are the AI-usage signals among a response's header fields,
 // in the order a refusal is looked for: every tdm-reservation field line,
-// every Content-Usage line, then every X-Robots-Tag line naming noai or
-// noimageai (whichever agent it is scoped to).
+// every Content-Usage line, every Content-Signal line, every X-Robots-Tag
+// line naming noai, noml or noimageai (whichever agent it is scoped to),
+// then the Robots-Tag field (robotsTagFinding).
 func headerFindings(h http.Header, agent string, purposes []string) []finding {
 	var out []finding
 	for _, v := range h.Values("Tdm-Reservation") {
@@ -165,6 +162,18 @@ func headerFindings(h http.Header, agent string, purposes []string) []finding {
 		out = append(out, finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderContentUsage, Value: quoteValue(v),
 			Where: "response header Content-Usage", Refuses: refuses}, source: "Content-Usage", value: v})
 	}
+	for _, v := range h.Values("Content-Signal") {
+		refuses := []string{}
+		for _, p := range robots.ParseContentSignal(v) {
+			for _, r := range prefRefuses(p, purposes, true) {
+				if !slices.Contains(refuses, r) {
+					refuses = append(refuses, r)
+				}
+			}
+		}
+		out = append(out, finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderContentSignal, Value: quoteValue(v),
+			Where: "response header Content-Signal", Refuses: refuses}, source: "Content-Signal", value: v})
+	}
 	image := isImage(h.Get("Content-Type"))
 	for _, v := range h.Values("X-Robots-Tag") {
 		if !mentionsNoAI(v) {
@@ -177,15 +186,74 @@ func headerFindings(h http.Header, agent string, purposes []string) []finding {
 		}
 		out = append(out, f)
 	}
+	if f, ok := robotsTagFinding(h.Values("Robots-Tag"), agent, image); ok {
+		out = append(out, f)
+	}
 	return out
+}
+
+// robotsTagFinding reads the Robots-Tag field (its lines are one
+// structured-field List, robots.ParseRobotsTag): a signal when a member,
+// for whichever agent, names noai, noml or noimageai, refusing the
+// training purposes when "*" or a member naming the agent does (noimageai
+// for an image only). A field that does not parse is a signal whatever it
+// says, since what it says is unknown; it refuses the training purposes
+// when noai, noml (or, for an image, noimageai) appears in it as a word,
+// whoever it seems to be for: a rule a site wrote is not ignored for a
+// syntax error, but no rule is made up either.
+func robotsTagFinding(lines []string, agent string, image bool) (finding, bool) {
+	if len(lines) == 0 {
+		return finding{}, false
+	}
+	value := strings.Join(lines, ", ")
+	f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalRobotsTag, Value: quoteValue(value),
+		Where: "response header Robots-Tag", Refuses: []string{}}, source: "Robots-Tag", value: value}
+	items, err := robots.ParseRobotsTag(lines)
+	if err != nil {
+		f.Where += " (not a structured-field list)"
+		if d, ok := trainingRule(strings.FieldsFunc(value, func(r rune) bool { return strings.ContainsRune(",;:= \t\"", r) }), image); ok {
+			f.Refuses, f.directive = trainingRefuses(), d
+		}
+		return f, true
+	}
+	mentions := false
+	for _, it := range items {
+		if _, ok := trainingRule(it.Rules, true); ok {
+			mentions = true
+		}
+	}
+	if !mentions {
+		return finding{}, false
+	}
+	if d, ok := trainingRule(robots.RobotsTagRules(items, agent), image); ok {
+		f.Refuses, f.directive = trainingRefuses(), d
+	}
+	return f, true
+}
+
+// trainingRule returns the first of rules (robots directives, compared
+// ignoring ASCII case) that refuses the training purposes: noai, noml, or
+// for an image noimageai.
+func trainingRule(rules []string, image bool) (string, bool) {
+	for _, r := range rules {
+		switch {
+		case strings.EqualFold(r, "noai"):
+			return "noai", true
+		case strings.EqualFold(r, "noml"):
+			return "noml", true
+		case image && strings.EqualFold(r, "noimageai"):
+			return "noimageai", true
+		}
+	}
+	return "", false
 }
 
 // metaFindings are the AI-usage signals among an HTML head's meta tags, for
 // a request judged as agent, in document order: <meta
 // name="tdm-reservation"> (with the tdm-policy tag's URL), and the tags
 // named robots or for the agent (matched as robots.txt matches user-agent
-// lines) that name noai or noimageai. noimageai never refuses a page, whose
-// images are fetched, and judged, separately.
+// lines) that name noai, noml or noimageai. noimageai never refuses a page,
+// whose images are fetched, and judged, separately.
 func metaFindings(metas []htmlmeta.Meta, agent string) []finding {
 	var out []finding
 	for _, m := range metas {
@@ -200,12 +268,9 @@ func metaFindings(metas []htmlmeta.Meta, agent string) []finding {
 			out = append(out, f)
 		case (m.Name == "robots" || robots.NamesAgent(agent, m.Name)) && mentionsNoAI(m.Content):
 			f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalMetaRobots, Value: quoteValue(m.Content),
-				Where: where, Refuses: []string{}}, source: m.Name, meta: true, directive: "noai", value: m.Content}
-			for _, d := range directives(m.Content) {
-				if strings.EqualFold(d, "noai") {
-					f.Refuses = trainingRefuses()
-					break
-				}
+				Where: where, Refuses: []string{}}, source: m.Name, meta: true, value: m.Content}
+			if d, ok := trainingRule(directives(m.Content), false); ok {
+				f.Refuses, f.directive = trainingRefuses(), d
 			}
 			out = append(out, f)
 		}

@@ -10,21 +10,26 @@ import (
 
 // The AI-usage signals of an origin's response, read after robots.txt has
 // allowed the request and before the response is passed on: the header
-// fields tdm-reservation (W3C TDMRep), Content-Usage (IETF aipref) and
-// X-Robots-Tag (noai, noimageai), and, when usage.scan_html is on, the
-// <meta> tags of an HTML head. Like robots.txt's preferences, a signal only
-// refuses the purposes it concerns:
+// fields tdm-reservation (W3C TDMRep), Content-Usage (IETF aipref),
+// Content-Signal (Cloudflare), X-Robots-Tag and Robots-Tag
+// (draft-illyes-repext; noai, noml, noimageai), and, when usage.scan_html
+// is on, the <meta> tags of an HTML head. Like robots.txt's preferences, a
+// signal only refuses the purposes it concerns:
 //
 //   - tdm-reservation: 1 (header or meta): the training and text-and-data-
 //     mining purposes (trainingPurposes);
-//   - noai (X-Robots-Tag or meta robots, for all agents or scoped to the
-//     request's agent): the same purposes, whatever the content type;
+//   - noai and noml (X-Robots-Tag, Robots-Tag or meta robots, for all
+//     agents or scoped to the request's agent): the same purposes,
+//     whatever the content type;
 //   - noimageai: the same purposes, for an image response (Content-Type
 //     image/*) only: it never refuses an HTML page, whose images are
 //     fetched (and judged) separately;
 //   - Content-Usage: the purposes the robots.txt Content-Usage lines
 //     concern, through the same vocabulary ("train-ai=n" refuses train-ai,
-//     train-genai and ai-train, "search=n" refuses search, ...).
+//     train-genai and ai-train, "search=n" refuses search, ...);
+//   - Content-Signal: the purposes the robots.txt Content-Signal line
+//     concerns, through the same keys ("ai-train=no", "search=no",
+//     "ai-input=no", "use=no" for every purpose).
 
 // trainingPurposes are the purposes tdm-reservation, noai and noimageai
 // concern: AI training, and text and data mining ("tdm"), which the EU's
@@ -155,7 +160,7 @@ func firstOf(purposes, set []string) (string, bool) {
 var colonDirectives = []string{"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
 
 // robotsTagRefusal returns the refusing directive of one X-Robots-Tag
-// value: noai, or noimageai for an image, for every agent or in the scope
+// value: noai or noml, or noimageai for an image, for every agent or in the scope
 // of an agent token that names agent ("FooBot: noai, noimageai": a scope
 // runs until the next one). Directives are compared ignoring ASCII case.
 func robotsTagRefusal(value, agent string, image bool) (string, bool) {
@@ -173,11 +178,8 @@ func robotsTagRefusal(value, agent string, image bool) (string, bool) {
 			continue
 		}
 		for _, d := range directives(item) {
-			switch {
-			case strings.EqualFold(d, "noai"):
-				return "noai", true
-			case image && strings.EqualFold(d, "noimageai"):
-				return "noimageai", true
+			if r, ok := trainingRule([]string{d}, image); ok {
+				return r, true
 			}
 		}
 	}

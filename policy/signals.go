@@ -81,13 +81,9 @@ func candidates(purposes []string) []string {
 func prefRefuses(p robots.Pref, purposes []string, contentSignal bool) []string {
 	refuses := []string{}
 	for _, c := range candidates(purposes) {
-		names, known := vocabulary[c]
-		list, no := names.usage, "n"
+		list, no := usageLabels(c), "n"
 		if contentSignal {
-			list, no = names.signal, "no"
-		}
-		if !known {
-			list = []string{c}
+			list, no = signalKeys(c), "no"
 		}
 		if _, ok := refusing([]robots.Pref{p}, list, no); ok {
 			refuses = append(refuses, c)
@@ -102,28 +98,25 @@ func trainingRefuses() []string { return slices.Clone(trainingPurposes) }
 
 // HeaderSignals lists the AI-usage signals among a response's header
 // fields, for a request judged as agent by a client with purposes: every
-// tdm-reservation and Content-Usage field line, and every X-Robots-Tag
-// line naming noai or noimageai (whichever agent it is scoped to).
+// tdm-reservation, Content-Usage and Content-Signal field line, every
+// X-Robots-Tag line naming noai, noml or noimageai (whichever agent it is
+// scoped to), and a Robots-Tag field naming one of them or not parsing.
 func HeaderSignals(h http.Header, agent string, purposes []string) []audit.UsageSignal {
 	return signalsOf(headerFindings(h, agent, purposes))
 }
 
 // MetaSignals lists the AI-usage signals among an HTML head's meta tags,
 // for a request judged as agent: <meta name="tdm-reservation">, and the
-// tags named robots or for the agent that name noai or noimageai.
+// tags named robots or for the agent that name noai, noml or noimageai.
 func MetaSignals(metas []htmlmeta.Meta, agent string) []audit.UsageSignal {
 	return signalsOf(metaFindings(metas, agent))
 }
 
-// mentionsNoAI reports whether a robots directive list names noai or
-// noimageai.
+// mentionsNoAI reports whether a robots directive list names noai, noml
+// or noimageai.
 func mentionsNoAI(v string) bool {
-	for _, d := range directives(strings.ReplaceAll(v, ":", " ")) {
-		if strings.EqualFold(d, "noai") || strings.EqualFold(d, "noimageai") {
-			return true
-		}
-	}
-	return false
+	_, ok := trainingRule(directives(strings.ReplaceAll(v, ":", " ")), true)
+	return ok
 }
 
 // quoteValue cuts a value the origin sent to maxSignalValue bytes.
@@ -146,6 +139,10 @@ func (s ResponseSignal) Kind() string {
 		return audit.SignalHeaderTDMReservation
 	case s.Source == "Content-Usage":
 		return audit.SignalHeaderContentUsage
+	case s.Source == "Content-Signal":
+		return audit.SignalHeaderContentSignal
+	case s.Source == "Robots-Tag":
+		return audit.SignalRobotsTag
 	default:
 		return audit.SignalXRobotsTag
 	}

@@ -1,20 +1,65 @@
 package policy
 
 import (
+	"slices"
+
 	"github.com/robotsgate/robotsgate/robots"
+)
+
+// The labels of IETF aipref's vocabulary (draft-ietf-aipref-vocab) for one
+// category: the current draft's label first, then the labels earlier
+// drafts gave the same use, which sites still write and robotsgate keeps
+// reading as aliases. -08 has train-ai, ai-use and search; train-genai
+// (-02, -03) and genai and ai (-01) named AI training; inference (-01) and
+// ai-output (-04) named the use of content as a model's input, and
+// ai-output also covered search results.
+var (
+	aiprefTrain  = []string{"train-ai", "train-genai", "genai", "ai"}
+	aiprefUse    = []string{"ai-use", "inference", "ai-output"}
+	aiprefSearch = []string{"search", "ai-output"}
+	// aiprefRoot are the labels earlier drafts gave the category every
+	// other one belonged to (automated processing: bots in -03 and -04,
+	// all in -02, tdm in -01): a refusal by one of them refuses every
+	// purpose, the client's own too. A consent for a narrower category
+	// in the same statement ("bots=n, search=y") does not lift it: as
+	// everywhere, any refusal wins over any consent.
+	aiprefRoot = []string{"bots", "all", "tdm"}
+	// signalRoot is Content-Signal's "use" key, which no published
+	// definition ties to one use: a "use=no" is read as the broadest
+	// refusal, of every purpose.
+	signalRoot = []string{"use"}
 )
 
 // vocabulary maps a client purpose to the preference names the two
 // AI-usage vocabularies use for it: IETF aipref's Content-Usage categories
 // and Cloudflare's Content-Signal keys. A purpose not listed is looked up
-// by its own name in both.
+// by its own name in both. usageLabels and signalKeys add the labels that
+// stand for every purpose.
 var vocabulary = map[string]struct{ usage, signal []string }{
-	"train-ai":    {usage: []string{"train-ai"}, signal: []string{"ai-train"}},
-	"train-genai": {usage: []string{"train-genai", "train-ai"}, signal: []string{"ai-train"}},
-	"ai-train":    {usage: []string{"train-ai"}, signal: []string{"ai-train"}},
-	"search":      {usage: []string{"search"}, signal: []string{"search"}},
-	"ai-input":    {usage: []string{"ai-use"}, signal: []string{"ai-input"}},
-	"ai-use":      {usage: []string{"ai-use"}, signal: []string{"ai-input"}},
+	"train-ai":    {usage: aiprefTrain, signal: []string{"ai-train"}},
+	"train-genai": {usage: aiprefTrain, signal: []string{"ai-train"}},
+	"ai-train":    {usage: aiprefTrain, signal: []string{"ai-train"}},
+	"search":      {usage: aiprefSearch, signal: []string{"search"}},
+	"ai-input":    {usage: aiprefUse, signal: []string{"ai-input"}},
+	"ai-use":      {usage: aiprefUse, signal: []string{"ai-input"}},
+}
+
+// usageLabels are the Content-Usage labels whose "n" refuses purpose.
+func usageLabels(purpose string) []string {
+	names, ok := vocabulary[purpose]
+	if !ok {
+		names.usage = []string{purpose}
+	}
+	return append(slices.Clip(names.usage), aiprefRoot...)
+}
+
+// signalKeys are the Content-Signal keys whose "no" refuses purpose.
+func signalKeys(purpose string) []string {
+	names, ok := vocabulary[purpose]
+	if !ok {
+		names.signal = []string{purpose}
+	}
+	return append(slices.Clip(names.signal), signalRoot...)
 }
 
 // usageRefusal returns the first preference that refuses one of the
@@ -28,14 +73,10 @@ func usageRefusal(f *robots.File, g robots.Group, target string, purposes []stri
 	usage := g.ContentUsage(target)
 	signals := f.ContentSignals()
 	for _, p := range purposes {
-		names, ok := vocabulary[p]
-		if !ok {
-			names.usage, names.signal = []string{p}, []string{p}
-		}
-		if pref, ok := refusing(usage, names.usage, "n"); ok {
+		if pref, ok := refusing(usage, usageLabels(p), "n"); ok {
 			return pref, false, true
 		}
-		if pref, ok := refusing(signals, names.signal, "no"); ok {
+		if pref, ok := refusing(signals, signalKeys(p), "no"); ok {
 			return pref, true, true
 		}
 	}

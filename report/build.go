@@ -155,6 +155,7 @@ const maxSignalRows = 50
 var responseSignals = map[string]bool{
 	audit.SignalHeaderTDMReservation: true, audit.SignalHeaderContentUsage: true, audit.SignalXRobotsTag: true,
 	audit.SignalMetaTDMReservation: true, audit.SignalMetaRobots: true,
+	audit.SignalHeaderContentSignal: true, audit.SignalRobotsTag: true,
 }
 
 // countSignals counts a refusal under each AI-usage signal that refused it.

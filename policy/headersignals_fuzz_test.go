@@ -1,0 +1,27 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+)
+
+// FuzzRobotsTagNeverHidesNoai: a Robots-Tag field whose first line is
+// "*;noai" refuses the training purposes whatever the other line says:
+// parsed, the rule is for every agent; unparsable, noai is in it as a
+// word. And a Content-Signal "ai-train=no" line refuses ai-train whatever
+// another line says.
+func FuzzRobotsTagNeverHidesNoai(f *testing.F) {
+	for _, s := range []string{"", "FooBot;noai=?0", "*;noai=?0", "ExampleBot;", "(x);y", "\x00", "ai-train=yes, use=yes"} {
+		f.Add(s, "Mozilla/5.0 (compatible; FooBot/2.1)")
+	}
+	f.Fuzz(func(t *testing.T, other, agent string) {
+		signals := HeaderSignals(header("Robots-Tag", "*;noai", "Robots-Tag", other), agent, nil)
+		if len(signals) != 1 || !slices.Contains(signals[0].Refuses, "train-ai") {
+			t.Fatalf("Robots-Tag *;noai and %q: %s", other, signalsText(signals))
+		}
+		h := header("Content-Signal", "ai-train=no", "Content-Signal", other)
+		if s, ok := HeaderRefusal(h, agent, []string{"ai-train"}); !ok || s.Kind() != "content-signal-header" {
+			t.Fatalf("Content-Signal ai-train=no and %q: %+v %v", other, s, ok)
+		}
+	})
+}
