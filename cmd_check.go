@@ -296,6 +296,13 @@ func printSignals(w io.Writer, signals []audit.UsageSignal, fetchErr error, fetc
 		if sig.Policy != "" {
 			refuses += " (tdm-policy " + sig.Policy + ")"
 		}
+		if sig.License != "" {
+			refuses += " (RSL licence " + sig.License
+			if sig.Server != "" {
+				refuses += ", licence server " + sig.Server
+			}
+			refuses += ")"
+		}
 		fmt.Fprintf(w, "          usage signal %s %q at %s: %s\n", sig.Signal, sig.Value, sig.Where, refuses)
 	}
 	if fetch && fetchErr != nil {

@@ -311,6 +311,22 @@ log:
 			}
 		}
 	}
+	// check decides as the proxy did, and lists the licences.
+	for _, tc := range []struct {
+		purposes, url string
+		code          int
+		verdict, want string
+	}{
+		{"search", byTag.URL + "/page", 1, "USAGE-DENIED", "usage signal rsl \"<content url=\\\"/\\\"> (line 1)\" at <link rel=\"license\">: refuses search (RSL licence " + licences.URL + "/nosearch.xml)"},
+		{"search", byLine.URL + "/premium/x", 1, "LICENSE-REQUIRED", "licence server https://licensing.example/api"},
+		{"search", byLine.URL + "/page", 0, "ALLOW", "refuses train-ai, train-genai, ai-train, tdm (RSL licence " + licences.URL + "/site.xml)"},
+	} {
+		out, _, code := runBin(t, dir, "check", "-config", cfgPath, "-purposes", tc.purposes, "-fetch", tc.url)
+		if code != tc.code || !strings.HasPrefix(out, tc.verdict) || !strings.Contains(out, tc.want) {
+			t.Errorf("check -purposes %s %s: exit %d, want %d, %s and %q:\n%s", tc.purposes, tc.url, code, tc.code, tc.verdict, tc.want, out)
+		}
+	}
+
 	for u, sum := range sums {
 		if !named[u] {
 			t.Errorf("no refusal's audit record names %s", u)
