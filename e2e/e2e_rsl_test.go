@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/report"
 )
 
 // The RSL documents the licence host serves.
@@ -311,6 +313,52 @@ log:
 			}
 		}
 	}
+	// The report counts the refusals by licence, and has the documents
+	// in its appendix.
+	stdout, stderr, code := runBin(t, dir, "report", "-config", cfgPath, "-format", "json")
+	var rep report.Report
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil {
+		t.Fatalf("report -format json: exit %d, stderr %s", code, stderr)
+	}
+	type row struct {
+		where    string
+		answered bool
+		count    int64
+	}
+	rows := map[string]row{} // by licence URL and server
+	for _, o := range rep.Origins {
+		for _, s := range o.RefusedBySignal {
+			if s.Signal == "rsl" {
+				if s.LicenseSHA256 != sums[s.License] {
+					t.Errorf("report row %+v: not the archived licence", s)
+				}
+				r := rows[s.License+" "+s.Server]
+				rows[s.License+" "+s.Server] = row{s.Where, s.OriginAnswered, r.count + s.Count}
+			}
+		}
+	}
+	// /page: train-ai prohibited by the /* content; /premium/x: train-ai
+	// not permitted and search needing the licence server, both by the
+	// /premium/ content, which names the server.
+	wantRows := map[string]row{
+		licences.URL + "/site.xml ":                              {"robots.txt line 3", false, 1},
+		licences.URL + "/site.xml https://licensing.example/api": {"robots.txt line 3", false, 2},
+		byHeader.URL + "/licence.xml ":                           {"response header Link", true, 1},
+		licences.URL + "/nosearch.xml ":                          {`<link rel="license">`, true, 1},
+	}
+	if !reflect.DeepEqual(rows, wantRows) {
+		t.Errorf("report refusals by RSL licence:\n%v\nwant\n%v", rows, wantRows)
+	}
+	kinds := map[string]string{}
+	for _, b := range rep.Bodies {
+		kinds[b.SHA256] = b.Kind
+	}
+	for u, sum := range sums {
+		if kinds[sum] != "RSL licence" {
+			t.Errorf("the report's appendix lacks %s (%s): %v", u, sum, kinds)
+		}
+	}
+
 	// check decides as the proxy did, and lists the licences.
 	for _, tc := range []struct {
 		purposes, url string
