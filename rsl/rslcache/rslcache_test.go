@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
@@ -212,5 +213,62 @@ func TestUnreachableKeepsTheEarlierDocument(t *testing.T) {
 	res, _ := c.cache.Peek(u)
 	if res == nil || !res.Stale || res.Doc != first.Doc || res.Failures != 1 {
 		t.Fatalf("after a failure: %+v", res)
+	}
+}
+
+// mapStore is a resolver.Store in a map, as Redis keeps it for a fleet.
+type mapStore struct {
+	mu   sync.Mutex
+	recs map[origin.Origin]resolver.Record
+}
+
+func (s *mapStore) Load(_ context.Context, o origin.Origin) (resolver.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.recs[o]
+	return rec, ok, nil
+}
+
+func (s *mapStore) Save(_ context.Context, o origin.Origin, rec resolver.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs[o] = rec
+	return nil
+}
+
+// TestStoreSharesDocumentsByURL: a document one cache fetched serves
+// another cache on the same store without a fetch (announced as Shared),
+// two documents of one origin are two records, and an unreadable document
+// is not shared.
+func TestStoreSharesDocumentsByURL(t *testing.T) {
+	store := &mapStore{recs: map[origin.Origin]resolver.Record{}}
+	var shared atomic.Int64
+	onAnswer := func(a Answer) {
+		if a.Shared {
+			shared.Add(1)
+		}
+	}
+	a, b := newCache(t, Config{Store: store, OnAnswer: onAnswer}), newCache(t, Config{Store: store, OnAnswer: onAnswer})
+	s := startServer(t, body(licence))
+	for _, path := range []string{"/one.xml", "/two.xml"} {
+		if res, err := a.Lookup(context.Background(), s.URL+path); err != nil || res.Unknown() {
+			t.Fatalf("first cache, %s: %+v %v", path, res, err)
+		}
+		res, err := b.Lookup(context.Background(), s.URL+path)
+		if err != nil || res.Unknown() || res.SHA256 == "" || s.hitsOf(path) != 1 {
+			t.Errorf("second cache, %s: %+v %v; asked %d times, want 1", path, res, err, s.hitsOf(path))
+		}
+	}
+	if shared.Load() != 2 || len(store.recs) != 2 {
+		t.Errorf("%d shared answers, %d records; want 2 and 2", shared.Load(), len(store.recs))
+	}
+	s.set(status(503))
+	for _, c := range []*Cache{a, b} {
+		if res, _ := c.Lookup(context.Background(), s.URL+"/down.xml"); !res.Unknown() {
+			t.Errorf("an unreadable document: %+v", res)
+		}
+	}
+	if n := s.hitsOf("/down.xml"); n != 2 {
+		t.Errorf("an unreadable document asked %d times by two caches, want 2 (failures are not shared)", n)
 	}
 }
