@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/internal/redistest"
 	"github.com/robotsgate/robotsgate/report"
 )
 
@@ -383,5 +385,42 @@ log:
 		if err != nil || archive.Sum(body) != sum {
 			t.Errorf("archived %s: %q %v", u, body, err)
 		}
+	}
+}
+
+// TestE2EFleetSharesAnRSLLicence: two instances on one Redis; the licence
+// one fetched for a client with purposes serves the other, which refuses
+// the prohibited purpose without fetching the document again.
+func TestE2EFleetSharesAnRSLLicence(t *testing.T) {
+	redis := redistest.Start(t)
+	o := startRSLServer(t, "127.0.0.1", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			io.WriteString(w, "User-agent: *\nAllow: /\nLicense: /licence.xml\nLicense: "+"http://"+r.Host+"/licence.xml\n")
+		case "/licence.xml":
+			io.WriteString(w, rslNoSearch)
+		default:
+			io.WriteString(w, "page "+r.RequestURI)
+		}
+	})
+	dir := t.TempDir()
+	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(f, "clients:\n  - { cidr: 127.0.0.1/32, purposes: [search] }\n")
+	f.Close()
+	for i, p := range []*proc{startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)} {
+		r := tdmGet(t, proxyClient(t, p.addr, ""), o.URL+"/page", false)
+		if r.status != 403 || r.header.Get("X-Robotsgate-Decision") != "usage-denied" || !strings.Contains(r.body, o.URL+"/licence.xml") {
+			t.Errorf("instance %d: %d %s %q, want 403 usage-denied naming the licence", i, r.status, r.header.Get("X-Robotsgate-Decision"), r.body)
+		}
+	}
+	if n := o.count("/licence.xml"); n != 1 {
+		t.Errorf("the fleet fetched the licence %d times, want once", n)
+	}
+	if n := o.count("/page"); n != 0 {
+		t.Errorf("the refused page reached the origin %d times", n)
 	}
 }

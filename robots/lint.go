@@ -633,7 +633,7 @@ func (l *linter) sitemap(num int, value []byte) {
 func (l *linter) license(num int, value []byte) {
 	u, err := url.Parse(string(value))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		l.add(num, chkLicenseURL, "License %s is not an absolute http(s) URL: RSL clients ignore it", quote(value, 60))
+		l.add(num, chkLicenseURL, "License %s is not an absolute http(s) URL, which RSL requires: other clients may ignore it (robotsgate resolves a relative one against the site)", quote(value, 60))
 		return
 	}
 	if first, ok := l.licenses[string(value)]; ok {
