@@ -19,12 +19,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/internal/redistest"
@@ -376,6 +378,39 @@ log:
 			t.Errorf("check -purposes %s %s: exit %d, want %d, %s and %q:\n%s", tc.purposes, tc.url, code, tc.code, tc.verdict, tc.want, out)
 		}
 	}
+
+	// /explain decides as the proxy did, and lists the licences, also of a
+	// response for a client without purposes.
+	pe := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
+	m := regexp.MustCompile(`admin=(127\.0\.0\.1:\d+)`).FindStringSubmatch(pe.out.String())
+	if m == nil {
+		t.Fatalf("no admin address in the start-up log:\n%s", pe.out)
+	}
+	for _, tc := range []struct {
+		query            url.Values
+		decision, signal string
+		licence          string
+	}{
+		{url.Values{"fetch": {"1"}, "purposes": {"search"}, "url": {byTag.URL + "/page"}}, "usage-denied", "rsl", licences.URL + "/nosearch.xml"},
+		{url.Values{"purposes": {"search"}, "url": {byLine.URL + "/premium/x"}}, "license-required", "rsl", licences.URL + "/site.xml"},
+		{url.Values{"fetch": {"1"}, "url": {byHeader.URL + "/page"}}, "allow", "rsl", byHeader.URL + "/licence.xml"},
+		{url.Values{"purposes": {"ai-input"}, "url": {unknown.URL + "/page"}}, "usage-unknown", "rsl-unknown", licences.URL + "/down.xml"},
+	} {
+		var e admin.Explanation
+		body := httpPost(t, "http://"+m[1]+"/explain", tc.query)
+		if err := json.Unmarshal([]byte(body), &e); err != nil || e.Decision != tc.decision {
+			t.Errorf("/explain %v: %v %s, want %s", tc.query, err, body, tc.decision)
+			continue
+		}
+		found := false
+		for _, s := range e.UsageSignals {
+			found = found || s.Signal == tc.signal && s.License == tc.licence
+		}
+		if !found {
+			t.Errorf("/explain %v does not list the %s licence %s: %s", tc.query, tc.signal, tc.licence, body)
+		}
+	}
+	pe.stop(0)
 
 	for u, sum := range sums {
 		if !named[u] {

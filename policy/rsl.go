@@ -316,12 +316,18 @@ func (e *Engine) judgeRSL(ctx context.Context, d *Decision) error {
 // not nil, the <link rel="license" type="application/rsl+xml"> tags of its
 // HTML head, read by head. References are resolved against the request's
 // URL. The judgement lists each licence consulted and, when one refuses,
-// names it (Licence) with the decision it makes, for ApplyResponse. The
-// only error is ctx's.
+// names it (Licence) with the decision it makes, for ApplyResponse. For a
+// request that nothing can refuse (no purposes: /explain and check
+// listing a response's signals) the licences are listed as judged for the
+// known purposes, and refuse nothing. The only error is ctx's.
 func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head func() []htmlmeta.Link) (ResponseJudgement, error) {
 	out := ResponseJudgement{Enforced: !j.monitor}
-	if j.licensing == nil || len(j.purposes) == 0 {
+	if j.licensing == nil {
 		return out, nil
+	}
+	purposes := j.purposes
+	if len(purposes) == 0 {
+		purposes = KnownPurposes
 	}
 	var refs []licenceRef
 	for _, r := range rsl.LinkLicenses(h.Values("Link")) {
@@ -341,12 +347,15 @@ func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head fu
 	if err != nil {
 		return out, nil
 	}
-	o, err := j.licensing.judge(ctx, base, &j.request, j.purposes, refs)
+	o, err := j.licensing.judge(ctx, base, &j.request, purposes, refs)
 	if err != nil {
 		return out, err
 	}
 	for _, l := range o.found {
 		out.Signals = append(out.Signals, l.signal(j.listFor))
+	}
+	if len(j.purposes) == 0 {
+		return out, nil // listed, never refusing
 	}
 	out.notes = o.notes
 	if o.refusal != nil {

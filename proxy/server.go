@@ -346,6 +346,8 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Bytes) })
 	s.metrics.GaugeFunc("robotsgate_tdmrep_cache_bytes", "Memory the tdmrep.json cache keeps (usage.cache_bytes bounds it).",
 		func() float64 { return float64(s.tdmrep.Stats().Bytes) })
+	s.metrics.GaugeFunc("robotsgate_rsl_cache_bytes", "Memory the RSL licence cache keeps (at most 16 MiB).",
+		func() float64 { return float64(s.rsl.Stats().Bytes) })
 	s.metrics.GaugeFunc("robotsgate_origins_in_backoff", "Origins paused now (they answered 429 or 503): their requests wait.",
 		func() float64 { return float64(len(s.governor.PausedNow(pacing.MaxPausedOrigins))) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_hits_total", "robots.txt lookups answered from the cache.",
