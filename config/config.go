@@ -419,7 +419,8 @@ type Site struct {
 type Usage struct {
 	// ScanHTML also reads the <meta> tags of text/html responses
 	// (tdm-reservation, robots noai/noimageai) for clients whose purposes
-	// they concern: the proxy holds back up to the first 64 KiB of the
+	// they concern, and their <link rel="license"> tags (RSL licences) for
+	// every client with purposes: the proxy holds back up to the first 64 KiB of the
 	// page (until </head> or <body>) while it reads them, which delays
 	// the first byte. Default false.
 	ScanHTML bool `yaml:"scan_html"`
