@@ -366,15 +366,18 @@ func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head fu
 }
 
 // ConsultLicenses reads the robots.txt License lines for a decision that
-// did not (a client without purposes), for /explain and check: the
-// licences are listed (Licences) for every known purpose, the verdict is
+// did not (a client without purposes, a request refused before), for
+// /explain and check: the licences are listed (Licences), judged for the
+// client's purposes or, without any, every known purpose; the verdict is
 // left as it is. The only error is ctx's.
 func (e *Engine) ConsultLicenses(ctx context.Context, d *Decision) error {
-	if e.licensing == nil || len(d.Licences) > 0 || len(d.Request.Client.Purposes) > 0 || d.Robots == nil || d.Robots.File == nil {
+	if e.licensing == nil || len(d.Licences) > 0 || d.Robots == nil || d.Robots.File == nil {
 		return nil
 	}
 	c := *d
-	c.Request.Client.Purposes = KnownPurposes
+	if len(c.Request.Client.Purposes) == 0 {
+		c.Request.Client.Purposes = KnownPurposes
+	}
 	c.Verdict, c.Note, c.Licence = Allow, "", nil
 	if err := e.judgeRSL(ctx, &c); err != nil {
 		return err
