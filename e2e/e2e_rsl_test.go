@@ -410,6 +410,13 @@ log:
 			t.Errorf("/explain %v does not list the %s licence %s: %s", tc.query, tc.signal, tc.licence, body)
 		}
 	}
+	// An operator's refresh fetches the licences of the new robots.txt
+	// again (each check above, a process of its own, fetched it too).
+	before := licences.count("/site.xml")
+	stdout, stderr, code = runBin(t, dir, "refresh", "-admin", "http://"+m[1], byLine.URL+"/page")
+	if want := "RSL licence " + licences.URL + "/site.xml: ok (HTTP 200)"; code != 0 || !strings.Contains(stdout, want) || licences.count("/site.xml") != before+1 {
+		t.Errorf("refresh: exit %d, %d fetches of the licence (want %d), want %q in:\n%s%s", code, licences.count("/site.xml"), before+1, want, stdout, stderr)
+	}
 	pe.stop(0)
 
 	for u, sum := range sums {
