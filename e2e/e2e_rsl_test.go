@@ -102,7 +102,8 @@ func (s *rslServer) count(target string) int {
 // purpose the licence prohibits (403 usage-denied naming the licence URL
 // and the element that refused; for a response, nothing of its body
 // delivered) and not the others; a <content server=…> gets 403
-// license-required naming the server for a purpose it grants; a licence
+// license-required naming the server for a purpose it grants, unless the
+// request carries a licence token of its own; a licence
 // that answers 503, or whose host the egress guard refuses, is unknown: 503
 // usage-unknown (usage.on_unknown: refuse) naming it. Each document is
 // fetched once, archived by SHA-256 and named in the audit records; a
@@ -239,6 +240,13 @@ log:
 	if e.LicenseServer != "https://licensing.example/api" || !strings.Contains(e.Message, "licence server https://licensing.example/api") {
 		t.Errorf("License line, search on /premium/: %+v", e)
 	}
+	tokenReq, _ := http.NewRequest(http.MethodGet, byLine.URL+"/premium/x", nil)
+	tokenReq.Header.Set("Authorization", "License abc123")
+	if resp, err := searcher.Do(tokenReq); err != nil || resp.StatusCode != 200 {
+		t.Errorf("License line, search on /premium/ with a licence token of its own: %v %v, want 200", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	e = refused(trainer, byLine.URL+"/premium/x", 403, "usage-denied")
 	if !strings.HasPrefix(e.LicenseElement, `<permits type="usage">search, ai-input</permits>`) || !strings.Contains(e.Message, "does not permit the purpose train-ai") {
 		t.Errorf("License line, train-ai on /premium/: %+v", e)
@@ -280,6 +288,9 @@ log:
 	}
 	if n := byHeader.count("/licence.xml"); n != 1 {
 		t.Errorf("the Link header's licence fetched %d times, want 1", n)
+	}
+	if n := byLine.count("/premium/x"); n != 2 { // plain's and the searcher's with a token
+		t.Errorf("the License line site's /premium/x was requested %d times, want 2", n)
 	}
 	if n := byLine.count("/page"); n != 2 { // plain's and searcher's
 		t.Errorf("the License line site's /page was requested %d times, want 2", n)

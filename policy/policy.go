@@ -71,6 +71,11 @@ type Request struct {
 	UserAgent string
 	// Client is who is asking (Engine.Identify).
 	Client Client
+	// LicenseToken: the request carries an RSL licence token of the
+	// client's own (Authorization: License …, HasLicenseToken), which a
+	// licence server's content then needs no refusal for: the origin
+	// checks the token.
+	LicenseToken bool
 }
 
 // Agent returns what the request is judged as: the client's fixed agent

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
@@ -30,7 +31,8 @@ import (
 //   - granted, but the <content> names a licence server: 403
 //     license-required, naming the server (usage.on_license_server:
 //     refuse), since a client must present a token robotsgate does not
-//     obtain;
+//     obtain; a request that carries a token of its own (Authorization:
+//     License …) is forwarded, for the origin to check it;
 //   - granted, or no <content> applies: nothing.
 //
 // A document that cannot be read (any answer but a 2xx with a valid RSL
@@ -210,7 +212,7 @@ func (l *licensing) judge(ctx context.Context, base *url.URL, req *Request, purp
 		if out.refusal != nil && out.verdict != LicenseRequired {
 			continue
 		}
-		l.judgeLicence(lic, purposes, &out)
+		l.judgeLicence(lic, purposes, req.LicenseToken, &out)
 	}
 	return out, nil
 }
@@ -218,7 +220,7 @@ func (l *licensing) judge(ctx context.Context, base *url.URL, req *Request, purp
 // judgeLicence applies one readable licence to the purposes: a
 // prohibition refuses (and replaces a licence-server refusal found
 // before), a licence server refuses when usage.on_license_server says so.
-func (l *licensing) judgeLicence(lic *Licence, purposes []string, out *licenceOutcome) {
+func (l *licensing) judgeLicence(lic *Licence, purposes []string, token bool, out *licenceOutcome) {
 	if lic.Match.TooCostly {
 		lic.Purpose = purposes[0]
 		out.refusal, out.verdict = lic, UsageDenied
@@ -239,11 +241,27 @@ func (l *licensing) judgeLicence(lic *Licence, purposes []string, out *licenceOu
 		return
 	}
 	lic.Purpose, lic.Verdict = purposes[0], c.Judge(rslUsage(purposes[0]))
-	if l.onServer == config.UsageUnknownAllow {
+	switch {
+	case token:
+		out.notes = append(out.notes, lic.Explain()+"; the request carries a licence token of its own (Authorization: License), for the origin to check")
+		return
+	case l.onServer == config.UsageUnknownAllow:
 		out.notes = append(out.notes, lic.Explain()+", allowed (usage.on_license_server: allow)")
 		return
 	}
 	out.refusal, out.verdict = lic, LicenseRequired
+}
+
+// HasLicenseToken reports whether Authorization field values carry an
+// RSL licence token: the scheme License (ignoring case) and a token.
+func HasLicenseToken(values []string) bool {
+	for _, v := range values {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if ok && strings.EqualFold(scheme, "License") && strings.TrimSpace(token) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveLicence resolves a licence reference against the URL it was

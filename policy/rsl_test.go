@@ -48,3 +48,26 @@ func TestRSLUsageTable(t *testing.T) {
 		}
 	}
 }
+
+// TestHasLicenseToken: only the License scheme with a token is a licence
+// token.
+func TestHasLicenseToken(t *testing.T) {
+	tests := []struct {
+		values []string
+		want   bool
+	}{
+		{[]string{"License abc"}, true},
+		{[]string{"license  abc "}, true},
+		{[]string{"Basic dXNlcjpwdw==", "License t"}, true},
+		{[]string{"License"}, false},
+		{[]string{"License "}, false},
+		{[]string{"Bearer abc"}, false},
+		{[]string{"Licensed abc"}, false},
+		{nil, false},
+	}
+	for _, tc := range tests {
+		if got := HasLicenseToken(tc.values); got != tc.want {
+			t.Errorf("HasLicenseToken(%q) = %v, want %v", tc.values, got, tc.want)
+		}
+	}
+}
