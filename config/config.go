@@ -441,9 +441,10 @@ type Usage struct {
 	// server (<content server="…">: a client must present a licence token,
 	// Authorization: License …, which robotsgate does not obtain):
 	// "refuse" (403 license-required, naming the server) or "allow"
-	// (forwarded; the origin answers 401 or 402 itself if it checks).
-	// An RSL document that cannot be read follows on_unknown. Default
-	// "refuse".
+	// (forwarded; the origin answers 401 or 402 itself if it checks). A
+	// request that carries its own token (Authorization: License …) is
+	// always forwarded. An RSL document that cannot be read follows
+	// on_unknown. Default "refuse".
 	OnLicenseServer UsageOnUnknown `yaml:"on_license_server"`
 	// CacheBytes bounds the memory the tdmrep.json cache keeps, as the
 	// parsed files measure it (its entries are bounded by
