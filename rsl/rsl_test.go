@@ -93,9 +93,10 @@ func TestJudgeReadsPermitsAndProhibits(t *testing.T) {
 	}
 }
 
-// TestMatchNone: a target no pattern matches has no content element.
+// TestMatchNone: a target no pattern matches has no content element; a
+// target is matched in canonical form (%7E is ~).
 func TestMatchNone(t *testing.T) {
-	doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="/a/"/></rsl>`))
+	doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="/a/~x$"/></rsl>`))
 	if err != nil {
 		t.Fatal(err)
 	}
