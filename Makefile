@@ -131,6 +131,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHandshake$$' -fuzztime $(FUZZTIME) ./socks/
 	$(GO) test -run '^$$' -fuzz '^FuzzMetaScan$$' -fuzztime $(FUZZTIME) ./htmlmeta/
 	$(GO) test -run '^$$' -fuzz '^FuzzTDMRep$$' -fuzztime $(FUZZTIME) ./tdmrep/
+	$(GO) test -run '^$$' -fuzz '^FuzzRSL$$' -fuzztime $(FUZZTIME) ./rsl/
+	$(GO) test -run '^$$' -fuzz '^FuzzLinkLicenses$$' -fuzztime $(FUZZTIME) ./rsl/
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAudit$$' -fuzztime $(FUZZTIME) ./compliance/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/

@@ -51,7 +51,8 @@ var checkCommand = &command{
 		"rules, clients, AI-usage signals, crawler-trap limits, pacing.max_delay; for a monitored\n" +
 		"client, a decision the proxy would only log), 2 a robots.txt could\n" +
 		"not be fetched (everything on that origin is refused), or a tdmrep.json for a client with\n" +
-		"a text-and-data-mining purpose (usage-unknown), 3 usage or configuration error\n" +
+		"a text-and-data-mining purpose, or an RSL licence the site names for a client with\n" +
+		"purposes (usage-unknown), 3 usage or configuration error\n" +
 		"(bad flags, bad configuration file, invalid URL). With several URLs, the highest applies.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
@@ -295,6 +296,13 @@ func printSignals(w io.Writer, signals []audit.UsageSignal, fetchErr error, fetc
 		}
 		if sig.Policy != "" {
 			refuses += " (tdm-policy " + sig.Policy + ")"
+		}
+		if sig.License != "" {
+			refuses += " (RSL licence " + sig.License
+			if sig.Server != "" {
+				refuses += ", licence server " + sig.Server
+			}
+			refuses += ")"
 		}
 		fmt.Fprintf(w, "          usage signal %s %q at %s: %s\n", sig.Signal, sig.Value, sig.Where, refuses)
 	}

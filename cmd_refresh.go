@@ -111,6 +111,9 @@ func printRefreshed(w io.Writer, r *admin.Refreshed) {
 	if t := r.TDMRep; t != nil {
 		fmt.Fprintf(w, "          tdmrep.json %s: %s (HTTP %d)%s\n", t.URL, t.Status, t.HTTPStatus, errSuffix(t.Error))
 	}
+	for _, l := range r.Licenses {
+		fmt.Fprintf(w, "          RSL licence %s: %s (HTTP %d)%s\n", l.URL, l.Status, l.HTTPStatus, errSuffix(l.Error))
+	}
 	if r.PauseCleared != "" {
 		fmt.Fprintf(w, "          pause ended: %s\n", r.PauseCleared)
 	}

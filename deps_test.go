@@ -32,6 +32,8 @@ var forbiddenImports = []struct {
 	{from: "...", to: "proxy", except: []string{".", "proxy"},
 		why: "only main imports proxy; the evidence commands read the audit log through audit"},
 	{from: "audit", to: "...", why: "audit is what the proxy and the offline readers share: it imports no other package of the module"},
+	{from: "rsl", to: "...", except: []string{"robots", "internal/editdist"},
+		why: "rsl parses and judges RSL documents without I/O: it imports only robots (its URL matcher) and what robots imports"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
 }
 

@@ -65,6 +65,10 @@ type Refreshed struct {
 	Origin string      `json:"origin"`
 	Robots *RobotsInfo `json:"robots"`
 	TDMRep *TDMRepInfo `json:"tdmrep"`
+	// Licenses are the RSL licences the new robots.txt names (License
+	// lines), fetched again too (a TDMRepInfo each: URL, status, HTTP
+	// status, error).
+	Licenses []TDMRepInfo `json:"licenses,omitempty"`
 	// PauseCleared names the pause that was ended ("" when the origin was
 	// not paused).
 	PauseCleared string `json:"pause_cleared,omitempty"`

@@ -28,6 +28,7 @@ const (
 	ClientTLSFailed   = "client-tls-failed"  // the client failed the intercepted TLS handshake (a CONNECT)
 	AuditUnavailable  = "audit-unavailable"  // the audit log cannot be written and log.audit_on_error is refuse (503)
 	FetchLimited      = "fetch-limited"      // the client has too many lookups of uncached origins in flight (503)
+	LicenseRequired   = "license-required"   // an RSL licence grants the client's purpose only with a licence server's token (403)
 )
 
 // How a request arrived (the audit record's via).
@@ -65,6 +66,7 @@ func Decisions() []DecisionInfo {
 		{Unreachable, 503, true},
 		{UsageDenied, 403, true},
 		{UsageUnknown, 503, true},
+		{LicenseRequired, 403, true},
 		{TrapDenied, 403, true}, // 429 when the page budget is spent
 		{RateLimited, 429, true},
 		{OriginBackoff, 429, true},

@@ -14,6 +14,8 @@ const (
 	SignalRobotsTag            = "robots-tag"             // a Robots-Tag response header with noai, noml or noimageai, or unparsable
 	SignalMetaTDMReservation   = "meta-tdm-reservation"   // <meta name="tdm-reservation"> in an HTML head
 	SignalMetaRobots           = "meta-robots"            // noai, noml or noimageai in <meta name="robots"> or an agent's tag
+	SignalRSL                  = "rsl"                    // an RSL licence (robots.txt License, Link header, <link rel="license">)
+	SignalRSLUnknown           = "rsl-unknown"            // an RSL licence a site names could not be read (usage-unknown)
 )
 
 // SignalKinds lists every kind of AI-usage signal, for metrics.
@@ -21,7 +23,7 @@ var SignalKinds = []string{
 	SignalRobotsContentUsage, SignalRobotsContentSignal, SignalTDMRep, SignalTDMRepUnknown,
 	SignalHeaderTDMReservation, SignalHeaderContentUsage, SignalXRobotsTag,
 	SignalMetaTDMReservation, SignalMetaRobots,
-	SignalHeaderContentSignal, SignalRobotsTag,
+	SignalHeaderContentSignal, SignalRobotsTag, SignalRSL, SignalRSLUnknown,
 }
 
 // UsageSignal is one AI-usage signal found for a request, whether or not it
@@ -40,6 +42,12 @@ type UsageSignal struct {
 	Where string `json:"where"`
 	// Policy is the tdm-policy URL given with a TDM reservation, if any.
 	Policy string `json:"policy,omitempty"`
+	// License is the URL of the RSL document of an rsl or rsl-unknown
+	// signal, SHA256 the archived body that judged (archive.dir), Server
+	// the licence server its matching <content> names, if any.
+	License string `json:"license,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+	Server  string `json:"server,omitempty"`
 	// Refuses are the purposes it refuses, of the known purposes and the
 	// client's, in that order; empty when it refuses none (a consent,
 	// tdm-reservation 0, a scope naming another agent).

@@ -420,7 +420,8 @@ type Site struct {
 type Usage struct {
 	// ScanHTML also reads the <meta> tags of text/html responses
 	// (tdm-reservation, robots noai/noml/noimageai) for clients whose purposes
-	// they concern: the proxy holds back up to the first 64 KiB of the
+	// they concern, and their <link rel="license"> tags (RSL licences) for
+	// every client with purposes: the proxy holds back up to the first 64 KiB of the
 	// page (until </head> or <body>) while it reads them, which delays
 	// the first byte. Default false.
 	ScanHTML bool `yaml:"scan_html"`
@@ -431,8 +432,21 @@ type Usage struct {
 	// reservation): "refuse" (503 usage-unknown, Retry-After, as an
 	// unreachable robots.txt refuses everything) or "allow". The file is
 	// fetched, cached and archived like robots.txt, and only for those
-	// clients. Default "refuse".
+	// clients. The same setting applies to an RSL licence a site names
+	// (robots.txt License, a Link header, an HTML <link rel="license">)
+	// that cannot be read (any answer but a 2xx with a valid RSL
+	// document), for a client with any purpose. Default "refuse".
 	OnUnknown UsageOnUnknown `yaml:"on_unknown"`
+	// OnLicenseServer decides what happens to the request of a client
+	// with a purpose that an RSL licence grants only through a licence
+	// server (<content server="…">: a client must present a licence token,
+	// Authorization: License …, which robotsgate does not obtain):
+	// "refuse" (403 license-required, naming the server) or "allow"
+	// (forwarded; the origin answers 401 or 402 itself if it checks). A
+	// request that carries its own token (Authorization: License …) is
+	// always forwarded. An RSL document that cannot be read follows
+	// on_unknown. Default "refuse".
+	OnLicenseServer UsageOnUnknown `yaml:"on_license_server"`
 	// CacheBytes bounds the memory the tdmrep.json cache keeps, as the
 	// parsed files measure it (its entries are bounded by
 	// robots.cache_entries). Must be >= 1MiB. Default 64MiB.

@@ -56,9 +56,10 @@ func Default() Config {
 		},
 		ClientsDefault: ClientsAllow,
 		Usage: Usage{
-			ScanHTML:   false, // it delays the first byte of HTML pages
-			OnUnknown:  UsageUnknownRefuse,
-			CacheBytes: 64 << 20,
+			ScanHTML:        false, // it delays the first byte of HTML pages
+			OnUnknown:       UsageUnknownRefuse,
+			OnLicenseServer: UsageUnknownRefuse,
+			CacheBytes:      64 << 20,
 		},
 		Trap: Trap{
 			Enabled:             false,

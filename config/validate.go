@@ -97,6 +97,7 @@ func (v *validator) validate(c *Config) {
 		v.site(fmt.Sprintf("sites[%d]", i), &c.Sites[i])
 	}
 	v.enum("usage.on_unknown", string(c.Usage.OnUnknown), UsageUnknownRefuse, UsageUnknownAllow)
+	v.enum("usage.on_license_server", string(c.Usage.OnLicenseServer), UsageUnknownRefuse, UsageUnknownAllow)
 	if c.Usage.CacheBytes < 1<<20 {
 		v.add("usage.cache_bytes", "must be at least 1MiB, got %s", c.Usage.CacheBytes)
 	}

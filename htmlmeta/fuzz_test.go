@@ -7,8 +7,8 @@ import (
 	"testing/iotest"
 )
 
-// FuzzMetaScan: Scan never panics, never reads more than its limit, and
-// what it finds depends only on the bytes within the limit: the document
+// FuzzMetaScan: ScanHead never panics, never reads more than its limit, and
+// what it finds (meta and link tags) depends only on the bytes within the limit: the document
 // cut at the limit, or followed by anything else, gives the same tags, and
 // so do reads of one byte at a time. A <meta> right after <head> within the
 // limit is found whatever follows it.
@@ -28,7 +28,7 @@ func FuzzMetaScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte, limit uint16) {
 		lim := int64(limit)
 		r := &countingReader{r: bytes.NewReader(doc)}
-		got, err := Scan(r, lim)
+		got, err := ScanHead(r, lim)
 		if err != nil {
 			t.Fatalf("Scan of a byte slice failed: %v", err)
 		}
@@ -36,18 +36,26 @@ func FuzzMetaScan(f *testing.F) {
 			t.Fatalf("read %d bytes with a limit of %d", r.n, lim)
 		}
 		within := doc[:min(int64(len(doc)), lim)]
-		cut, _ := Scan(bytes.NewReader(within), lim)
+		cut, _ := ScanHead(bytes.NewReader(within), lim)
 		more := got
 		if int64(len(within)) == lim { // the limit cuts doc, or doc ends at it: bytes after it
-			more, _ = Scan(bytes.NewReader(append(bytes.Clone(within), `"'><meta name="robots" content="noai"></head>`...)), lim)
+			more, _ = ScanHead(bytes.NewReader(append(bytes.Clone(within), `"'><meta name="robots" content="noai"></head>`...)), lim)
 		}
-		slow, _ := Scan(iotest.OneByteReader(bytes.NewReader(doc)), lim)
+		slow, _ := ScanHead(iotest.OneByteReader(bytes.NewReader(doc)), lim)
 		if !reflect.DeepEqual(got, cut) || !reflect.DeepEqual(got, more) || !reflect.DeepEqual(got, slow) {
 			t.Fatalf("the tags depend on what follows the limit or on read sizes:\nwhole %+v\ncut   %+v\nmore  %+v\nslow  %+v", got, cut, more, slow)
 		}
-		for _, m := range got {
+		for _, m := range got.Metas {
 			if m.Name == "" {
 				t.Fatalf("a tag without a name: %+v", m)
+			}
+		}
+		if len(got.Links) > MaxLinks {
+			t.Fatalf("%d links", len(got.Links))
+		}
+		for _, l := range got.Links {
+			if l.Rel == "" || l.Href == "" {
+				t.Fatalf("a link without rel or href: %+v", l)
 			}
 		}
 

@@ -1,6 +1,6 @@
-// Package htmlmeta reads the <meta name=… content=…> tags of an HTML
-// document's head, with golang.org/x/net/html's tokenizer (the HTML
-// standard's tokenization: comments, <script> and <style> contents, CDATA
+// Package htmlmeta reads the <meta name=… content=…> and <link rel=…
+// href=…> tags of an HTML document's head, with golang.org/x/net/html's
+// tokenizer (the HTML standard's tokenization: comments, <script> and <style> contents, CDATA
 // and attribute quoting are what a browser sees, not what a regular
 // expression guesses), reading no more than a limit.
 //
@@ -36,31 +36,85 @@ type Meta struct {
 // limit cannot change the result. A tag cut off by the limit is not
 // returned. The error is r's, other than io.EOF.
 func Scan(r io.Reader, limit int64) ([]Meta, error) {
+	h, err := ScanHead(r, limit)
+	return h.Metas, err
+}
+
+// MaxLinks bounds the <link> tags a Head keeps (the first ones): a page
+// may have many stylesheets, and only a few of its links are ever read.
+const MaxLinks = 64
+
+// Link is one <link> tag with a rel and an href attribute.
+type Link struct {
+	// Rel is the rel attribute, trimmed and lower-cased ("license",
+	// "stylesheet"; a list of tokens as written).
+	Rel string
+	// Href is the href attribute as the document gives it (character
+	// references decoded), trimmed.
+	Href string
+	// Type is the type attribute, trimmed and lower-cased; "" when absent.
+	Type string
+}
+
+// Head is what Scan finds in a document's head: its meta tags and the
+// first MaxLinks of its link tags.
+type Head struct {
+	Metas []Meta
+	Links []Link
+}
+
+// ScanHead is Scan, also returning the <link> tags with a rel and an href
+// (at most MaxLinks), in document order.
+func ScanHead(r io.Reader, limit int64) (Head, error) {
 	z := html.NewTokenizer(io.LimitReader(r, max(limit, 0)))
-	var metas []Meta
+	var h Head
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
 			if err := z.Err(); !errors.Is(err, io.EOF) {
-				return metas, err
+				return h, err
 			}
-			return metas, nil
+			return h, nil
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
 			switch atom.Lookup(name) {
 			case atom.Body:
-				return metas, nil
+				return h, nil
 			case atom.Meta:
 				if m, ok := readMeta(z, hasAttr); ok {
-					metas = append(metas, m)
+					h.Metas = append(h.Metas, m)
+				}
+			case atom.Link:
+				if l, ok := readLink(z, hasAttr); ok && len(h.Links) < MaxLinks {
+					h.Links = append(h.Links, l)
 				}
 			}
 		case html.EndTagToken:
 			if name, _ := z.TagName(); atom.Lookup(name) == atom.Head {
-				return metas, nil
+				return h, nil
 			}
 		}
 	}
+}
+
+// readLink reads the attributes of a <link> tag: the first rel, href and
+// type.
+func readLink(z *html.Tokenizer, more bool) (Link, bool) {
+	var l Link
+	var hasRel, hasHref, hasType bool
+	for more {
+		var key, val []byte
+		key, val, more = z.TagAttr()
+		switch {
+		case !hasRel && string(key) == "rel":
+			l.Rel, hasRel = strings.ToLower(strings.TrimSpace(string(val))), true
+		case !hasHref && string(key) == "href":
+			l.Href, hasHref = strings.TrimSpace(string(val)), true
+		case !hasType && string(key) == "type":
+			l.Type, hasType = strings.ToLower(strings.TrimSpace(string(val))), true
+		}
+	}
+	return l, hasRel && hasHref && l.Rel != "" && l.Href != ""
 }
 
 // readMeta reads the attributes of a <meta> tag: the first name and the

@@ -100,3 +100,38 @@ func (endless) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestScanHeadLinks: ScanHead returns the head's <link> tags with a rel
+// and an href, as a browser tokenizes them, at most MaxLinks of them,
+// and stops where Scan stops.
+func TestScanHeadLinks(t *testing.T) {
+	many := "<head>" + strings.Repeat(`<link rel="stylesheet" href="/s.css">`, MaxLinks+5) + `<link rel="license" href="/l.xml">`
+	for _, tc := range []struct {
+		name, doc string
+		want      []Link
+	}{
+		{"licence", `<head><link rel="License" href=" https://example.com/l.xml " type="Application/RSL+XML"></head>`,
+			[]Link{{"license", "https://example.com/l.xml", "application/rsl+xml"}}},
+		{"self-closing, unquoted, references", `<LINK REL=license HREF=/l&#46;xml />`, []Link{{"license", "/l.xml", ""}}},
+		{"without rel or href", `<link href="/a"><link rel="license"><link rel="" href="/b">`, nil},
+		{"in a comment or script", `<!-- <link rel="license" href="/a"> --><script><link rel="license" href="/b"></script>`, nil},
+		{"stops at <body>", `<link rel="a" href="/a"><body><link rel="license" href="/l.xml">`, []Link{{"a", "/a", ""}}},
+		{"bounded", many, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ScanHead(strings.NewReader(tc.doc), Limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "bounded" {
+				if len(got.Links) != MaxLinks || got.Links[MaxLinks-1].Rel != "stylesheet" {
+					t.Fatalf("%d links, the last %+v", len(got.Links), got.Links[len(got.Links)-1])
+				}
+				return
+			}
+			if !reflect.DeepEqual(got.Links, tc.want) {
+				t.Errorf("links %+v, want %+v", got.Links, tc.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/htmlmeta"
@@ -25,6 +26,10 @@ type ResponseJudge struct {
 	listFor  []string
 	monitor  bool
 	scanHTML bool
+	// licensing and request judge the RSL licences the response names
+	// (JudgeLicenses); licensing is nil when licences are not read.
+	licensing *licensing
+	request   Request
 }
 
 // ResponseJudge returns how the response to the request d allowed is to be
@@ -33,6 +38,7 @@ func (d *Decision) ResponseJudge() ResponseJudge {
 	return ResponseJudge{
 		agent: d.Request.Agent(), purposes: d.ResponsePurposes(), listFor: d.Request.Client.Purposes,
 		monitor: d.Request.Client.Mode == Monitor, scanHTML: d.ScanHTML,
+		licensing: d.licensing, request: d.Request,
 	}
 }
 
@@ -55,6 +61,14 @@ type ResponseJudgement struct {
 	// Enforced reports whether the refusal withholds the response; a
 	// monitored client's is only recorded, and the response delivered.
 	Enforced bool
+	// Licence is the RSL licence that refused (JudgeLicenses), nil for
+	// any other refusal; licenceVerdict the decision it makes and
+	// retryAfter its Retry-After (unknown licence). notes say what
+	// configuration let through.
+	Licence        *Licence
+	licenceVerdict Verdict
+	retryAfter     time.Duration
+	notes          []string
 }
 
 // Judge judges a response by its header fields h and, when they refuse
@@ -103,12 +117,23 @@ type ResponseRefusal struct {
 // ApplyResponse makes the judgement of the response part of the decision:
 // a judgement that refuses turns the allowed request into UsageDenied (which
 // a monitored client's Refused still reports false for), naming the signal
-// in d.Response. The relay, /explain and check apply it alike.
+// in d.Response; an RSL licence's (JudgeLicenses) makes the decision it
+// says (UsageDenied, LicenseRequired, UsageUnknown), naming the licence in
+// d.Licence too. The relay, /explain and check apply it alike.
 func (d *Decision) ApplyResponse(j ResponseJudgement, upstreamStatus int) {
-	if !j.Refused || d.Verdict != Allow {
+	if d.Verdict != Allow {
+		return
+	}
+	for _, n := range j.notes {
+		d.addNote(n)
+	}
+	if !j.Refused {
 		return
 	}
 	d.Verdict, d.Response = UsageDenied, &ResponseRefusal{Signal: j.Refusal, UpstreamStatus: upstreamStatus}
+	if j.Licence != nil {
+		d.Verdict, d.Licence, d.RetryAfter = j.licenceVerdict, j.Licence, j.retryAfter
+	}
 }
 
 // finding is one AI-usage signal of a response as it was found: what the

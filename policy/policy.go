@@ -25,6 +25,7 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
@@ -46,6 +47,7 @@ const (
 	FetchLimited             // the client has too many lookups of uncached origins in flight (503)
 	OriginPaused             // the origin asked to slow down and its pause lasts beyond pacing.max_wait (429)
 	OutsideVisitTime         // robots.txt's Visit-time windows do not include now (429)
+	LicenseRequired          // an RSL licence grants the purpose only with a licence server's token (403)
 )
 
 var verdictNames = [...]string{
@@ -53,6 +55,7 @@ var verdictNames = [...]string{
 	UsageDenied: audit.UsageDenied, TrapDenied: audit.TrapDenied, TrapBudget: audit.TrapDenied,
 	RateLimited: audit.RateLimited, PacingDown: audit.PacingUnavailable, UsageUnknown: audit.UsageUnknown,
 	FetchLimited: audit.FetchLimited, OriginPaused: audit.OriginBackoff, OutsideVisitTime: audit.OutsideVisitTime,
+	LicenseRequired: audit.LicenseRequired,
 }
 
 // String returns the decision name used in headers and logs ("disallow").
@@ -68,6 +71,11 @@ type Request struct {
 	UserAgent string
 	// Client is who is asking (Engine.Identify).
 	Client Client
+	// LicenseToken: the request carries an RSL licence token of the
+	// client's own (Authorization: License …, HasLicenseToken), which a
+	// licence server's content then needs no refusal for: the origin
+	// checks the token.
+	LicenseToken bool
 }
 
 // Agent returns what the request is judged as: the client's fixed agent
@@ -108,6 +116,15 @@ type Decision struct {
 	// Response is the signal of the origin's response that refused the
 	// request (ApplyResponse); nil until a response refused it.
 	Response *ResponseRefusal
+	// Licences are the RSL licences of the robots.txt License lines
+	// consulted for a client with purposes (policy/rsl.go); Licence is
+	// the licence that refused the request (UsageDenied, LicenseRequired,
+	// UsageUnknown), whether named in robots.txt or by the response; nil
+	// when none did.
+	Licences []*Licence
+	Licence  *Licence
+	// licensing judges the licences a response names (ResponseJudge).
+	licensing *licensing
 	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget,
 	// RateLimited, PacingDown, UsageUnknown, OriginPaused,
 	// OutsideVisitTime).
@@ -176,6 +193,11 @@ type Config struct {
 	// file cannot be fetched.
 	TDMRep     *tdmcache.Cache
 	TDMUnknown config.UsageOnUnknown
+	// RSL provides RSL documents, for clients with purposes; nil means
+	// licences are not read. An unreadable one follows TDMUnknown
+	// (usage.on_unknown); LicenseServer is usage.on_license_server.
+	RSL           *rslcache.Cache
+	LicenseServer config.UsageOnUnknown
 	// StrictPaths also judges the canonical path (robots.Group.DecideStrict).
 	StrictPaths bool
 	// ScanHTML reads the meta tags of HTML responses for their AI-usage
@@ -204,10 +226,11 @@ type Config struct {
 
 // Engine makes decisions. It is safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	clients *Clients
-	sites   sites
-	trap    *trapGuard
+	cfg       Config
+	licensing *licensing // nil without Config.RSL
+	clients   *Clients
+	sites     sites
+	trap      *trapGuard
 }
 
 // New returns an Engine.
@@ -220,7 +243,11 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	clients.denyUnmatched = cfg.DenyUnmatched
-	return &Engine{cfg: cfg, clients: clients, sites: newSites(cfg.Sites), trap: newTrapGuard(cfg.Trap)}, nil
+	e := &Engine{cfg: cfg, clients: clients, sites: newSites(cfg.Sites), trap: newTrapGuard(cfg.Trap)}
+	if cfg.RSL != nil {
+		e.licensing = &licensing{cache: cfg.RSL, onUnknown: cfg.TDMUnknown, onServer: cfg.LicenseServer, now: cfg.Now}
+	}
+	return e, nil
 }
 
 // Identify returns the client a request comes from (see Clients.Identify).
@@ -245,7 +272,7 @@ func (e *Engine) Realm() string { return e.clients.Realm() }
 // up while robots.txt (or tdmrep.json) was being fetched; a lookup that
 // found no place in the client's cold gate is a FetchLimited decision.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
-	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML}
+	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML, licensing: e.licensing}
 	if note, skip := e.skipRobots(&req); skip {
 		d.Note = note
 		e.schedule(&d, 0)
@@ -266,6 +293,11 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	}
 	if d.Verdict == Allow {
 		if err := e.judgeTDM(ctx, &d); err != nil {
+			return d, err
+		}
+	}
+	if d.Verdict == Allow {
+		if err := e.judgeRSL(ctx, &d); err != nil {
 			return d, err
 		}
 	}

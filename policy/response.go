@@ -59,6 +59,10 @@ type ResponseSignal struct {
 	// Policy is the tdm-policy URL that came with a tdm-reservation, ""
 	// if none.
 	Policy string
+	// Licence is the RSL licence a Link header or <link> tag named that
+	// refused (Source says which, Value is its URL); nil for the other
+	// signals.
+	Licence *Licence
 }
 
 // maxSignalValue bounds the value a ResponseSignal quotes: a header field
@@ -78,6 +82,9 @@ func (s ResponseSignal) String() string {
 // `X-Robots-Tag: FooBot: noai, nofollow (noai) refuses the purpose
 // train-ai`, with the tdm-policy URL when there is one.
 func (s ResponseSignal) Explain() string {
+	if s.Licence != nil {
+		return s.Licence.Explain()
+	}
 	text := s.String()
 	if !strings.EqualFold(s.Value, s.Directive) {
 		text += " (" + s.Directive + ")"

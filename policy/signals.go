@@ -53,6 +53,9 @@ func (d *Decision) usageSignals(purposes []string) []audit.UsageSignal {
 		}
 		out = append(out, s)
 	}
+	for _, l := range d.Licences {
+		out = append(out, l.signal(purposes))
+	}
 	return out
 }
 
@@ -131,6 +134,10 @@ func quoteValue(v string) string {
 // Kind is the ResponseSignal's kind (audit.SignalHeaderTDMReservation...).
 func (s ResponseSignal) Kind() string {
 	switch {
+	case s.Licence != nil && s.Licence.Unknown:
+		return audit.SignalRSLUnknown
+	case s.Licence != nil:
+		return audit.SignalRSL
 	case s.Meta && s.Source == "tdm-reservation":
 		return audit.SignalMetaTDMReservation
 	case s.Meta:
@@ -149,11 +156,15 @@ func (s ResponseSignal) Kind() string {
 }
 
 // RefusedBy names the kind of signal that refused the request
-// (audit.SignalTDMRep...) for a UsageDenied or UsageUnknown decision, made
-// before the request was forwarded or on its response; "" for any other
-// decision.
+// (audit.SignalTDMRep...) for a UsageDenied, UsageUnknown or
+// LicenseRequired decision, made before the request was forwarded or on
+// its response; "" for any other decision.
 func (d *Decision) RefusedBy() string {
 	switch {
+	case d.Licence != nil && d.Licence.Unknown:
+		return audit.SignalRSLUnknown
+	case d.Licence != nil:
+		return audit.SignalRSL
 	case d.Verdict == UsageUnknown:
 		return audit.SignalTDMRepUnknown
 	case d.Verdict != UsageDenied:

@@ -56,6 +56,9 @@ type admission struct {
 	connect, intercept bool
 	// hold waits for the pacing slot: the request is to be sent.
 	hold bool
+	// licenseToken: the request carries its own RSL licence token
+	// (Authorization: License …).
+	licenseToken bool
 }
 
 // admitted is the outcome of admission: the policy's decision, or a
@@ -158,7 +161,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 			return admitted{refused: err}
 		}
 	}
-	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client}
+	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client, LicenseToken: a.licenseToken}
 	if g := s.coldGates.gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
 		ctx = resolver.WithColdGate(ctx, g)
 	}

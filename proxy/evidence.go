@@ -7,6 +7,7 @@ import (
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
@@ -76,6 +77,33 @@ func (s *Server) archiveTDMRep(a tdmcache.Answer) {
 		f.From = "shared-store"
 	}
 	s.recordFetch(&f, a.Header, a.Body)
+}
+
+// archiveRSL records one RSL document answer as tdmrep.json's are: a
+// fetch line (robots_url is the document's URL) and the body by its
+// SHA-256.
+func (s *Server) archiveRSL(a rslcache.Answer) {
+	res := a.Result
+	f := archive.Fetch{
+		Time: a.Time.UTC(), Origin: a.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
+		HTTPStatus: a.HTTPStatus, Outcome: res.Status.String(), Cause: res.Cause(),
+		SHA256: res.SHA256, Size: len(a.Body), Truncated: a.Truncated,
+	}
+	if res.Stale {
+		f.Outcome, f.SHA256 = resolver.Unreachable.String(), "" // the copy kept is not this fetch's body
+	}
+	if a.Shared {
+		f.From = "shared-store"
+	}
+	s.recordFetch(&f, a.Header, a.Body)
+}
+
+// onRSLAnswer is the RSL cache's OnAnswer: nil without an archive.
+func (s *Server) onRSLAnswer() func(rslcache.Answer) {
+	if s.archive == nil {
+		return nil
+	}
+	return s.archiveRSL
 }
 
 // onTDMRepAnswer is the tdmrep.json cache's OnAnswer: nil without an

@@ -104,6 +104,9 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	if err := st.engine.ConsultTDM(ctx, d); err != nil {
 		return Explained{Refused: &clientLeftError{"while tdmrep.json was fetched", err}}, nil
 	}
+	if err := st.engine.ConsultLicenses(ctx, d); err != nil {
+		return Explained{Refused: &clientLeftError{"while an RSL licence was fetched", err}}, nil
+	}
 	e.Signals = d.ExplainSignals()
 	e.MaxWait, e.Pause = st.cfg.Pacing.MaxWait.Duration(), d.Pause
 	e.ResponseTime, _ = s.governor.ResponseTime(d.Request.Origin.String())
@@ -146,7 +149,10 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 	status = resp.StatusCode
 	st.engine.ObserveAnswer(ctx, d, pacing.Answer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
 		Date: resp.Header.Get("Date"), At: time.Now()})
-	j := d.ResponseJudge().Judge(resp.Header, headOf(resp, func(n string) { notes = append(notes, n) }))
+	j, err := judgeResponseSignals(ctx, d, resp, func(n string) { notes = append(notes, n) })
+	if err != nil {
+		return fmt.Errorf("fetch %s: the RSL licence it names: %w", u, err)
+	}
 	e.Signals = append(e.Signals, j.Signals...)
 	d.ApplyResponse(j, resp.StatusCode)
 	return nil

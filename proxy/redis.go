@@ -22,6 +22,7 @@ import (
 type redisClients struct {
 	pacing         *pacing.Redis
 	robots, tdmrep *fleet.RobotsStore
+	rsl            *fleet.RobotsStore
 }
 
 // redisLogin is how every Redis client reaches and logs in to the fleet's
@@ -109,6 +110,22 @@ func (s *Server) openSharedStores(r config.Redis) (robotsStore, tdmStore *fleet.
 	return robotsStore, tdmStore, nil
 }
 
+// openRSLStore creates the Redis store of fetched RSL documents (one
+// record per document URL, rslcache.StoreKey).
+func (s *Server) openRSLStore(r config.Redis) (*fleet.RobotsStore, error) {
+	l, err := readRedisLogin(r)
+	if err != nil {
+		return nil, err
+	}
+	store, err := fleet.NewRobotsStore(fleet.RobotsOptions{Addr: l.addr, Username: l.username, Password: l.password, DB: l.db, TLS: l.tls,
+		KeyPrefix: l.prefix + "rsl:"})
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	s.redis.rsl = store
+	return store, nil
+}
+
 // openRedisPacing creates the Redis pacing store. Its bound on slots (see
 // pacing.RedisOptions.MaxAhead) comes from each Pacer built on it
 // (longestInterval).
@@ -151,7 +168,7 @@ func (s *Server) registerRedisMetrics() {
 		}
 		return float64(s.redis.pacing.Corrupted())
 	})
-	for value, store := range map[string]*fleet.RobotsStore{"robots": s.redis.robots, "tdmrep": s.redis.tdmrep} {
+	for value, store := range map[string]*fleet.RobotsStore{"robots": s.redis.robots, "tdmrep": s.redis.tdmrep, "rsl": s.redis.rsl} {
 		s.metrics.LabeledCounterFunc(name, help, "store", value, func() float64 {
 			if store == nil {
 				return 0

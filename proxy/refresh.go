@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/robotsgate/robotsgate/admin"
@@ -34,7 +35,7 @@ func (s *Server) Refresh(ctx context.Context, rawURL, by string) (admin.Refreshe
 	}
 	start := time.Now()
 	res, tdm := s.resolver.Refetch(o), s.tdmrep.Refetch(o)
-	out := admin.Refreshed{Origin: o.String(), Robots: robotsInfo(res, time.Now()), TDMRep: tdmInfo(tdm)}
+	out := admin.Refreshed{Origin: o.String(), Robots: robotsInfo(res, time.Now()), TDMRep: tdmInfo(tdm), Licenses: s.refetchLicenses(o, res)}
 	if p, ok := s.governor.Paused(o.String()); ok {
 		out.PauseCleared = p.Cause()
 	}
@@ -69,6 +70,35 @@ func robotsInfo(res *resolver.Result, now time.Time) *admin.RobotsInfo {
 		info.Error = err.Error()
 	}
 	return info
+}
+
+// refetchLicenses fetches again the RSL licences res's robots.txt names
+// (at most robots.MaxLicenses, relative ones resolved against the origin,
+// each through the egress guard), and describes them.
+func (s *Server) refetchLicenses(o origin.Origin, res *resolver.Result) []admin.TDMRepInfo {
+	if res.File == nil {
+		return nil
+	}
+	base, err := url.Parse(o.URL("/"))
+	if err != nil {
+		return nil
+	}
+	var out []admin.TDMRepInfo
+	for _, l := range res.File.Licenses() {
+		ref, err := url.Parse(l.URL)
+		if err != nil {
+			continue
+		}
+		u := base.ResolveReference(ref)
+		u.Fragment, u.RawFragment = "", ""
+		r := s.rsl.Refetch(u.String())
+		if r == nil {
+			continue // not http(s)
+		}
+		info := admin.TDMRepInfo{URL: r.URL, Status: r.Status.String(), HTTPStatus: r.HTTPStatus, Error: r.Cause()}
+		out = append(out, info)
+	}
+	return out
 }
 
 // tdmInfo describes a tdmrep.json result for the admin listener.

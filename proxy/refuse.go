@@ -57,6 +57,31 @@ type explanation struct {
 	TDMLocation string `json:"tdm_location,omitempty"`
 	TDMPolicy   string `json:"tdm_policy,omitempty"`
 	TDMRepError string `json:"tdmrep_error,omitempty"`
+	// LicenseURL is the RSL licence that refused (LicenseElement the
+	// element that did), needs a token from LicenseServer, or could not
+	// be read (LicenseError); LicenseSource where the site named it.
+	LicenseURL     string `json:"license_url,omitempty"`
+	LicenseSource  string `json:"license_source,omitempty"`
+	LicenseElement string `json:"license_element,omitempty"`
+	LicenseServer  string `json:"license_server,omitempty"`
+	LicenseError   string `json:"license_error,omitempty"`
+}
+
+// licence fills in the RSL licence that refused, if one did; it reports
+// whether one did.
+func (e *explanation) licence(d *policy.Decision) bool {
+	l := d.Licence
+	if l == nil {
+		return false
+	}
+	e.LicenseURL, e.LicenseSource, e.LicenseElement = l.URL, l.Source, clip(l.Element())
+	if d.Verdict == policy.LicenseRequired {
+		e.LicenseServer = clip(l.Verdict.Server)
+	}
+	if l.Unknown {
+		e.LicenseError = clip(l.Result.Cause())
+	}
+	return true
 }
 
 // refusal renders a policy decision that refuses the request.
@@ -97,8 +122,18 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 				e.Message += " Operator: " + hint + "."
 			}
 		}
-	case policy.UsageDenied:
+	case policy.UsageDenied, policy.LicenseRequired:
 		e.Status = http.StatusForbidden
+		if e.licence(d) {
+			e.Message = "The site's RSL licence refuses this client's purpose: " + d.Licence.Explain() + "."
+			if d.Verdict == policy.LicenseRequired {
+				e.Message += " (usage.on_license_server: refuse)"
+			}
+			if d.Response != nil {
+				e.Group, e.RobotsURL, e.RobotsInfo = "", "", ""
+			}
+			break
+		}
 		if r := d.Response; r != nil { // judged on the response, not on robots.txt
 			e.Message = "The origin's response was withheld: " + r.Signal.Explain() + "."
 			e.Group, e.RobotsURL, e.RobotsInfo = "", "", ""
@@ -110,6 +145,11 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
+		if e.licence(d) {
+			e.Message = d.Licence.Explain() + ", which refuses the purpose " + d.Licence.Purpose + " (usage.on_unknown: refuse)."
+			proxyError = robotsProxyError(d.Licence.Result.Cause())
+			break
+		}
 		e.tdmRep(d)
 		if hint := causeHint(e.TDMRepError, tdmErr(d)); hint != "" {
 			e.Message += " Operator: " + hint + "."

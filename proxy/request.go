@@ -108,7 +108,8 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 		return plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The request URL has no valid http or https origin.")
 	}
 	target := requestTarget(req)
-	a := admission{origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr, hold: true}
+	a := admission{origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr, hold: true,
+		licenseToken: policy.HasLicenseToken(req.Header.Values("Authorization"))}
 	if tunnel != nil {
 		tunnel.fill(&a, req)
 	} else {

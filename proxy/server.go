@@ -53,6 +53,7 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 	"github.com/robotsgate/robotsgate/transparent"
 )
@@ -93,6 +94,7 @@ type Server struct {
 	log      *slog.Logger
 	resolver *resolver.Resolver
 	tdmrep   *tdmcache.Cache // tdmrep.json files, for clients with TDM purposes
+	rsl      *rslcache.Cache // RSL licences the sites name, for clients with purposes
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
@@ -236,14 +238,18 @@ func (s *Server) newHTTPServer(h http.Handler, tunnels *tunnelListener) *http.Se
 // guard, and the tdmrep.json cache on it; with a Redis pacing store, both
 // share fetched files through the same Redis.
 func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
-	var shared, sharedTDM resolver.Store
+	var shared, sharedTDM, sharedRSL resolver.Store
 	if cfg.Pacing.Store == config.StoreRedis {
 		rs, ts, err := s.openSharedStores(cfg.Pacing.Redis)
 		if err != nil {
 			return err
 		}
-		shared, sharedTDM = rs, ts
-		s.closeShared = func() error { return errors.Join(rs.Close(), ts.Close()) }
+		ls, err := s.openRSLStore(cfg.Pacing.Redis)
+		if err != nil {
+			return errors.Join(err, rs.Close(), ts.Close())
+		}
+		shared, sharedTDM, sharedRSL = rs, ts, ls
+		s.closeShared = func() error { return errors.Join(rs.Close(), ts.Close(), ls.Close()) }
 	}
 	r, err := resolver.New(resolver.Config{
 		Store:        shared,
@@ -275,6 +281,18 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		OnAnswer:     s.onTDMRepAnswer(),
 	})
 	if err != nil {
+		r.Close()
+		return fmt.Errorf("proxy: %w", err)
+	}
+	// RSL licences: by URL, with the same client, freshness and archive.
+	s.rsl, err = rslcache.New(rslcache.Config{
+		Resolver:     r,
+		Store:        sharedRSL,
+		CacheEntries: cfg.Robots.CacheEntries,
+		OnAnswer:     s.onRSLAnswer(),
+	})
+	if err != nil {
+		s.tdmrep.Close()
 		r.Close()
 		return fmt.Errorf("proxy: %w", err)
 	}
@@ -328,6 +346,8 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Bytes) })
 	s.metrics.GaugeFunc("robotsgate_tdmrep_cache_bytes", "Memory the tdmrep.json cache keeps (usage.cache_bytes bounds it).",
 		func() float64 { return float64(s.tdmrep.Stats().Bytes) })
+	s.metrics.GaugeFunc("robotsgate_rsl_cache_bytes", "Memory the RSL licence cache keeps (at most 16 MiB).",
+		func() float64 { return float64(s.rsl.Stats().Bytes) })
 	s.metrics.GaugeFunc("robotsgate_origins_in_backoff", "Origins paused now (they answered 429 or 503): their requests wait.",
 		func() float64 { return float64(len(s.governor.PausedNow(pacing.MaxPausedOrigins))) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_hits_total", "robots.txt lookups answered from the cache.",
@@ -384,6 +404,8 @@ func (s *Server) Reload(cfg config.Config) error {
 		Resolver:      s.resolver,
 		TDMRep:        s.tdmrep,
 		TDMUnknown:    cfg.Usage.OnUnknown,
+		RSL:           s.rsl,
+		LicenseServer: cfg.Usage.OnLicenseServer,
 		StrictPaths:   cfg.Robots.StrictPaths,
 		ScanHTML:      cfg.Usage.ScanHTML,
 		Clients:       cfg.Clients,
@@ -586,6 +608,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	s.denyWatch.close()
 	s.tdmrep.Close()
+	s.rsl.Close()
 	s.resolver.Close()
 	s.upstream.close()
 	s.auditLog.Close()

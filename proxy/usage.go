@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,7 +57,10 @@ func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
 // says (policy.ResponseJudge); a non-nil error withholds the response
 // (usageRefusedError).
 func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
-	j := slot.d.ResponseJudge().Judge(resp.Header, headOf(resp, slot.addNote))
+	j, err := judgeResponseSignals(resp.Request.Context(), &slot.d, resp, slot.addNote)
+	if err != nil {
+		return &clientLeftError{"while the response's RSL licence was fetched", err}
+	}
 	slot.signals = j.Signals
 	if !j.Refused {
 		return nil
@@ -73,20 +77,72 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	return &usageRefusedError{d: *d}
 }
 
-// headOf returns what reads the meta tags of resp's HTML head (scanHead),
-// nil when resp is not an HTML page with a body; note receives why the head
-// was not read, if it was not.
-func headOf(resp *http.Response, note func(string)) func() []htmlmeta.Meta {
+// judgeResponseSignals judges the AI-usage signals of resp for the
+// request d allowed, as the relay, /explain and check all do: its header
+// fields and meta tags (ResponseJudge.Judge), then, when they refuse
+// nothing, the RSL licences it names (ResponseJudge.JudgeLicenses), whose
+// signals are listed after the others. The head is read once for both.
+// The only error is ctx's (the client left while a licence was fetched).
+func judgeResponseSignals(ctx context.Context, d *policy.Decision, resp *http.Response, note func(string)) (policy.ResponseJudgement, error) {
+	judge := d.ResponseJudge()
+	head := headOf(resp, note)
+	j := judge.Judge(resp.Header, head.metas())
+	if j.Refused {
+		return j, nil
+	}
+	lj, err := judge.JudgeLicenses(ctx, resp.Header, head.links())
+	if err != nil {
+		return j, err
+	}
+	lj.Signals = append(j.Signals, lj.Signals...)
+	return lj, nil
+}
+
+// headScan reads resp's HTML head at most once (scanHead), for its meta
+// and its link tags; nil when resp is not an HTML page with a body.
+type headScan struct {
+	resp *http.Response
+	note func(string)
+	done bool
+	head htmlmeta.Head
+}
+
+// headOf returns what reads resp's HTML head, nil when resp is not an
+// HTML page with a body; note receives why the head was not read, if it
+// was not.
+func headOf(resp *http.Response, note func(string)) *headScan {
 	if !hasHTMLBody(resp) {
 		return nil
 	}
-	return func() []htmlmeta.Meta {
-		metas, why := scanHead(resp)
+	return &headScan{resp: resp, note: note}
+}
+
+func (h *headScan) get() htmlmeta.Head {
+	if !h.done {
+		h.done = true
+		var why string
+		h.head, why = scanHead(h.resp)
 		if why != "" {
-			note(why)
+			h.note(why)
 		}
-		return metas
 	}
+	return h.head
+}
+
+// metas returns what reads the meta tags, nil for no HTML head.
+func (h *headScan) metas() func() []htmlmeta.Meta {
+	if h == nil {
+		return nil
+	}
+	return func() []htmlmeta.Meta { return h.get().Metas }
+}
+
+// links returns what reads the link tags, nil for no HTML head.
+func (h *headScan) links() func() []htmlmeta.Link {
+	if h == nil {
+		return nil
+	}
+	return func() []htmlmeta.Link { return h.get().Links }
 }
 
 // hasHTMLBody reports whether resp is an HTML page with a body to scan.
@@ -102,12 +158,12 @@ func hasHTMLBody(resp *http.Response) bool {
 // scanHead reads the meta tags of an HTML response's head, holding back
 // what it read: resp.Body becomes those bytes, then the rest of the
 // origin's body. The note says why the head was not read, if it was not.
-func scanHead(resp *http.Response) ([]htmlmeta.Meta, string) {
+func scanHead(resp *http.Response) (htmlmeta.Head, string) {
 	coding := strings.ToLower(strings.TrimSpace(strings.Join(resp.Header.Values("Content-Encoding"), ",")))
 	switch coding {
 	case "", "identity", "gzip", "x-gzip", "deflate":
 	default:
-		return nil, "meta tags not scanned: Content-Encoding " + coding + " is not decoded for the scan"
+		return htmlmeta.Head{}, "meta tags not scanned: Content-Encoding " + coding + " is not decoded for the scan"
 	}
 	held := &heldBody{rest: resp.Body}
 	resp.Body = held
@@ -116,14 +172,14 @@ func scanHead(resp *http.Response) ([]htmlmeta.Meta, string) {
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(src)
 		if err != nil {
-			return nil, "meta tags not scanned: the body is not gzip" // the client gets what the origin sent
+			return htmlmeta.Head{}, "meta tags not scanned: the body is not gzip" // the client gets what the origin sent
 		}
 		src = zr
 	case "deflate":
 		src = deflateReader(bufio.NewReader(src))
 	}
-	metas, _ := htmlmeta.Scan(src, htmlmeta.Limit) // a failed read only ends the scan
-	return metas, ""
+	head, _ := htmlmeta.ScanHead(src, htmlmeta.Limit) // a failed read only ends the scan
+	return head, ""
 }
 
 // deflateReader decodes Content-Encoding: deflate, which is zlib (RFC 9110

@@ -161,12 +161,18 @@ var responseSignals = map[string]bool{
 // countSignals counts a refusal under each AI-usage signal that refused it.
 func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
 	for _, s := range rec.Usage {
-		if len(s.Refuses) == 0 {
+		// An RSL licence refuses by prohibiting a purpose, or by needing a
+		// licence server's token for one (license-required).
+		licence := s.Signal == audit.SignalRSL && s.License != ""
+		if len(s.Refuses) == 0 && !(licence && rec.Decision == audit.LicenseRequired && s.Server != "") {
 			continue
 		}
 		key := signalKey{s.Signal, s.Value, s.Where, s.Policy, strings.Join(s.Refuses, ","), ""}
-		if s.Signal == audit.SignalTDMRep {
+		switch {
+		case s.Signal == audit.SignalTDMRep:
 			key.sha = rec.TDMRepSHA256
+		case licence:
+			key.sha, key.policy = s.SHA256, s.License
 		}
 		c := o.signals[key]
 		if c == nil {
@@ -176,6 +182,12 @@ func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
 			}
 			c = &SignalCount{Signal: s.Signal, Value: s.Value, Where: s.Where, Policy: s.Policy, Refuses: slices.Clone(s.Refuses),
 				TDMRepSHA256: key.sha, OriginAnswered: responseSignals[s.Signal], Example: rec.URL}
+			if licence {
+				// The licence named by a response (a Link header, a <link>
+				// tag) refused after the origin answered.
+				c.TDMRepSHA256, c.License, c.LicenseSHA256, c.Server = "", s.License, s.SHA256, s.Server
+				c.OriginAnswered = !strings.HasPrefix(s.Where, "robots.txt")
+			}
 			o.signals[key] = c
 		}
 		if refused {
@@ -633,6 +645,7 @@ func (a *aggregator) report() *Report {
 		}
 		for _, s := range out.RefusedBySignal {
 			bodies.add(s.TDMRepSHA256, "tdmrep.json", o.name, a.last) // listed after the robots.txt versions
+			bodies.add(s.LicenseSHA256, "RSL licence", o.name, a.last)
 		}
 		r.Origins = append(r.Origins, out)
 	}

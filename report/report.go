@@ -250,6 +250,12 @@ type SignalCount struct {
 	// TDMRepSHA256 is the SHA-256 of the tdmrep.json body of a tdmrep
 	// signal.
 	TDMRepSHA256 string `json:"tdmrep_sha256,omitempty"`
+	// License is the URL of the RSL document of an rsl signal,
+	// LicenseSHA256 its archived body, Server the licence server its
+	// content needs, if any.
+	License       string `json:"license,omitempty"`
+	LicenseSHA256 string `json:"license_sha256,omitempty"`
+	Server        string `json:"server,omitempty"`
 	// OriginAnswered: read from the origin's response (a header, a meta
 	// tag), so the origin saw the request; the client got none of its
 	// response. Otherwise the origin never saw it.
@@ -413,7 +419,7 @@ type PacingSummary struct {
 // to.
 type Body struct {
 	SHA256 string `json:"sha256"`
-	// Kind is "robots.txt" or "tdmrep.json".
+	// Kind is "robots.txt", "tdmrep.json" or "RSL licence".
 	Kind string `json:"kind"`
 	// Size is its length in the archive; Missing says the archive does
 	// not have it (or it no longer matches its SHA-256: Error says).

@@ -26,7 +26,8 @@
 //
 // Beyond RFC 9309 the package records Crawl-delay and Request-rate per group
 // (Group.Interval), Visit-time windows per group (Group.VisitTimes), Content-Usage preferences per group and path (IETF
-// aipref), and per file the Sitemap, Host and Content-Signal lines. Lint
+// aipref), and per file the Sitemap, Host, Content-Signal and License (RSL)
+// lines. Lint
 // reports what a robots.txt checker should say about a file.
 //
 // The package does no I/O: fetching and caching robots.txt files is the

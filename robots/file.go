@@ -42,6 +42,8 @@ type fileExtras struct {
 	canon, decoded *File
 	// visits are the Visit-time lines, nil for the many files without.
 	visits *[]visitRule
+	// licenses are the License lines, nil for the many files without.
+	licenses *[]LicenseLine
 }
 
 // aiPrefs are a file's Content-Usage and Content-Signal lines.
@@ -186,6 +188,27 @@ func (f *File) decodedFile() *File { return f.extras().decoded }
 // "search=yes, ai-train=no" lines), in order. The caller must not modify the
 // slice.
 func (f *File) ContentSignals() []Pref { return f.extras().aiPrefs().signals }
+
+// MaxLicenses bounds the License lines a File keeps (the first ones): each
+// names a document a client may have to fetch before a request is judged.
+const MaxLicenses = 8
+
+// LicenseLine is a License line: the URL of an RSL licence that applies to
+// the whole site, for every agent (RSL 1.0), as written.
+type LicenseLine struct {
+	URL  string
+	Line int
+}
+
+// Licenses returns the file's License lines, in order, at most
+// MaxLicenses. The caller must not modify the slice.
+func (f *File) Licenses() []LicenseLine {
+	l := f.extras().licenses
+	if l == nil {
+		return nil
+	}
+	return *l
+}
 
 // Agents returns the product tokens the file names in user-agent lines, in
 // lower case, sorted; "*" is not included.

@@ -2,6 +2,7 @@ package robots
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -235,5 +236,33 @@ func TestDecideHostRefusesOnlyABlanketDisallow(t *testing.T) {
 		if d.Allowed != c.allowed || rule != c.rule || (d.Matched && d.Rule.Line != c.line) {
 			t.Errorf("%q: allowed %v rule %q line %d; want %v %q %d", c.body, d.Allowed, rule, d.Rule.Line, c.allowed, c.rule, c.line)
 		}
+	}
+}
+
+// TestLicenseLines: License lines apply to the whole file whatever group
+// they stand in, are kept in order as written, without empty ones, and
+// at most MaxLicenses of them.
+func TestLicenseLines(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []LicenseLine
+	}{
+		{"none", "User-agent: *\nDisallow: /x\n", nil},
+		{"in and out of groups", "License: https://a.example/l.xml\nUser-agent: FooBot\nDisallow: /\nlicense:   /rel.xml  \nLICENSE:\n",
+			[]LicenseLine{{"https://a.example/l.xml", 1}, {"/rel.xml", 4}}},
+		{"bounded", strings.Repeat("License: https://a.example/l.xml\n", MaxLicenses+3), slices.Repeat([]LicenseLine{{"https://a.example/l.xml", 0}}, MaxLicenses)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Parse([]byte(tc.body)).Licenses()
+			if tc.name == "bounded" {
+				for i := range tc.want {
+					tc.want[i].Line = i + 1
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("Licenses = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -176,6 +176,7 @@ const (
 	keyContentUsage
 	keyContentSignal
 	keyVisitTime
+	keyLicense
 )
 
 // classifyKey maps a key to its directive. The first four follow Google's
@@ -218,6 +219,7 @@ var extensionKeys = []struct {
 	{"content-usage", keyContentUsage},
 	{"content-signal", keyContentSignal},
 	{"visit-time", keyVisitTime},
+	{"license", keyLicense},
 }
 
 func lowerASCII(c byte) byte {

@@ -109,6 +109,8 @@ func (d Diagnostic) String() string {
 //	invalid-request-rate     warning  a request-rate that is not "n/T"
 //	invalid-visit-time       warning  a visit-time that is not "HHMM-HHMM" (UTC)
 //	invalid-preferences      warning  a content-usage/content-signal without preferences
+//	license-url              warning  a License (RSL) that is not an absolute http(s) URL
+//	license-repeated         warning  a License URL given on an earlier line too
 //
 // A UTF-16 file, or an HTML page in which Google finds no rule, gets only
 // that one finding: its lines are not worth reporting one by one.
@@ -185,6 +187,8 @@ var (
 	chkInvalidRate     = check{"invalid-request-rate", Warning}
 	chkInvalidPrefs    = check{"invalid-preferences", Warning}
 	chkInvalidVisit    = check{"invalid-visit-time", Warning}
+	chkLicenseURL      = check{"license-url", Warning}
+	chkLicenseRepeated = check{"license-repeated", Warning}
 )
 
 // allChecks lists every check, for the tests.
@@ -195,7 +199,8 @@ var allChecks = []check{
 	chkCommentInValue, chkRuleBeforeAgent, chkEmptyUserAgent, chkAgentNoToken,
 	chkAgentToken, chkGroupContinues, chkNoRules, chkEmptyAllow,
 	chkSeveralPaths, chkPathNoSlash, chkSitemapURL, chkInvalidDelay,
-	chkInvalidRate, chkInvalidPrefs, chkInvalidVisit,
+	chkInvalidRate, chkInvalidPrefs, chkInvalidVisit, chkLicenseURL,
+	chkLicenseRepeated,
 }
 
 // keyNames are the directives' names as messages spell them.
@@ -210,6 +215,7 @@ var keyNames = [...]string{
 	keyContentUsage:  "Content-Usage",
 	keyContentSignal: "Content-Signal",
 	keyVisitTime:     "Visit-time",
+	keyLicense:       "License",
 }
 
 // linter follows a file line by line, keeping the group state that Parse's
@@ -228,6 +234,8 @@ type linter struct {
 	// still joins that run, which is seldom what the author meant.
 	between string
 	agents  map[string]*agentUse // by lower-case token; "*" for all crawlers
+
+	licenses map[string]int // License URLs, and the line each was first given on
 
 	crOnly, firstCR int  // lines ended by a lone CR, and the first of them
 	atLimit         bool // the line being read is cut at MaxFileSize
@@ -463,6 +471,9 @@ func (l *linter) directive(num int, kind keyKind, value []byte) {
 	case keyContentSignal:
 		l.noteBetween(num, kind)
 		l.checkPrefs(num, kind, value)
+	case keyLicense:
+		l.noteBetween(num, kind)
+		l.license(num, value)
 	}
 }
 
@@ -615,6 +626,26 @@ func (l *linter) sitemap(num int, value []byte) {
 		return
 	}
 	l.add(num, chkSitemapURL, "sitemap %s is not an absolute http(s) URL: crawlers ignore it", quote(value, 60))
+}
+
+// license checks that a License line holds an absolute http(s) URL (RSL
+// 1.0 requires one) given on no earlier line.
+func (l *linter) license(num int, value []byte) {
+	u, err := url.Parse(string(value))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		l.add(num, chkLicenseURL, "License %s is not an absolute http(s) URL, which RSL requires: other clients may ignore it (robotsgate resolves a relative one against the site)", quote(value, 60))
+		return
+	}
+	if first, ok := l.licenses[string(value)]; ok {
+		l.add(num, chkLicenseRepeated, "License %s was given on line %d already", quote(value, 60), first)
+		return
+	}
+	if l.licenses == nil {
+		l.licenses = map[string]int{}
+	}
+	if len(l.licenses) < MaxLicenses*4 {
+		l.licenses[string(value)] = num
+	}
 }
 
 // tooLarge reports where parsing stops in a body over MaxFileSize; num and

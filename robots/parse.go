@@ -39,6 +39,7 @@ type builder struct {
 	host     []byte
 	signals  []Pref
 	visits   []visitRule
+	licenses []LicenseLine
 	// sawRule is Google's seen_separator_: an allow/disallow line was read
 	// since the last user-agent line, so the next one starts a new run.
 	sawRule bool
@@ -78,6 +79,10 @@ func (b *builder) line(num uint32, text []byte) {
 		}
 	case keyContentSignal:
 		b.signals = appendPrefs(b.signals, value, num)
+	case keyLicense:
+		if len(value) > 0 && len(b.licenses) < MaxLicenses {
+			b.licenses = append(b.licenses, LicenseLine{URL: string(value), Line: int(num)})
+		}
 	case keyCrawlDelay, keyRequestRate, keyContentUsage, keyVisitTime:
 		b.groupExtension(num, kind, value)
 	}
@@ -185,6 +190,10 @@ func (b *builder) finish() *File {
 	}
 	ex.sitemaps = b.appendArena(b.sitemaps)
 	ex.host = b.appendArena(b.host)
+	if len(b.licenses) > 0 {
+		licenses := exact(b.licenses)
+		ex.licenses = &licenses
+	}
 	if len(b.visits) > 0 {
 		visits := exact(b.visits)
 		ex.visits = &visits

@@ -1,0 +1,405 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/htmlmeta"
+	"github.com/robotsgate/robotsgate/rsl"
+	"github.com/robotsgate/robotsgate/rsl/rslcache"
+)
+
+// RSL licences (Really Simple Licensing 1.0, package rsl), read for every
+// client with purposes and no other. A site names them with robots.txt
+// License lines (judged before the request, after robots.txt and TDMRep
+// allowed it), with Link response header fields and, when usage.scan_html
+// is on, with <link rel="license"> tags in an HTML head (both judged on
+// the response, through ResponseJudge.JudgeLicenses and ApplyResponse, as
+// the other response signals are). Each document is fetched once per URL
+// (rslcache). For each of the client's purposes, as the RSL usage it is
+// (rslUsage), the <content> that applies to the target says:
+//
+//   - prohibited (a <prohibits> lists it, or the licence has <permits>
+//     that do not): 403 usage-denied, naming the licence URL and the
+//     element that refused;
+//   - granted, but the <content> names a licence server: 403
+//     license-required, naming the server (usage.on_license_server:
+//     refuse), since a client must present a token robotsgate does not
+//     obtain; a request that carries a token of its own (Authorization:
+//     License …) is forwarded, for the origin to check it;
+//   - granted, or no <content> applies: nothing.
+//
+// A document that cannot be read (any answer but a 2xx with a valid RSL
+// document) leaves the licence unknown: 503 usage-unknown unless
+// usage.on_unknown is allow. The document itself may always be fetched.
+
+// rslUsages maps a purpose to the RSL usage it is; a purpose not listed
+// is the usage of its own name (which only "all" covers, or a site that
+// names it). docs/decisions.md has the table.
+var rslUsages = map[string]string{
+	"train-ai":    rsl.UsageAITrain,
+	"train-genai": rsl.UsageAITrain,
+	"ai-train":    rsl.UsageAITrain,
+	"tdm":         rsl.UsageAITrain,
+	"ai-input":    rsl.UsageAIInput,
+	"ai-use":      rsl.UsageAIInput,
+	"search":      rsl.UsageSearch,
+}
+
+// rslUsage is the RSL usage that stands for purpose.
+func rslUsage(purpose string) string {
+	if u, ok := rslUsages[purpose]; ok {
+		return u
+	}
+	return purpose
+}
+
+// licensing is what judging RSL licences needs, fixed by the Engine's
+// configuration.
+type licensing struct {
+	cache     *rslcache.Cache
+	onUnknown config.UsageOnUnknown
+	onServer  config.UsageOnUnknown
+	now       func() time.Time
+}
+
+// Licence is an RSL licence a site named for a request, and what it said.
+type Licence struct {
+	// Source says where the site named it: "robots.txt line 3",
+	// "response header Link", `<link rel="license">`.
+	Source string
+	// URL is the document's absolute URL.
+	URL string
+	// Result is the document as fetched (rslcache); Match the <content>
+	// that applies to the target.
+	Result *rslcache.Result
+	Match  rsl.Match
+	// Purpose is the client's purpose it refused (or needs a licence
+	// server for), Verdict what the <content> said of it; "" when it
+	// refused nothing. Unknown: the document could not be read.
+	Purpose string
+	Verdict rsl.Verdict
+	Unknown bool
+}
+
+// SHA256 is the archived body of the document, "" when none.
+func (l *Licence) SHA256() string {
+	if l.Result == nil {
+		return ""
+	}
+	return l.Result.SHA256
+}
+
+// Element names the element that refused: `<prohibits type="usage">ai-train</prohibits>`
+// (line 5) in `<content url="/*">` (line 3); for a licence server, the
+// <content> with its server; "" otherwise.
+func (l *Licence) Element() string {
+	c := l.Match.Content
+	switch {
+	case l.Match.TooCostly:
+		return fmt.Sprintf("(the <content> patterns would need more than %d octets of comparisons)", rsl.MaxMatchWork)
+	case c == nil:
+		return ""
+	case l.Verdict.By != nil:
+		return fmt.Sprintf("%s (line %d) in %s", l.Verdict.By, l.Verdict.By.Line, c)
+	case l.Verdict.Server != "":
+		return fmt.Sprintf("%s server=%q", c, l.Verdict.Server)
+	}
+	return c.String()
+}
+
+// Explain is a sentence (without a final period) saying what the licence
+// did to the request.
+func (l *Licence) Explain() string {
+	head := fmt.Sprintf("RSL licence %s (%s)", l.URL, l.Source)
+	switch {
+	case l.Unknown:
+		return fmt.Sprintf("%s could not be read (%s): the site's licence terms are unknown", head, l.Result.Cause())
+	case l.Match.TooCostly:
+		return fmt.Sprintf("%s: %s, counted as prohibiting the purpose %s", head, l.Element(), l.Purpose)
+	case l.Verdict.Refused && l.Verdict.NotPermitted:
+		return fmt.Sprintf("%s: %s does not permit the purpose %s (RSL usage %s)", head, l.Element(), l.Purpose, rslUsage(l.Purpose))
+	case l.Verdict.Refused:
+		return fmt.Sprintf("%s: %s prohibits the purpose %s (RSL usage %s)", head, l.Element(), l.Purpose, rslUsage(l.Purpose))
+	case l.Verdict.Server != "":
+		return fmt.Sprintf("%s: %s grants the purpose %s only with a licence token from the licence server %s (Authorization: License), which this proxy does not obtain",
+			head, l.Match.Content, l.Purpose, l.Verdict.Server)
+	}
+	return head + " refuses nothing"
+}
+
+// signal lists the licence as an audit signal, with the purposes it
+// prohibits among the known and the client's.
+func (l *Licence) signal(purposes []string) audit.UsageSignal {
+	s := audit.UsageSignal{Signal: audit.SignalRSL, Where: l.Source, License: l.URL, SHA256: l.SHA256(), Refuses: []string{}}
+	c := l.Match.Content
+	switch {
+	case l.Unknown:
+		s.Signal, s.Value = audit.SignalRSLUnknown, quoteValue(l.Result.Cause())
+		return s
+	case l.Match.TooCostly:
+		s.Value, s.Refuses = "(too costly to match)", candidates(purposes)
+		return s
+	case c == nil:
+		s.Value = "no <content> applies"
+		return s
+	}
+	s.Value, s.Server = quoteValue(c.String()), c.Server
+	for _, p := range candidates(purposes) {
+		if c.Judge(rslUsage(p)).Refused {
+			s.Refuses = append(s.Refuses, p)
+		}
+	}
+	return s
+}
+
+// licenceRef is a licence a site named: where, and its URL as written.
+type licenceRef struct{ source, ref string }
+
+// licenceOutcome is what the licences a site named say of a request.
+type licenceOutcome struct {
+	// found are the licences consulted, in order.
+	found []*Licence
+	// refusal is the licence that refuses the request, nil if none does;
+	// verdict the decision it makes (UsageDenied, LicenseRequired,
+	// UsageUnknown), retryAfter when asking again makes sense (unknown).
+	refusal    *Licence
+	verdict    Verdict
+	retryAfter time.Duration
+	// notes say what was let through by configuration.
+	notes []string
+}
+
+// judge reads the licences refs name for a request to base (the
+// target's absolute URL) by a client with purposes. The only errors are
+// ctx's (resolver.ErrColdLimit when the cold gate gave no place).
+func (l *licensing) judge(ctx context.Context, base *url.URL, req *Request, purposes []string, refs []licenceRef) (licenceOutcome, error) {
+	var out licenceOutcome
+	seen := map[string]bool{}
+	for _, r := range refs {
+		u, ok := resolveLicence(base, r.ref)
+		if !ok || seen[u] || u == base.String() || len(seen) >= rsl.MaxLicenses {
+			continue // not http(s), named twice, the document itself, or beyond the bound
+		}
+		seen[u] = true
+		res, err := l.cache.Lookup(ctx, u)
+		if err != nil {
+			return out, err
+		}
+		lic := &Licence{Source: r.source, URL: u, Result: res}
+		out.found = append(out.found, lic)
+		if res.Unknown() {
+			lic.Unknown = true
+			if out.refusal != nil {
+				continue
+			}
+			if l.onUnknown == config.UsageUnknownAllow {
+				out.notes = append(out.notes, lic.Explain()+", allowed (usage.on_unknown: allow)")
+				continue
+			}
+			lic.Purpose = purposes[0]
+			out.refusal, out.verdict = lic, UsageUnknown
+			out.retryAfter = ceilSeconds(res.Expires.Sub(l.now()))
+			continue
+		}
+		lic.Match = res.Doc.Match(req.Origin.Scheme, req.Origin.HostPort(), req.Target)
+		if out.refusal != nil && out.verdict != LicenseRequired {
+			continue
+		}
+		l.judgeLicence(lic, purposes, req.LicenseToken, &out)
+	}
+	return out, nil
+}
+
+// judgeLicence applies one readable licence to the purposes: a
+// prohibition refuses (and replaces a licence-server refusal found
+// before), a licence server refuses when usage.on_license_server says so.
+func (l *licensing) judgeLicence(lic *Licence, purposes []string, token bool, out *licenceOutcome) {
+	if lic.Match.TooCostly {
+		lic.Purpose = purposes[0]
+		out.refusal, out.verdict = lic, UsageDenied
+		return
+	}
+	c := lic.Match.Content
+	if c == nil {
+		return
+	}
+	for _, p := range purposes {
+		if v := c.Judge(rslUsage(p)); v.Refused {
+			lic.Purpose, lic.Verdict = p, v
+			out.refusal, out.verdict = lic, UsageDenied
+			return
+		}
+	}
+	if c.Server == "" || out.refusal != nil {
+		return
+	}
+	lic.Purpose, lic.Verdict = purposes[0], c.Judge(rslUsage(purposes[0]))
+	switch {
+	case token:
+		out.notes = append(out.notes, lic.Explain()+"; the request carries a licence token of its own (Authorization: License), for the origin to check")
+		return
+	case l.onServer == config.UsageUnknownAllow:
+		out.notes = append(out.notes, lic.Explain()+", allowed (usage.on_license_server: allow)")
+		return
+	}
+	out.refusal, out.verdict = lic, LicenseRequired
+}
+
+// HasLicenseToken reports whether Authorization field values carry an
+// RSL licence token: the scheme License (ignoring case) and a token.
+func HasLicenseToken(values []string) bool {
+	for _, v := range values {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if ok && strings.EqualFold(scheme, "License") && strings.TrimSpace(token) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveLicence resolves a licence reference against the URL it was
+// found for: an absolute http(s) URL without its fragment, or false.
+func resolveLicence(base *url.URL, ref string) (string, bool) {
+	r, err := url.Parse(ref)
+	if err != nil {
+		return "", false
+	}
+	u := base.ResolveReference(r)
+	u.Fragment, u.RawFragment = "", ""
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", false
+	}
+	return u.String(), true
+}
+
+// apply makes the outcome part of a decision made before the request.
+func (o *licenceOutcome) apply(d *Decision) {
+	d.Licences = append(d.Licences, o.found...)
+	for _, n := range o.notes {
+		d.addNote(n)
+	}
+	if o.refusal == nil {
+		return
+	}
+	d.Verdict, d.Licence, d.RetryAfter = o.verdict, o.refusal, o.retryAfter
+	d.Note = o.refusal.Explain()
+}
+
+// addNote adds a sentence to the decision's note.
+func (d *Decision) addNote(n string) {
+	if d.Note != "" {
+		d.Note += "; "
+	}
+	d.Note += n
+}
+
+// judgeRSL applies the robots.txt License lines to an allowed request of
+// a client with purposes. The only error is ctx's.
+func (e *Engine) judgeRSL(ctx context.Context, d *Decision) error {
+	lic := e.licensing
+	purposes := d.Request.Client.Purposes
+	if lic == nil || len(purposes) == 0 || d.Robots == nil || d.Robots.File == nil {
+		return nil
+	}
+	lines := d.Robots.File.Licenses()
+	if len(lines) == 0 {
+		return nil
+	}
+	refs := make([]licenceRef, len(lines))
+	for i, l := range lines {
+		refs[i] = licenceRef{source: fmt.Sprintf("robots.txt line %d", l.Line), ref: l.URL}
+	}
+	base, err := url.Parse(d.Request.Origin.URL(d.Request.Target))
+	if err != nil {
+		return nil // a target the proxy accepted always parses
+	}
+	out, err := lic.judge(ctx, base, &d.Request, purposes, refs)
+	if err != nil {
+		return coldLimited(d, err)
+	}
+	out.apply(d)
+	return nil
+}
+
+// JudgeLicenses judges the RSL licences an origin's response names, for
+// a request the decision allowed: its Link header fields (rel="license",
+// type application/rsl+xml) and, when usage.scan_html is on and head is
+// not nil, the <link rel="license" type="application/rsl+xml"> tags of its
+// HTML head, read by head. References are resolved against the request's
+// URL. The judgement lists each licence consulted and, when one refuses,
+// names it (Licence) with the decision it makes, for ApplyResponse. For a
+// request that nothing can refuse (no purposes: /explain and check
+// listing a response's signals) the licences are listed as judged for the
+// known purposes, and refuse nothing. The only error is ctx's.
+func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head func() []htmlmeta.Link) (ResponseJudgement, error) {
+	out := ResponseJudgement{Enforced: !j.monitor}
+	if j.licensing == nil {
+		return out, nil
+	}
+	purposes := j.purposes
+	if len(purposes) == 0 {
+		purposes = KnownPurposes
+	}
+	var refs []licenceRef
+	for _, r := range rsl.LinkLicenses(h.Values("Link")) {
+		refs = append(refs, licenceRef{source: "response header Link", ref: r})
+	}
+	if j.scanHTML && head != nil && len(refs) < rsl.MaxLicenses {
+		for _, l := range head() {
+			if rsl.IsLicenseLink(l.Rel, l.Type) {
+				refs = append(refs, licenceRef{source: `<link rel="license">`, ref: l.Href})
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return out, nil
+	}
+	base, err := url.Parse(j.request.Origin.URL(j.request.Target))
+	if err != nil {
+		return out, nil
+	}
+	o, err := j.licensing.judge(ctx, base, &j.request, purposes, refs)
+	if err != nil {
+		return out, err
+	}
+	for _, l := range o.found {
+		out.Signals = append(out.Signals, l.signal(j.listFor))
+	}
+	if len(j.purposes) == 0 {
+		return out, nil // listed, never refusing
+	}
+	out.notes = o.notes
+	if o.refusal != nil {
+		out.Refused, out.Licence, out.licenceVerdict, out.retryAfter = true, o.refusal, o.verdict, o.retryAfter
+		out.Refusal = ResponseSignal{Source: o.refusal.Source, Value: o.refusal.URL, Purpose: o.refusal.Purpose, Licence: o.refusal}
+	}
+	return out, nil
+}
+
+// ConsultLicenses reads the robots.txt License lines for a decision that
+// did not (a client without purposes, a request refused before), for
+// /explain and check: the licences are listed (Licences), judged for the
+// client's purposes or, without any, every known purpose; the verdict is
+// left as it is. The only error is ctx's.
+func (e *Engine) ConsultLicenses(ctx context.Context, d *Decision) error {
+	if e.licensing == nil || len(d.Licences) > 0 || d.Robots == nil || d.Robots.File == nil {
+		return nil
+	}
+	c := *d
+	if len(c.Request.Client.Purposes) == 0 {
+		c.Request.Client.Purposes = KnownPurposes
+	}
+	c.Verdict, c.Note, c.Licence = Allow, "", nil
+	if err := e.judgeRSL(ctx, &c); err != nil {
+		return err
+	}
+	d.Licences = c.Licences
+	return nil
+}
