@@ -32,6 +32,8 @@ var forbiddenImports = []struct {
 	{from: "...", to: "proxy", except: []string{".", "proxy"},
 		why: "only main imports proxy; the evidence commands read the audit log through audit"},
 	{from: "audit", to: "...", why: "audit is what the proxy and the offline readers share: it imports no other package of the module"},
+	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
+	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
 }
 

@@ -5,7 +5,7 @@
 // parameter of "signature-agent";key="..."), at the versions of
 // package-lock.json. e2e/webbotauth_test.go runs it.
 //
-// Input (stdin, JSON): {"directory": <JWK Set robotsgate printed>,
+// Input (the file named by the first argument, JSON): {"directory": <JWK Set robotsgate printed>,
 // "agent": <the Signature-Agent URL expected>, "requests": [{"method",
 // "url", "headers": [[name, value], ...]}]}.
 // Output (stdout): one JSON line per request, {"ok": true} or {"ok": false,
@@ -20,9 +20,7 @@ const wbaCrypto = require("web-bot-auth/crypto");
 const { parseDictionary } = require("structured-headers");
 
 async function main() {
-  const chunks = [];
-  for await (const c of process.stdin) chunks.push(c);
-  const input = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  const input = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
   const keys = [];
   for (const jwk of input.directory.keys) {
     const keyid = await wba.jwkToKeyID(jwk, wba.helpers.WEBCRYPTO_SHA256, wba.helpers.BASE64URL_DECODE);
