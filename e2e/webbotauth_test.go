@@ -151,8 +151,9 @@ func verifyWithNode(t *testing.T, dir string, directory json.RawMessage, reqs []
 }
 
 // wbaConfig is the e2e configuration with gateway signing, an audit log,
-// identification that would change a signed request, and extra.
-func wbaConfig(dir string, extra string) string {
+// identification that would change a signed request, and extra: the
+// audit log is auditLog ("-": the process's output).
+func wbaConfig(dir, auditLog, extra string) string {
 	c := e2eConfig{dir: dir, upstreamCA: true, allowNetworks: "127.0.0.0/8"}
 	return c.yaml() + fmt.Sprintf(`state_dir: %q
 log:
@@ -162,7 +163,7 @@ identify:
   user_agent_suffix: "(+https://gate.example/bot)"
 bot_auth:
   signature_agent: %q
-`, filepath.Join(dir, "state"), filepath.Join(dir, "audit.log"), wbaAgentURL) + extra
+`, filepath.Join(dir, "state"), auditLog, wbaAgentURL) + extra
 }
 
 // TestWebBotAuthSignaturesVerifyIndependently sends requests through the
@@ -196,7 +197,7 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 	upstream := filepath.Join(dir, "upstream.pem")
 	(&origin{Server: secure.Server}).writeCertPEM(t, upstream)
 	cfgPath := filepath.Join(dir, "robotsgate.yaml")
-	writeFile(t, cfgPath, wbaConfig(dir, ""))
+	writeFile(t, cfgPath, wbaConfig(dir, filepath.Join(dir, "audit.log"), ""))
 	p := startServe(t, dir, "-config", cfgPath)
 
 	c := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
