@@ -198,7 +198,7 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 	(&origin{Server: secure.Server}).writeCertPEM(t, upstream)
 	cfgPath := filepath.Join(dir, "robotsgate.yaml")
 	writeFile(t, cfgPath, wbaConfig(dir, filepath.Join(dir, "audit.log"), ""))
-	p := startServe(t, dir, "-config", cfgPath)
+	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
 
 	c := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
 	for _, u := range []string{plain.URL + "/page", secure.URL + "/secure"} {
@@ -229,6 +229,15 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 		t.Fatalf("robotsgate bot-auth: exit %d: %s", code, stderr)
 	}
 	directory := json.RawMessage(strings.TrimSpace(stdout))
+	// The admin listener serves the same directory, for operators who
+	// publish it from there, and the card.
+	admin := adminOf(t, p)
+	if code, body := adminStatus(t, admin+"/.well-known/http-message-signatures-directory"); code != http.StatusOK || strings.TrimSpace(body) != string(directory) {
+		t.Errorf("the admin listener serves the directory as %d %q, want 200 %q", code, body, directory)
+	}
+	if code, body := adminStatus(t, admin+"/signature-agent-card"); code != http.StatusOK || !strings.Contains(body, `"jwks_uri": "`+wbaAgentURL+`"`) || !strings.Contains(body, `"Crawl-delay"`) {
+		t.Errorf("the admin listener serves the card as %d %q", code, body)
+	}
 
 	signed := []captured{
 		plain.request(t, "/page"),

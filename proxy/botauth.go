@@ -247,11 +247,22 @@ func clientCovers(h http.Header) (from, userAgent bool) {
 	return slices.Contains(names, "from"), slices.Contains(names, "user-agent")
 }
 
-// directories are the key directories of a configuration's signers: the
-// gateway's, or a clients entry's.
-func directoryOf(s *botauth.Signer) []byte {
-	if s == nil {
+// KeyDirectory is the key directory of the gateway's signing key
+// (bot_auth), nil without one: the admin listener serves it.
+func (s *Server) KeyDirectory() []byte {
+	st := s.settings()
+	if st == nil || st.signers == nil || st.signers.gateway == nil {
 		return nil
 	}
-	return botauth.Directory(s.Public())
+	return botauth.Directory(st.signers.gateway.Public())
+}
+
+// SignatureAgentCard is the gateway's signature agent card, nil without
+// signing.
+func (s *Server) SignatureAgentCard() []byte {
+	st := s.settings()
+	if st == nil || st.signers == nil || st.signers.gateway == nil {
+		return nil
+	}
+	return botauth.Card(botauth.CardFacts{Name: "robotsgate", AgentURL: st.signers.gateway.AgentURL(), Contact: st.cfg.BotAuth.Contact})
 }
