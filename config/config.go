@@ -395,11 +395,11 @@ type Client struct {
 	// (docs/webbotauth.md): the HTTPS URL of the key directory that
 	// publishes SignKey's public key. This client's requests are then
 	// signed with SignKey instead of bot_auth's key. Default "" (signed as
-	// bot_auth says). Restart-only.
+	// bot_auth says). A reload applies it.
 	SignatureAgent string `yaml:"signature_agent"`
 	// SignKey is the file of this client's Ed25519 signing key (PKCS #8
 	// PEM): a bare file name is in state_dir. Created on first start when
-	// missing. Required with signature_agent. Default "". Restart-only.
+	// missing (also by a reload). Required with signature_agent. Default "".
 	SignKey string `yaml:"sign_key"`
 	// MaxPrice is the most this client pays per request under pay per
 	// crawl, as "USD 0.05" (a currency code and an amount with at most six
@@ -494,7 +494,8 @@ type Identify struct {
 // protocol-01 profiles them; docs/webbotauth.md): every request of every
 // client (unless the client signed it itself, or has its own key:
 // clients[].signature_agent), and the robots.txt and tdmrep.json fetches.
-// All of it is restart-only.
+// A reload applies all of it (a key file that is missing is then
+// created, one that cannot be read rejects the reload).
 type BotAuth struct {
 	// SignatureAgent is the HTTPS URL of the key directory that publishes
 	// the gateway key's public half (robotsgate bot-auth prints it; the
