@@ -172,3 +172,40 @@ func TestPayPerCrawlPaysWithinMaxPrice(t *testing.T) {
 		})
 	}
 }
+
+// TestPayPerCrawlWithoutSigningRelaysAndCounts: with no signing
+// configured, an origin's 402 with a crawler-price reaches the client as
+// it is, is not retried, and is counted as unsigned in /metrics.
+func TestPayPerCrawlWithoutSigningRelaysAndCounts(t *testing.T) {
+	dir := t.TempDir()
+	o := startPayOrigin(t)
+	unused := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(unused.Close)
+	(&origin{Server: unused}).writeCertPEM(t, filepath.Join(dir, "upstream.pem"))
+	cfgPath := filepath.Join(dir, "robotsgate.yaml")
+	writeFile(t, cfgPath, e2eConfig{dir: dir, upstreamCA: true, allowNetworks: "127.0.0.0/8"}.yaml())
+	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
+	c := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
+	r := get(t, c, o.URL+"/paid")
+	if r.status != http.StatusPaymentRequired || r.header.Get("Crawler-Price") != "USD 0.01" {
+		t.Fatalf("GET /paid: %d, crawler-price %q; want the origin's 402 with its price", r.status, r.header.Get("Crawler-Price"))
+	}
+	if n := len(o.times("/paid")); n != 1 {
+		t.Fatalf("the origin got %d requests for /paid, want 1 (no retry)", n)
+	}
+	_, metrics := adminStatus(t, adminOf(t, p)+"/metrics")
+	if !strings.Contains(metrics, `robotsgate_crawler_price_answers_total{outcome="unsigned"} 1`) {
+		t.Errorf("/metrics does not count the 402 as unsigned:\n%s", grepLines(metrics, "crawler"))
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(out, "\n")
+}
