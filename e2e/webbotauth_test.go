@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // wbaAgentURL is the Signature-Agent URL of the tests' configuration.
@@ -118,6 +120,13 @@ type verdict struct {
 // and their absence is a failure, not a skip.
 func verifyWithNode(t *testing.T, dir string, directory json.RawMessage, reqs []captured) []verdict {
 	t.Helper()
+	return verifyWithNodeAgent(t, dir, directory, wbaAgentURL, reqs)
+}
+
+// verifyWithNodeAgent is verifyWithNode for requests that must name agent
+// in Signature-Agent.
+func verifyWithNodeAgent(t *testing.T, dir string, directory json.RawMessage, agent string, reqs []captured) []verdict {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is not installed: the independent Web Bot Auth verification needs it (make deps installs it)")
@@ -128,7 +137,7 @@ func verifyWithNode(t *testing.T, dir string, directory json.RawMessage, reqs []
 			t.Fatalf("npm package %s is not installed in %s (make deps installs it)", p, modules)
 		}
 	}
-	in, _ := json.Marshal(map[string]any{"directory": directory, "agent": wbaAgentURL, "requests": reqs})
+	in, _ := json.Marshal(map[string]any{"directory": directory, "agent": agent, "requests": reqs})
 	inPath := filepath.Join(dir, "verify-input.json")
 	writeFile(t, inPath, string(in))
 	script, _ := filepath.Abs(filepath.Join("webbotauth", "verify.cjs"))
@@ -272,6 +281,80 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 	for k, v := range own {
 		if vs := got.header.Values(k); len(vs) != 1 || vs[0] != v {
 			t.Errorf("the client-signed request reached the origin with %s %q, want %q untouched", k, vs, v)
+		}
+	}
+}
+
+// TestWebBotAuthClientKeySignsItsRequests: a clients entry with a
+// signature_agent and sign_key of its own has its requests signed with
+// that key, naming its URL: they verify against the directory
+// `robotsgate bot-auth -client 0` prints and not against the gateway's,
+// while another client's requests are signed with the gateway key.
+func TestWebBotAuthClientKeySignsItsRequests(t *testing.T) {
+	const clientAgent = "https://research.example/.well-known/http-message-signatures-directory"
+	dir := t.TempDir()
+	o := startCaptureOrigin(t, "127.0.0.5", false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		io.WriteString(w, "page")
+	})
+	unused := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(unused.Close)
+	(&origin{Server: unused}).writeCertPEM(t, filepath.Join(dir, "upstream.pem"))
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "robotsgate.yaml")
+	writeFile(t, cfgPath, wbaConfig(dir, "-", fmt.Sprintf(`clients:
+  - user: research
+    password_bcrypt: %q
+    signature_agent: %q
+    sign_key: research-key.pem
+  - cidr: 127.0.0.0/8
+`, hash, clientAgent)))
+	p := startServe(t, dir, "-config", cfgPath)
+	research := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
+	research.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("research", "pw"), Host: p.addr})
+	other := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
+	for _, tc := range []struct {
+		c    *http.Client
+		path string
+	}{{research, "/research"}, {other, "/other"}} {
+		if r := get(t, tc.c, o.URL+tc.path); r.status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", tc.path, r.status, r.body)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "research-key.pem")); err != nil {
+		t.Errorf("the client's key was not created in state_dir: %v", err)
+	}
+	directory := func(args ...string) json.RawMessage {
+		stdout, stderr, code := runBin(t, dir, append([]string{"bot-auth", "-config", cfgPath}, args...)...)
+		if code != 0 {
+			t.Fatalf("robotsgate bot-auth %v: exit %d: %s", args, code, stderr)
+		}
+		return json.RawMessage(strings.TrimSpace(stdout))
+	}
+	clientDir, gatewayDir := directory("-client", "0"), directory()
+	if string(clientDir) == string(gatewayDir) {
+		t.Fatalf("the client's directory is the gateway's: %s", clientDir)
+	}
+	reqs := []captured{o.request(t, "/research"), o.request(t, "/other")}
+	for _, tc := range []struct {
+		name      string
+		directory json.RawMessage
+		agent     string
+		want      []bool
+	}{
+		{"the client's directory", clientDir, clientAgent, []bool{true, false}},
+		{"the gateway's directory", gatewayDir, wbaAgentURL, []bool{false, true}},
+	} {
+		for i, v := range verifyWithNodeAgent(t, dir, tc.directory, tc.agent, reqs) {
+			if v.OK != tc.want[i] {
+				t.Errorf("against %s, %s verifies: %v (%s), want %v", tc.name, reqs[i].URL, v.OK, v.Error, tc.want[i])
+			}
 		}
 	}
 }
