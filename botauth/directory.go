@@ -64,10 +64,6 @@ type CardFacts struct {
 	Name string
 	// AgentURL is the key directory's URL (jwks_uri).
 	AgentURL string
-	// ProductToken is the robots.txt product token robotsgate judges by
-	// (rfc9309-product-token); "" leaves it out (clients are judged by
-	// their own User-Agent).
-	ProductToken string
 	// Contact is a URI to reach the operator (contacts), "" for none.
 	Contact string
 }
@@ -79,11 +75,10 @@ type CardFacts struct {
 // (Crawl-delay, and 429/503 with Retry-After pausing the origin).
 func Card(f CardFacts) []byte {
 	type wba struct {
-		ProductToken string   `json:"rfc9309-product-token,omitempty"`
-		Compliance   []string `json:"rfc9309-compliance"`
-		Trigger      string   `json:"trigger"`
-		RateControl  string   `json:"rate-control"`
-		KnownURLs    []string `json:"known-urls"`
+		Compliance  []string `json:"rfc9309-compliance"`
+		Trigger     string   `json:"trigger"`
+		RateControl string   `json:"rate-control"`
+		KnownURLs   []string `json:"known-urls"`
 	}
 	card := struct {
 		ClientName string   `json:"client_name"`
@@ -94,11 +89,10 @@ func Card(f CardFacts) []byte {
 		ClientName: f.Name,
 		JWKSURI:    f.AgentURL,
 		WebBotAuth: wba{
-			ProductToken: f.ProductToken,
-			Compliance:   []string{"User-Agent", "Allow", "Disallow", "Crawl-delay", "Content-Usage", "Content-Signal"},
-			Trigger:      "crawler",
-			RateControl:  "Crawl-delay in robots.txt; 429 and 503 with Retry-After pause the origin",
-			KnownURLs:    []string{"/robots.txt", "/.well-known/tdmrep.json"},
+			Compliance:  []string{"User-Agent", "Allow", "Disallow", "Crawl-delay", "Content-Usage", "Content-Signal"},
+			Trigger:     "crawler",
+			RateControl: "Crawl-delay in robots.txt; 429 and 503 with Retry-After pause the origin",
+			KnownURLs:   []string{"/robots.txt", "/.well-known/tdmrep.json"},
 		},
 	}
 	if f.Contact != "" {
