@@ -248,7 +248,13 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 		t.Errorf("the admin listener serves the card as %d %q", code, body)
 	}
 
+	// robotsgate check -fetch requests the page too (as /explain does).
+	if _, stderr, code := runBin(t, dir, "check", "-config", cfgPath, "-fetch", plain.URL+"/checked"); code != 0 {
+		t.Fatalf("robotsgate check -fetch: exit %d: %s", code, stderr)
+	}
+
 	signed := []captured{
+		plain.request(t, "/checked"),
 		plain.request(t, "/page"),
 		secure.request(t, "/secure"),
 		plain.request(t, "/robots.txt"),  // the first hop
@@ -262,10 +268,10 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 		t.Logf("%s: web-bot-auth 0.1.3's own verify(): %s", signed[i].URL, v.WBA013)
 	}
 
-	tampered := []captured{signed[0], signed[0]}
+	tampered := []captured{signed[1], signed[1]}
 	tampered[0].URL = strings.Replace(tampered[0].URL, "127.0.0.2", "127.0.0.9", 1) // @authority
 	tampered[1].Headers = nil
-	for _, h := range signed[0].Headers {
+	for _, h := range signed[1].Headers {
 		if h[0] == "Signature-Agent" {
 			h[1] = `sig1="https://impostor.example/.well-known/http-message-signatures-directory"`
 		}
