@@ -30,12 +30,18 @@ test: deps fmt-check vet
 #     nft are in /usr/sbin), where their tests look as well. Installing
 #     needs root and apt; otherwise it says what is missing and stops.
 #   - Node.js 20 or later with npm (not installed here: Debian's is older):
-#     the Node clients of e2e/clients_test.go run with it.
+#     the Node clients of e2e/clients_test.go and the Web Bot Auth verifier
+#     (e2e/webbotauth/verify.cjs) run with it.
 #   - npm packages of the Node clients, at the exact versions of
 #     e2e/testdata/clients/package-lock.json, into ROBOTSGATE_NODE_DIR (default
 #     ~/.cache/robotsgate-e2e/node, outside the repository; the tests look
 #     there too), with the machine's npm. Reinstalled when the lock file
 #     changes.
+#   - npm packages of the independent Web Bot Auth verifier (web-bot-auth,
+#     http-message-sig), at the exact versions of
+#     e2e/webbotauth/package-lock.json, into ROBOTSGATE_WBA_DIR (default
+#     ~/.cache/robotsgate-e2e/webbotauth; e2e/webbotauth_test.go looks
+#     there), the same way.
 DEPS_BINARIES = curl wget chromium certutil
 DEPS_SERVERS = redis-server squid nft
 DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
@@ -46,6 +52,9 @@ DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy socks
 NODE_CLIENTS = e2e/testdata/clients
 ROBOTSGATE_NODE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/node
 export ROBOTSGATE_NODE_DIR
+WBA_VERIFIER = e2e/webbotauth
+ROBOTSGATE_WBA_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/webbotauth
+export ROBOTSGATE_WBA_DIR
 
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
@@ -69,7 +78,7 @@ deps:
 	fi
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && \
 		node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || \
-		{ echo "missing: node and npm, Node.js 20 or later (for the Node clients of e2e/clients_test.go; node $$(node --version 2>/dev/null || echo 'not found'))"; exit 1; }
+		{ echo "missing: node and npm, Node.js 20 or later (for the Node clients of e2e/clients_test.go and the Web Bot Auth verifier of e2e/webbotauth_test.go; node $$(node --version 2>/dev/null || echo 'not found'))"; exit 1; }
 	@if ! cmp -s $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json" || \
 		[ ! -d "$(ROBOTSGATE_NODE_DIR)/node_modules" ]; then \
 		echo "installing the Node clients' npm packages into $(ROBOTSGATE_NODE_DIR)"; \
@@ -78,6 +87,15 @@ deps:
 		cp $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/" && \
 		npm ci --prefix "$(ROBOTSGATE_NODE_DIR)" --no-audit --no-fund --loglevel=error && \
 		cp $(NODE_CLIENTS)/package-lock.json "$(ROBOTSGATE_NODE_DIR)/installed-package-lock.json"; \
+	fi
+	@if ! cmp -s $(WBA_VERIFIER)/package-lock.json "$(ROBOTSGATE_WBA_DIR)/installed-package-lock.json" || \
+		[ ! -d "$(ROBOTSGATE_WBA_DIR)/node_modules" ]; then \
+		echo "installing the Web Bot Auth verifier's npm packages into $(ROBOTSGATE_WBA_DIR)"; \
+		mkdir -p "$(ROBOTSGATE_WBA_DIR)" && \
+		rm -f "$(ROBOTSGATE_WBA_DIR)/installed-package-lock.json" && \
+		cp $(WBA_VERIFIER)/package.json $(WBA_VERIFIER)/package-lock.json "$(ROBOTSGATE_WBA_DIR)/" && \
+		npm ci --prefix "$(ROBOTSGATE_WBA_DIR)" --no-audit --no-fund --loglevel=error && \
+		cp $(WBA_VERIFIER)/package-lock.json "$(ROBOTSGATE_WBA_DIR)/installed-package-lock.json"; \
 	fi
 
 fmt-check:
@@ -136,3 +154,5 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAudit$$' -fuzztime $(FUZZTIME) ./compliance/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/
+	$(GO) test -run '^$$' -fuzz '^FuzzCoveredFields$$' -fuzztime $(FUZZTIME) ./botauth/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./paycrawl/

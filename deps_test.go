@@ -34,6 +34,8 @@ var forbiddenImports = []struct {
 	{from: "audit", to: "...", why: "audit is what the proxy and the offline readers share: it imports no other package of the module"},
 	{from: "rsl", to: "...", except: []string{"robots", "internal/editdist"},
 		why: "rsl parses and judges RSL documents without I/O: it imports only robots (its URL matcher) and what robots imports"},
+	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
+	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
 }
 

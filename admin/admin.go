@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsgate/robotsgate/botauth"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
@@ -47,6 +48,16 @@ type Refresher interface {
 	// Refresh refreshes the origin of rawURL for the operator by (an
 	// address, a user); the error is an invalid or refused origin.
 	Refresh(ctx context.Context, rawURL, by string) (Refreshed, error)
+}
+
+// KeyPublisher is a Source that signs requests for Web Bot Auth and
+// publishes what verifiers fetch: the key directory and the signature
+// agent card, nil when signing is not configured.
+type KeyPublisher interface {
+	// KeyDirectory is the JSON Web Key Set of the gateway's signing key.
+	KeyDirectory() []byte
+	// SignatureAgentCard is the signature agent card.
+	SignatureAgentCard() []byte
 }
 
 // Options are how the admin listener protects itself.
@@ -80,7 +91,28 @@ func Handler(src Source, opts Options) http.Handler {
 	if _, ok := src.(Refresher); ok {
 		mux.HandleFunc("POST /refresh", h.refresh)
 	}
+	if kp, ok := src.(KeyPublisher); ok {
+		// For operators who publish the key directory from here (behind
+		// their https name): its well-known path, and the card.
+		mux.HandleFunc("GET "+botauth.WellKnownPath, publish(kp.KeyDirectory, botauth.MediaType))
+		mux.HandleFunc("GET /signature-agent-card", publish(kp.SignatureAgentCard, "application/json"))
+	}
 	return h.guard(mux)
+}
+
+// publish serves what doc returns with contentType, 404 when it returns
+// nil (signing is not configured).
+func publish(doc func() []byte, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		body := doc()
+		if body == nil {
+			http.Error(w, "404 Not Found: no Web Bot Auth signing is configured (bot_auth.signature_agent)\n", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "max-age=300")
+		w.Write(body)
+	}
 }
 
 type handler struct {

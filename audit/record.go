@@ -51,6 +51,12 @@ type Record struct {
 	Bytes          int64     `json:"bytes"`             // response body bytes sent to the client
 	DurationMS     float64   `json:"duration_ms"`       // from arrival to the end of the response
 
+	// Pay per crawl: the crawler-price of the origin's 402 (as "USD
+	// 0.01"), and the crawler-charged of its answer to the paid retry,
+	// as the origin sent it; absent when there was none.
+	CrawlerPrice   string `json:"crawler_price,omitempty"`
+	CrawlerCharged string `json:"crawler_charged,omitempty"`
+
 	// The tdmrep.json consulted for a client with a TDM purpose, absent
 	// for the others: its status (ok, unavailable, unreachable), why it
 	// could not be fetched (as robots_error), the archived body that

@@ -70,6 +70,7 @@ type Config struct {
 	Usage          Usage          `yaml:"usage"`
 	Trap           Trap           `yaml:"trap"`
 	Identify       Identify       `yaml:"identify"`
+	BotAuth        BotAuth        `yaml:"bot_auth"`
 	Timeouts       Timeouts       `yaml:"timeouts"`
 	Transparent    Transparent    `yaml:"transparent"`
 	SOCKS          SOCKS          `yaml:"socks"`
@@ -390,6 +391,23 @@ type Client struct {
 	// usage.on_unknown). Lower-case tokens [a-z0-9-]. Default none
 	// (preferences are not checked).
 	Purposes []string `yaml:"purposes"`
+	// SignatureAgent gives this client a Web Bot Auth identity of its own
+	// (docs/webbotauth.md): the HTTPS URL of the key directory that
+	// publishes SignKey's public key. This client's requests are then
+	// signed with SignKey instead of bot_auth's key. Default "" (signed as
+	// bot_auth says). A reload applies it.
+	SignatureAgent string `yaml:"signature_agent"`
+	// SignKey is the file of this client's Ed25519 signing key (PKCS #8
+	// PEM): a bare file name is in state_dir. Created on first start when
+	// missing (also by a reload). Required with signature_agent. Default "".
+	SignKey string `yaml:"sign_key"`
+	// MaxPrice is the most this client pays per request under pay per
+	// crawl, as "USD 0.05" (a currency code and an amount with at most six
+	// decimals): an origin's 402 with a crawler-price within it is retried
+	// once, signed, offering crawler-max-price; a higher price, or another
+	// currency, is relayed. Needs signing (bot_auth or signature_agent).
+	// Default "" (402s are relayed).
+	MaxPrice string `yaml:"max_price"`
 }
 
 // Site is one sites entry: a per-host override (docs/configuration.md). The first entry
@@ -484,6 +502,30 @@ type Identify struct {
 	// UserAgentSuffix is appended, after a space, to the User-Agent of
 	// forwarded requests, e.g. "(+https://example.org/bot)". Default "".
 	UserAgentSuffix string `yaml:"user_agent_suffix"`
+}
+
+// BotAuth signs the requests robotsgate sends upstream for Web Bot Auth
+// (RFC 9421 HTTP Message Signatures as draft-ietf-webbotauth-httpsig-
+// protocol-01 profiles them; docs/webbotauth.md): every request of every
+// client (unless the client signed it itself, or has its own key:
+// clients[].signature_agent), and the robots.txt and tdmrep.json fetches.
+// A reload applies all of it (a key file that is missing is then
+// created, one that cannot be read rejects the reload).
+type BotAuth struct {
+	// SignatureAgent is the HTTPS URL of the key directory that publishes
+	// the gateway key's public half (robotsgate bot-auth prints it; the
+	// admin listener serves it at
+	// /.well-known/http-message-signatures-directory), named in every
+	// signed request's Signature-Agent. Default "" (no gateway signing).
+	SignatureAgent string `yaml:"signature_agent"`
+	// Key is the file of the gateway's Ed25519 signing key (PKCS #8 PEM).
+	// Created on first start when signature_agent is set. Default
+	// state_dir/bot-auth-key.pem.
+	Key string `yaml:"key"`
+	// Contact is a URI to reach the operator, e.g.
+	// "mailto:crawler-admin@example.org", stated in the signature agent
+	// card. Default "" (none).
+	Contact string `yaml:"contact"`
 }
 
 // Timeouts bounds how long a client may keep a connection busy without

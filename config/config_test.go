@@ -395,6 +395,18 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:3: clients[0].agent: invalid agent "ResearchBot/1.0" (want a product token`},
 		{"bad purpose", "clients:\n  - cidr: 10.0.0.0/8\n    purposes:\n      - train-ai\n      - Train AI\n",
 			`cfg.yaml:5: clients[0].purposes[1]: invalid purpose "Train AI"`},
+		{"signature agent not https", "bot_auth:\n  signature_agent: http://gate.example/keys\n",
+			`cfg.yaml:2: bot_auth.signature_agent: signature agent URL "http://gate.example/keys": must be an absolute https URL`},
+		{"signature agent with a quote", "bot_auth:\n  signature_agent: 'https://gate.example/\"'\n",
+			`cfg.yaml:2: bot_auth.signature_agent: signature agent URL`},
+		{"client key without agent", "clients:\n  - cidr: 10.0.0.0/8\n    sign_key: k.pem\n",
+			`cfg.yaml:3: clients[0].sign_key: set without signature_agent`},
+		{"client agent without key", "clients:\n  - cidr: 10.0.0.0/8\n    signature_agent: https://c.example/keys\n",
+			`clients[0].sign_key: required with signature_agent`},
+		{"bad max price", "bot_auth:\n  signature_agent: https://gate.example/keys\nclients:\n  - cidr: 10.0.0.0/8\n    max_price: 5 dollars\n",
+			`cfg.yaml:5: clients[0].max_price: invalid price "5 dollars" (want a currency code and an amount, e.g. USD 0.05)`},
+		{"max price without signing", "clients:\n  - cidr: 10.0.0.0/8\n    max_price: USD 0.05\n",
+			`cfg.yaml:3: clients[0].max_price: needs signing`},
 
 		// Other sections.
 		{"zero cache", "robots:\n  cache_entries: 0\n",

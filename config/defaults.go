@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -98,6 +99,7 @@ var stateFiles = []struct {
 	{"archive.dir", "archive", func(c *Config) *string { return &c.Archive.Dir }},
 	{"log.audit", "audit.log", func(c *Config) *string { return &c.Log.Audit }},
 	{"log.evidence_key", "evidence-key.pem", func(c *Config) *string { return &c.Log.EvidenceKey }},
+	{"bot_auth.key", "bot-auth-key.pem", func(c *Config) *string { return &c.BotAuth.Key }},
 }
 
 // placeInStateDir sets every key of stateFiles that set reports the file
@@ -108,6 +110,15 @@ func (c *Config) placeInStateDir(set func(key string) bool) {
 			*f.path(c) = filepath.Join(c.StateDir, f.name)
 		}
 	}
+}
+
+// SignKeyPath is where clients entry c's sign_key is: a bare file name is
+// in state_dir.
+func (c *Config) SignKeyPath(cl Client) string {
+	if cl.SignKey == "" || strings.ContainsRune(cl.SignKey, filepath.Separator) {
+		return cl.SignKey
+	}
+	return filepath.Join(c.StateDir, cl.SignKey)
 }
 
 // InStateDir reports whether path is the default of key in c.StateDir

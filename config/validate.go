@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"github.com/robotsgate/robotsgate/botauth"
+	"github.com/robotsgate/robotsgate/paycrawl"
 	"net"
 	"net/mail"
 	"net/netip"
@@ -92,7 +94,9 @@ func (v *validator) validate(c *Config) {
 	v.enum("clients_default", string(c.ClientsDefault), ClientsAllow, ClientsDeny)
 	for i := range c.Clients {
 		v.client(fmt.Sprintf("clients[%d]", i), &c.Clients[i], c.Auth.Htpasswd != "")
+		v.clientBotAuth(fmt.Sprintf("clients[%d]", i), &c.Clients[i], c.BotAuth.SignatureAgent != "")
 	}
+	v.botAuth(&c.BotAuth)
 	for i := range c.Sites {
 		v.site(fmt.Sprintf("sites[%d]", i), &c.Sites[i])
 	}
@@ -400,6 +404,45 @@ func (v *validator) client(key string, c *Client, htpasswd bool) {
 	for i, p := range c.Purposes {
 		if !isPurpose(p) {
 			v.add(fmt.Sprintf("%s.purposes[%d]", key, i), "invalid purpose %q (want a lower-case token such as train-ai or search)", p)
+		}
+	}
+}
+
+// botAuth checks the gateway's Web Bot Auth signing.
+func (v *validator) botAuth(b *BotAuth) {
+	if b.SignatureAgent == "" {
+		return
+	}
+	if err := botauth.CheckAgentURL(b.SignatureAgent); err != nil {
+		v.add("bot_auth.signature_agent", "%v", strings.TrimPrefix(err.Error(), "botauth: "))
+	}
+	if b.Key == "" {
+		v.add("bot_auth.key", "required with bot_auth.signature_agent: the signing key's file")
+	}
+	if msg := checkHeaderText(b.Contact); msg != "" {
+		v.add("bot_auth.contact", "%s", msg)
+	}
+}
+
+// clientBotAuth checks a clients entry's own signing and maximum price;
+// gateway says whether bot_auth signs for it otherwise.
+func (v *validator) clientBotAuth(key string, c *Client, gateway bool) {
+	switch {
+	case c.SignatureAgent != "":
+		if err := botauth.CheckAgentURL(c.SignatureAgent); err != nil {
+			v.add(key+".signature_agent", "%v", strings.TrimPrefix(err.Error(), "botauth: "))
+		}
+		if c.SignKey == "" {
+			v.add(key+".sign_key", "required with signature_agent: the signing key's file (a bare name is in state_dir)")
+		}
+	case c.SignKey != "":
+		v.add(key+".sign_key", "set without signature_agent")
+	}
+	if c.MaxPrice != "" {
+		if _, err := paycrawl.Parse(c.MaxPrice); err != nil {
+			v.add(key+".max_price", "invalid price %q (want a currency code and an amount, e.g. USD 0.05)", c.MaxPrice)
+		} else if c.SignatureAgent == "" && !gateway {
+			v.add(key+".max_price", "needs signing (bot_auth.signature_agent or this entry's signature_agent): pay per crawl pays only signed requests")
 		}
 	}
 }

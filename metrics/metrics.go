@@ -58,6 +58,22 @@ type Metrics struct {
 	// kind of signal ("tdmrep", "x-robots-tag"...: audit.SignalKinds),
 	// monitor-mode refusals included as in Requests.
 	UsageRefusals *prometheus.CounterVec
+	// SignedRequests counts the requests sent upstream with robotsgate's
+	// Web Bot Auth signature, by what they were: "proxied" (a client's
+	// request, a pay-per-crawl retry included) or "fetch" (robots.txt,
+	// tdmrep.json, each redirect hop).
+	SignedRequests *prometheus.CounterVec
+	// PriceAnswers counts origins' 402 answers with a crawler-price (pay
+	// per crawl), by what robotsgate did: "paid" (retried and answered
+	// 2xx), "retry_refused" (retried, not 2xx), "over_max" (price above
+	// the client's max_price, or in another currency), "no_max_price",
+	// "unsigned" (no signing for the client, or the client signed itself),
+	// "bad_price", "not_replayable" (a request body).
+	PriceAnswers *prometheus.CounterVec
+	// CrawlerCharged sums what origins charged (crawler-charged), in
+	// currency units, by currency: only the currencies of clients'
+	// max_price, so its labels are bounded by the configuration.
+	CrawlerCharged *prometheus.CounterVec
 	// ReloadSuccessful is 1 when the last configuration reload applied
 	// (or none was tried), 0 when it was rejected; ReloadTimestamp is when
 	// the configuration last applied (start or reload), in Unix seconds.
@@ -85,6 +101,9 @@ func New() *Metrics {
 	m.ProxyTLSServed = counter(r, "robotsgate_proxy_tls_connections_total", "Client connections that spoke TLS to the proxy port (an https:// proxy URL), served over TLS.")
 	m.ProxyTLSRefused = counter(r, "robotsgate_proxy_tls_refused_total", "Client connections that spoke TLS to the proxy port, closed because mitm.enabled is false: use http:// in the proxy URL.")
 	m.UsageRefusals = counterVec(r, "robotsgate_usage_refusals_total", "Requests refused by an AI-usage signal, by kind of signal.", "signal")
+	m.SignedRequests = counterVec(r, "robotsgate_signed_requests_total", "Requests sent upstream with robotsgate's Web Bot Auth signature, by kind (proxied, fetch).", "kind")
+	m.PriceAnswers = counterVec(r, "robotsgate_crawler_price_answers_total", "Origins' 402 answers with a crawler-price (pay per crawl), by what robotsgate did.", "outcome")
+	m.CrawlerCharged = counterVec(r, "robotsgate_crawler_charged_total", "What origins charged under pay per crawl (crawler-charged), in currency units, by currency.", "currency")
 	m.ReloadSuccessful = gauge(r, "robotsgate_config_last_reload_successful", "Whether the last configuration reload applied (1) or was rejected (0).")
 	m.ReloadTimestamp = gauge(r, "robotsgate_config_last_reload_success_timestamp_seconds", "When the configuration last applied, at start or by a reload.")
 	m.ReloadSuccessful.Set(1)

@@ -48,6 +48,11 @@ type Client struct {
 	// IgnoreBackoff: the client is never held for an origin's pause
 	// (clients[].backoff: ignore).
 	IgnoreBackoff bool
+	// Entry is the position of the matched clients entry in the
+	// configuration, counted from 1; 0 for requests that matched none
+	// (what the proxy reads of the entry beyond the decision: its signing
+	// key, its maximum price).
+	Entry int
 }
 
 // ErrAuthRequired means the request must be answered 407: proxy
@@ -134,6 +139,7 @@ func NewClients(entries []config.Client, auth config.Auth) (*Clients, error) {
 		if err != nil {
 			return nil, fmt.Errorf("clients[%d]: %w", i, err)
 		}
+		r.client.Entry = i + 1
 		c.needAuth = c.needAuth || r.user != ""
 		c.rules = append(c.rules, r)
 	}

@@ -141,6 +141,10 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 	status := 0
 	sent := time.Now()
 	defer func() { s.auditExplainFetch(e, start, sent, status, notes, err, by) }() // the origin may have been contacted
+	// Signed as the client's request would be (Web Bot Auth).
+	if signer := st.signers.forClient(d.Request.Client); signer != nil {
+		req = signedCopy(req, signer)
+	}
 	resp, err := s.upstream.tr.RoundTrip(req)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", u, err)

@@ -58,8 +58,11 @@ type auditSlot struct {
 	// body cut off).
 	signals []audit.UsageSignal
 	notes   string
-	rec     audit.Record // made at the end (held here: one allocation less per request)
-	w       recordingWriter
+	// price is the crawler-price of the origin's 402 (pay per crawl) as
+	// parsed, charged the crawler-charged of the paid retry's answer.
+	price, charged string
+	rec            audit.Record // made at the end (held here: one allocation less per request)
+	w              recordingWriter
 }
 
 // decide records the decision of the request and the pacing permit it holds.
@@ -202,6 +205,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	if !slot.released.IsZero() {
 		rec.SentMS = float64(slot.released.Sub(start).Microseconds()) / 1000
 	}
+	rec.CrawlerPrice, rec.CrawlerCharged = slot.price, slot.charged
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	if slot.unanswered {
 		rec.Status = 0

@@ -81,6 +81,9 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		// response time counts from then (adaptive pacing).
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.wroteHeaders}))
 	}
+	if out := s.outboundFor(req, slot); out != nil { // Web Bot Auth: signed by the upstream transport
+		req = req.WithContext(context.WithValue(req.Context(), outboundKey{}, out))
+	}
 	if slot != nil {
 		slot.released = time.Now()
 	}
@@ -166,11 +169,16 @@ func remoteIP(req *http.Request) netip.Addr {
 
 // identify adds the operator's identification to a request that is going
 // upstream, after the decision (which used the client's own User-Agent).
+// Neither is changed when the client's own signature covers it.
 func identify(req *http.Request, id config.Identify) {
-	if id.From != "" {
+	if id.From == "" && id.UserAgentSuffix == "" {
+		return
+	}
+	signedFrom, signedUA := clientCovers(req.Header)
+	if id.From != "" && !signedFrom {
 		req.Header.Set("From", id.From)
 	}
-	if id.UserAgentSuffix != "" {
+	if id.UserAgentSuffix != "" && !signedUA {
 		ua := strings.TrimSpace(req.UserAgent() + " " + id.UserAgentSuffix)
 		req.Header.Set("User-Agent", ua)
 	}

@@ -143,6 +143,9 @@ type settings struct {
 	engine *policy.Engine
 	guard  *egress.Guard
 	parent *parentProxy // upstream.proxy; nil: direct
+	// signers sign requests for Web Bot Auth (bot_auth,
+	// clients[].signature_agent) and know the clients' max_price.
+	signers *signers
 }
 
 // New builds a Server from a validated configuration.
@@ -266,6 +269,9 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		RootCAs:      roots,
 		OnFetch:      s.robotsFetched,
 		OnAnswer:     s.onAnswer(),
+		// robots.txt and tdmrep.json fetches, each redirect hop, are
+		// signed with the gateway's key when bot_auth is set.
+		WrapTransport: s.signFetches,
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
@@ -396,6 +402,10 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	sg, err := loadSigners(&cfg)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
 	governor := s.governor // its state outlives the configuration
 	if !cfg.Pacing.Backoff.Enabled && cfg.Pacing.Adaptive.Factor == 0 {
 		governor = nil // off: requests do not even look at it
@@ -439,7 +449,7 @@ func (s *Server) Reload(cfg config.Config) error {
 			s.log.Warn("configuration reloaded, but these keys keep their running values until a restart", "keys", keys)
 		}
 	}
-	s.current.Store(&settings{cfg: cfg, engine: engine, guard: guard, parent: parent})
+	s.current.Store(&settings{cfg: cfg, engine: engine, guard: guard, parent: parent, signers: sg})
 	return nil
 }
 

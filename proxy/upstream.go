@@ -18,6 +18,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/metrics"
+	"github.com/robotsgate/robotsgate/paycrawl"
 )
 
 // upstream sends allowed requests to origins. A failure becomes a 502 or
@@ -75,7 +76,25 @@ const pinnedTransports = 1024
 // request's through a transport of its own destination, whose connections
 // all go to that address (a shared pool would reuse a connection to
 // another address of the same name).
+//
+// A request judged for a client with a signer (outbound) is signed for Web
+// Bot Auth first, and an origin's 402 with a crawler-price may be paid for
+// (payPerCrawl).
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	out, _ := req.Context().Value(outboundKey{}).(*outbound)
+	if out != nil {
+		req = signedCopy(req, out.signer)
+		u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
+	}
+	resp, err := u.send(req)
+	if err != nil || resp.StatusCode != http.StatusPaymentRequired || len(resp.Header[paycrawl.HeaderPrice]) == 0 {
+		return resp, err
+	}
+	return u.payPerCrawl(req, resp, out)
+}
+
+// send sends a request through the transport of its destination.
+func (u *upstream) send(req *http.Request) (*http.Response, error) {
 	dest, ok := req.Context().Value(pinKey{}).(netip.AddrPort)
 	if !ok {
 		return u.tr.RoundTrip(req)

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/robotsgate/robotsgate/paycrawl"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -141,6 +143,33 @@ type originAgg struct {
 	keys     map[string]*paceAgg    // by group
 	hold     float64
 	pauses   pauseAgg
+	paid     map[string]*paidAgg // by currency
+	unread   int64               // charges not read, or beyond maxPaidCurrencies
+}
+
+// maxPaidCurrencies bounds the currencies summed per origin: the values
+// come from origins.
+const maxPaidCurrencies = 8
+
+// paidAgg sums one currency's charges, in millionths (paycrawl.Scale).
+type paidAgg struct {
+	amount, requests int64
+}
+
+// charge adds a record's crawler_charged to the origin's sums.
+func (o *originAgg) charge(charged string) {
+	p, err := paycrawl.Parse(charged)
+	agg := o.paid[p.Currency]
+	if err == nil && agg == nil && len(o.paid) < maxPaidCurrencies {
+		agg = &paidAgg{}
+		o.paid[p.Currency] = agg
+	}
+	if err != nil || agg == nil || agg.amount > math.MaxInt64-p.Amount {
+		o.unread++
+		return
+	}
+	agg.amount += p.Amount
+	agg.requests++
 }
 
 type ruleKey struct{ decision, rule, sha string }
@@ -328,6 +357,9 @@ func (a *aggregator) record(rec *audit.Record) error {
 		a.pace(o, rec)
 	}
 	o.pauses.record(rec, rec.Decision == "allow" && forwarded && pacedRecord(rec))
+	if rec.CrawlerCharged != "" {
+		o.charge(rec.CrawlerCharged)
+	}
 	return nil
 }
 
@@ -452,7 +484,7 @@ func (a *aggregator) origin(name string) *originAgg {
 	if o == nil {
 		o = &originAgg{
 			name: name, decided: map[string]int64{}, rules: map[ruleKey]*RuleCount{}, signals: map[signalKey]*SignalCount{},
-			versions: map[string]*versionAgg{}, keys: map[string]*paceAgg{},
+			versions: map[string]*versionAgg{}, keys: map[string]*paceAgg{}, paid: map[string]*paidAgg{},
 		}
 		a.origins[name] = o
 	}
@@ -801,6 +833,11 @@ func (a *aggregator) originReport(o *originAgg) (Origin, gapStats) {
 		return cmp.Or(cmp.Compare(y.Paced+y.NotPaced, x.Paced+x.NotPaced), cmp.Compare(x.Group, y.Group))
 	})
 	out.Gaps = all.figures()
+	for cur, p := range o.paid {
+		out.Paid = append(out.Paid, Paid{Amount: paycrawl.Price{Currency: cur, Amount: p.amount}.String(), Requests: p.requests})
+	}
+	slices.SortFunc(out.Paid, func(x, y Paid) int { return cmp.Compare(x.Amount[:3], y.Amount[:3]) })
+	out.UnreadCharges = o.unread
 	return out, all
 }
 

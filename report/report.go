@@ -235,6 +235,20 @@ type Origin struct {
 	// how long robotsgate paused it, and whether any request left during
 	// a pause.
 	Backoff BackoffFigures `json:"backoff"`
+	// Paid sums what the origin charged under pay per crawl (the audit
+	// records' crawler_charged), per currency, at most maxPaidCurrencies;
+	// UnreadCharges counts the charges that could not be read or were in
+	// a currency beyond them.
+	Paid          []Paid `json:"paid,omitempty"`
+	UnreadCharges int64  `json:"unread_charges,omitempty"`
+}
+
+// Paid is what an origin charged in one currency.
+type Paid struct {
+	// Amount is the sum, as "USD 0.03".
+	Amount string `json:"amount"`
+	// Requests is how many requests were charged.
+	Requests int64 `json:"requests"`
 }
 
 // SignalCount is how many requests one AI-usage signal refused.

@@ -658,3 +658,45 @@ func TestBuildCountsRefusalsBySignal(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildSumsWhatWasPaidPerOrigin: crawler_charged is summed per origin
+// and currency, exactly (0.1 + 0.2 is 0.30); a charge that does not parse
+// is counted apart, and the HTML shows the sums.
+func TestBuildSumsWhatWasPaidPerOrigin(t *testing.T) {
+	paid := func(url, charged string, arrival time.Duration) audit.Record {
+		r := allowed(url, "", arrival, 0)
+		r.CrawlerPrice, r.CrawlerCharged = charged, charged
+		return r
+	}
+	recs := []audit.Record{
+		paid("https://a.example/1", "USD 0.1", 0),
+		paid("https://a.example/2", "USD 0.2", sec),
+		paid("https://a.example/3", "EUR 0.0025", 2*sec),
+		paid("https://a.example/4", "lots of money", 3*sec),
+		paid("https://b.example/1", "USD 1", 0),
+		allowed("https://b.example/free", "", sec, 0),
+	}
+	r, err := Build(Options{Audit: []string{writeAudit(t, t.TempDir(), "audit.log", recs)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]Paid{
+		"https://a.example": {{Amount: "EUR 0.0025", Requests: 1}, {Amount: "USD 0.30", Requests: 2}},
+		"https://b.example": {{Amount: "USD 1.00", Requests: 1}},
+	}
+	for _, o := range r.Origins {
+		if !slices.Equal(o.Paid, want[o.Origin]) {
+			t.Errorf("%s paid %+v, want %+v", o.Origin, o.Paid, want[o.Origin])
+		}
+		if wantUnread := int64(map[string]int{"https://a.example": 1}[o.Origin]); o.UnreadCharges != wantUnread {
+			t.Errorf("%s: %d unread charges, want %d", o.Origin, o.UnreadCharges, wantUnread)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "USD 0.30") || !strings.Contains(buf.String(), "1 more charge could not be read") {
+		t.Errorf("the HTML does not show what was paid:\n%s", buf.String())
+	}
+}

@@ -42,8 +42,12 @@ func newClient(cfg *Config) *http.Client {
 		MaxResponseHeaderBytes: 64 << 10,
 		ForceAttemptHTTP2:      true,
 	}
+	var rt http.RoundTripper = tr
+	if cfg.WrapTransport != nil {
+		rt = cfg.WrapTransport(tr)
+	}
 	return &http.Client{
-		Transport:     tr,
+		Transport:     rt,
 		CheckRedirect: checkRedirect,
 	}
 }

@@ -79,6 +79,9 @@ type Config struct {
 	// Stale; Cause and Failures say what failed and how often in a row)
 	// and its duration: metrics and the failure log.
 	OnFetch func(*Result, time.Duration)
+	// WrapTransport, when set, wraps the transport fetches go through: it
+	// sees every request, each redirect hop its own (e.g. to sign it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 func (c *Config) setDefaults() {

@@ -1,0 +1,233 @@
+// Package botauth signs requests for Web Bot Auth, the IETF webbotauth
+// working group's profile of RFC 9421 HTTP Message Signatures, as
+// draft-ietf-webbotauth-httpsig-protocol-01 defines it: an Ed25519
+// signature over @authority and the signer's own Signature-Agent member,
+// tagged "web-bot-auth", keyed by the JWK SHA-256 thumbprint (RFC 7638,
+// RFC 8037 Appendix A.3), the Signature-Agent member naming the HTTPS URL of
+// the key directory. It also renders that key directory and a signature
+// agent card (draft-meunier-webbotauth-registry-04), and reads the
+// Signature-Input of a request a client signed itself, to know which of its
+// fields must not change. It does no I/O: keys come in as values.
+package botauth
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Draft is the specification this package follows, for documentation and
+// the signature agent card.
+const Draft = "draft-ietf-webbotauth-httpsig-protocol-01"
+
+// Tag is the tag signature parameter every Web Bot Auth signature carries.
+const Tag = "web-bot-auth"
+
+// Label is the label of robotsgate's signature in Signature-Input,
+// Signature and Signature-Agent (RFC 9421 §4: any dictionary key; the
+// draft's examples use sig1).
+const Label = "sig1"
+
+// Lifetime is how long a signature is valid: expires = created + Lifetime.
+// The draft recommends no more than 24 hours and says a shorter one bounds
+// replay; five minutes leaves room for clock skew between robotsgate and
+// the origin.
+const Lifetime = 5 * time.Minute
+
+// Field names of the signature and of the pay-per-crawl price offer, as
+// they are written (canonical form; HTTP/2 lower-cases them on the wire).
+const (
+	HeaderSignature      = "Signature"
+	HeaderSignatureInput = "Signature-Input"
+	HeaderSignatureAgent = "Signature-Agent"
+)
+
+// maxAgentURL bounds the Signature-Agent URL (a request header: an origin
+// may refuse a large one).
+const maxAgentURL = 2048
+
+// Signer signs requests with one Ed25519 key on behalf of one signature
+// agent URL. It is safe for concurrent use.
+type Signer struct {
+	key   ed25519.PrivateKey
+	keyID string
+	agent string // the Signature-Agent field value: sig1="<url>"
+	// member is the Signature-Agent member's value serialized as an
+	// sf-string: what the signature base carries for it (RFC 9421 §2.1.2).
+	member string
+}
+
+// NewSigner returns a Signer for key, naming agentURL (the HTTPS URL of
+// the key directory that publishes key's public half) in Signature-Agent.
+// The URL must be absolute https, at most 2048 bytes, of printable ASCII
+// without '"' or '\' (an sf-string without escapes).
+func NewSigner(key ed25519.PrivateKey, agentURL string) (*Signer, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, errors.New("botauth: not an Ed25519 private key")
+	}
+	if err := CheckAgentURL(agentURL); err != nil {
+		return nil, err
+	}
+	member := `"` + agentURL + `"`
+	return &Signer{
+		key:    key,
+		keyID:  Thumbprint(key.Public().(ed25519.PublicKey)),
+		agent:  Label + "=" + member,
+		member: member,
+	}, nil
+}
+
+// CheckAgentURL reports why u cannot be a Signature-Agent URL: the draft
+// requires an absolute https URI; robotsgate also requires it to be an
+// sf-string that needs no escaping.
+func CheckAgentURL(u string) error {
+	if u == "" {
+		return errors.New("botauth: empty signature agent URL")
+	}
+	if len(u) > maxAgentURL {
+		return fmt.Errorf("botauth: signature agent URL longer than %d bytes", maxAgentURL)
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return fmt.Errorf("botauth: signature agent URL %q: byte %d is not printable ASCII (or is '\"' or '\\')", u, i)
+		}
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("botauth: signature agent URL %q: %w", u, err)
+	}
+	if p.Scheme != "https" || p.Host == "" {
+		return fmt.Errorf("botauth: signature agent URL %q: must be an absolute https URL", u)
+	}
+	return nil
+}
+
+// KeyID is the keyid of the Signer's signatures: its public key's JWK
+// SHA-256 thumbprint, base64url.
+func (s *Signer) KeyID() string { return s.keyID }
+
+// Public is the Signer's public key.
+func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
+
+// AgentURL is the URL the Signer names in Signature-Agent.
+func (s *Signer) AgentURL() string { return s.member[1 : len(s.member)-1] }
+
+// Sign adds robotsgate's Signature-Agent, Signature-Input and Signature to
+// req, created at now and expiring Lifetime later, covering @authority, its
+// own Signature-Agent member and the fields named in also (lower-case,
+// e.g. "crawler-max-price"; each must be present on req, and is covered
+// with its values as req carries them). It replaces an earlier signature
+// of robotsgate's (a redirect hop, a retry): callers pass a request a
+// client signed itself through untouched (ClientSigned) instead.
+func (s *Signer) Sign(req *http.Request, now time.Time, also ...string) error {
+	authority, err := Authority(req)
+	if err != nil {
+		return err
+	}
+	params := signatureParams(now, s.keyID, also)
+	base, err := signatureBase(authority, Label, s.member, req.Header, also, params)
+	if err != nil {
+		return err
+	}
+	sig := ed25519.Sign(s.key, []byte(base))
+	req.Header.Set(HeaderSignatureAgent, s.agent)
+	req.Header.Set(HeaderSignatureInput, Label+"="+params)
+	req.Header.Set(HeaderSignature, Label+"=:"+base64.StdEncoding.EncodeToString(sig)+":")
+	return nil
+}
+
+// signatureBase is the signature base (RFC 9421 §2.5) of a signature
+// labelled label over @authority, the Signature-Agent member (its value
+// serialized as member), the header fields named in also, with params as
+// its @signature-params.
+func signatureBase(authority, label, member string, h http.Header, also []string, params string) (string, error) {
+	var b strings.Builder
+	b.Grow(256)
+	b.WriteString(`"@authority": `)
+	b.WriteString(authority)
+	b.WriteString("\n\"signature-agent\";key=\"" + label + "\": ")
+	b.WriteString(member)
+	b.WriteByte('\n')
+	for _, name := range also {
+		values := h.Values(name)
+		if len(values) == 0 {
+			return "", fmt.Errorf("botauth: cannot cover %q: the request has no such field", name)
+		}
+		b.WriteString(`"` + name + `": `)
+		b.WriteString(fieldValue(values))
+		b.WriteByte('\n')
+	}
+	b.WriteString(`"@signature-params": `)
+	b.WriteString(params)
+	return b.String(), nil
+}
+
+// signatureParams serializes the signature's @signature-params (RFC 9421
+// §2.3): the covered components and created, expires, keyid, tag.
+func signatureParams(now time.Time, keyID string, also []string) string {
+	var b strings.Builder
+	b.Grow(160)
+	b.WriteString(`("@authority" "signature-agent";key="` + Label + `"`)
+	for _, name := range also {
+		b.WriteString(` "` + name + `"`)
+	}
+	created := now.Unix()
+	b.WriteString(");created=")
+	b.WriteString(strconv.FormatInt(created, 10))
+	b.WriteString(";expires=")
+	b.WriteString(strconv.FormatInt(created+int64(Lifetime/time.Second), 10))
+	b.WriteString(`;keyid="`)
+	b.WriteString(keyID)
+	b.WriteString(`";tag="` + Tag + `"`)
+	return b.String()
+}
+
+// fieldValue is a header field's component value (RFC 9421 §2.1): its
+// values with surrounding whitespace trimmed, joined by ", ".
+func fieldValue(values []string) string {
+	if len(values) == 1 {
+		return strings.Trim(values[0], " \t")
+	}
+	trimmed := make([]string, len(values))
+	for i, v := range values {
+		trimmed[i] = strings.Trim(v, " \t")
+	}
+	return strings.Join(trimmed, ", ")
+}
+
+// Authority is req's @authority component (RFC 9421 §2.2.3): the host
+// and port it goes to, lower-case, without the scheme's default port.
+func Authority(req *http.Request) (string, error) {
+	host := req.Host
+	if host == "" && req.URL != nil {
+		host = req.URL.Host
+	}
+	if host == "" {
+		return "", errors.New("botauth: the request names no authority")
+	}
+	host = strings.ToLower(host)
+	scheme := "http"
+	if req.URL != nil && req.URL.Scheme != "" {
+		scheme = strings.ToLower(req.URL.Scheme)
+	}
+	switch {
+	case scheme == "http" && strings.HasSuffix(host, ":80"):
+		host = strings.TrimSuffix(host, ":80")
+	case scheme == "https" && strings.HasSuffix(host, ":443"):
+		host = strings.TrimSuffix(host, ":443")
+	}
+	return host, nil
+}
+
+// ClientSigned reports whether a request carries a signature of its
+// client's (any of Signature, Signature-Input, Signature-Agent): robotsgate
+// then adds no signature of its own and changes none of those fields.
+func ClientSigned(h http.Header) bool {
+	return len(h[HeaderSignature]) > 0 || len(h[HeaderSignatureInput]) > 0 || len(h[HeaderSignatureAgent]) > 0
+}

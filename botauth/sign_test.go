@@ -1,0 +1,272 @@
+package botauth
+
+import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rfc9421Ed25519 is the Ed25519 test key of RFC 9421 Appendix B.1.4, the
+// key of the draft's Ed25519 test vectors (Appendix E.2).
+const rfc9421Ed25519 = `-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF
+-----END PRIVATE KEY-----`
+
+func testKey(t testing.TB) ed25519.PrivateKey {
+	t.Helper()
+	block, _ := pem.Decode([]byte(rfc9421Ed25519))
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(ed25519.PrivateKey)
+}
+
+// TestDraftTestVectorEd25519 reproduces the draft's Appendix E.2.1 vector:
+// the key's JWK x and thumbprint, and the signature over the signature
+// base built by this package from the vector's parameters, byte for byte
+// (Ed25519 is deterministic).
+func TestDraftTestVectorEd25519(t *testing.T) {
+	key := testKey(t)
+	pub := key.Public().(ed25519.PublicKey)
+	if got := base64.RawURLEncoding.EncodeToString(pub); got != "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs" {
+		t.Fatalf("x = %s", got)
+	}
+	if got := Thumbprint(pub); got != "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U" {
+		t.Fatalf("thumbprint = %s", got)
+	}
+	params := `("@authority" "signature-agent";key="agent2");created=1735689600;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=4889289600;nonce="n9p433xm+NJ3ph3upfBIGmsuwHw387YV7Q/F+6BSpGCVjYCqQw6rznNA8PVVLySrAWsv0hQtFioQb6E1YsauiA==";tag="web-bot-auth"`
+	base, err := signatureBase("example.com", "agent2", `"https://signature-agent.test"`, http.Header{}, nil, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "RdNFx5Bj6au3YgAMQL/RzmUlZE8QZLIaXGRpw985hWnwPfMxT228NMk6ehRS1PSl4e8PhbNZACSanGdhEwYCCg=="
+	if got := base64.StdEncoding.EncodeToString(ed25519.Sign(key, []byte(base))); got != want {
+		t.Fatalf("signature over\n%s\n= %s, want %s", base, got, want)
+	}
+}
+
+// TestSignWritesTheDraftsFields checks the three fields Sign writes: the
+// dictionary form of Signature-Agent, the covered components and
+// parameters the draft requires (and no alg or nonce, which it does not),
+// and a signature Verify accepts; a changed authority or agent fails.
+func TestSignWritesTheDraftsFields(t *testing.T) {
+	s, err := NewSigner(testKey(t), "https://gate.example/.well-known/http-message-signatures-directory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	req, _ := http.NewRequest("GET", "http://Origin.Example:80/x", nil)
+	if err := s.Sign(req, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := req.Header.Get("Signature-Agent"), `sig1="https://gate.example/.well-known/http-message-signatures-directory"`; got != want {
+		t.Errorf("Signature-Agent = %s, want %s", got, want)
+	}
+	wantInput := `sig1=("@authority" "signature-agent";key="sig1");created=1800000000;expires=1800000300;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";tag="web-bot-auth"`
+	if got := req.Header.Get("Signature-Input"); got != wantInput {
+		t.Errorf("Signature-Input = %s\nwant %s", got, wantInput)
+	}
+	pub := s.Public()
+	if err := Verify(req, pub, now.Add(time.Minute)); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func(*http.Request)
+		at     time.Time
+	}{
+		{"authority changed", func(r *http.Request) { r.Host = "other.example" }, now},
+		{"agent changed", func(r *http.Request) { r.Header.Set("Signature-Agent", `sig1="https://evil.example/"`) }, now},
+		{"expired", func(*http.Request) {}, now.Add(Lifetime + time.Second)},
+		{"created in the future", func(*http.Request) {}, now.Add(-time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := req.Clone(req.Context())
+			tc.tamper(r)
+			if err := Verify(r, pub, tc.at); err == nil {
+				t.Fatal("a tampered request verifies")
+			}
+		})
+	}
+}
+
+// TestSignCoversPriceOffer checks that a field named to Sign is covered,
+// and that changing it breaks the signature.
+func TestSignCoversPriceOffer(t *testing.T) {
+	s, _ := NewSigner(testKey(t), "https://gate.example/d")
+	now := time.Now()
+	req, _ := http.NewRequest("GET", "https://origin.example/paid", nil)
+	req.Header.Set("Crawler-Max-Price", "USD 0.05")
+	if err := s.Sign(req, now, "crawler-max-price"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(req, s.Public(), now, "crawler-max-price"); err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Crawler-Max-Price", "USD 5.00")
+	if err := Verify(req, s.Public(), now, "crawler-max-price"); err == nil {
+		t.Fatal("a changed price verifies")
+	}
+	if err := s.Sign(req, now, "crawler-exact-price"); err == nil {
+		t.Fatal("Sign covered a field the request lacks")
+	}
+}
+
+func TestAuthority(t *testing.T) {
+	for _, tc := range []struct{ url, host, want string }{
+		{"http://a.example/", "", "a.example"},
+		{"http://A.Example:80/", "", "a.example"},
+		{"https://a.example:443/", "", "a.example"},
+		{"https://a.example:80/", "", "a.example:80"},
+		{"http://a.example:8080/", "", "a.example:8080"},
+		{"http://a.example/", "B.example:81", "b.example:81"},
+	} {
+		req, _ := http.NewRequest("GET", tc.url, nil)
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		if got, _ := Authority(req); got != tc.want {
+			t.Errorf("Authority(%s, Host %q) = %s, want %s", tc.url, tc.host, got, tc.want)
+		}
+	}
+}
+
+func TestCheckAgentURL(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://gate.example/.well-known/http-message-signatures-directory", true},
+		{"http://gate.example/d", false},
+		{"https:///d", false},
+		{`https://gate.example/"d`, false},
+		{"https://gate.example/a b", false},
+		{"", false},
+		{"https://gate.example/" + strings.Repeat("a", 2048), false},
+	} {
+		if err := CheckAgentURL(tc.url); (err == nil) != tc.ok {
+			t.Errorf("CheckAgentURL(%.40q) = %v, want ok %v", tc.url, err, tc.ok)
+		}
+	}
+}
+
+// TestDirectoryIsAJWKSet checks the directory: one JWK per distinct key,
+// kid the thumbprint.
+func TestDirectoryIsAJWKSet(t *testing.T) {
+	pub := testKey(t).Public().(ed25519.PublicKey)
+	var set struct{ Keys []map[string]string }
+	if err := json.Unmarshal(Directory(pub, pub), &set); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{{"kty": "OKP", "crv": "Ed25519", "kid": "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U", "x": "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs", "use": "sig"}}
+	if len(set.Keys) != 1 || !mapsEqual(set.Keys[0], want[0]) {
+		t.Fatalf("directory = %v, want %v", set.Keys, want)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCoveredFields(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  []string // nil: an error
+	}{
+		{"draft example", []string{`sig=("@authority" "signature-agent";key="sig");created=1700000000;expires=1700011111;keyid="ba3e64==";tag="web-bot-auth"`},
+			[]string{"@authority", "signature-agent"}},
+		{"two signatures over two lines", []string{`a=("@method" "User-Agent");created=1`, ` b=("from" "@path";req);alg=rsa;x=?1;y=:AAA=:;z=1.5`},
+			[]string{"@method", "user-agent", "from", "@path"}},
+		{"empty inner list", []string{`a=();created=1`}, []string{}},
+		{"not a dictionary", []string{`("@authority")`}, nil},
+		{"a member is not a list", []string{`a="x"`}, nil},
+		{"component not a string", []string{`a=(user-agent)`}, nil},
+		{"unterminated", []string{`a=("user-agent"`}, nil},
+		{"trailing comma", []string{`a=("x"),`}, nil},
+		{"control byte", []string{"a=(\"x\ty\")"}, nil},
+		{"too long", []string{`a=("` + strings.Repeat("x", MaxSignatureInput) + `")`}, nil},
+		{"empty", []string{""}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{"Signature-Input": tc.lines}
+			got, err := CoveredFields(h)
+			if tc.want == nil {
+				if err == nil {
+					t.Fatalf("CoveredFields = %q, want an error", got)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Fatalf("CoveredFields = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClientSigned(t *testing.T) {
+	for _, name := range []string{"Signature", "Signature-Input", "Signature-Agent"} {
+		if !ClientSigned(http.Header{name: {"x"}}) {
+			t.Errorf("a request with %s is not taken as signed", name)
+		}
+	}
+	if ClientSigned(http.Header{"User-Agent": {"x"}}) {
+		t.Error("an unsigned request is taken as signed")
+	}
+}
+
+// FuzzCoveredFields: any Signature-Input parses or fails without panic,
+// within its bounds, and what parses lists lower-case names once each.
+func FuzzCoveredFields(f *testing.F) {
+	for _, s := range []string{
+		`sig1=("@authority" "signature-agent";key="sig1");created=1;expires=2;keyid="k";tag="web-bot-auth"`,
+		`a=("@method" "user-agent");alg=rsa;x=?1;y=:AAA=:;z=-1.5, b=()`,
+		`a=("x\"y" "\\")`, `a=(`, `,`, `a=("x";`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		names, err := CoveredFields(http.Header{"Signature-Input": {s}})
+		if err != nil {
+			return
+		}
+		if len(names) > maxComponents {
+			t.Fatalf("%d names", len(names))
+		}
+		for i, n := range names {
+			if n != strings.ToLower(n) || slices.Contains(names[i+1:], n) {
+				t.Fatalf("names %q", names)
+			}
+		}
+	})
+}
+
+// BenchmarkSign is the cost of signing one request: building the
+// signature base and one Ed25519 signature, and setting the three fields.
+func BenchmarkSign(b *testing.B) {
+	s, _ := NewSigner(testKey(b), "https://gate.example/.well-known/http-message-signatures-directory")
+	req, _ := http.NewRequest("GET", "https://origin.example/some/page", nil)
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Sign(req, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

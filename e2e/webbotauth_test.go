@@ -1,0 +1,366 @@
+//go:build unix
+
+package e2e
+
+// End-to-end tests of Web Bot Auth signing through the real binary:
+// loopback origins capture what robotsgate sent (proxied requests, plain
+// and inside an intercepted tunnel, robots.txt fetches and each of their
+// redirect hops), and an implementation robotsgate did not write (the npm
+// packages of e2e/webbotauth, run by node) verifies the signatures against
+// the key directory `robotsgate bot-auth` printed. A client's own
+// signature passes through byte for byte.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// wbaAgentURL is the Signature-Agent URL of the tests' configuration.
+const wbaAgentURL = "https://gate.example/.well-known/http-message-signatures-directory"
+
+// captured is one request an origin received, as the verifier takes it.
+type captured struct {
+	Method  string      `json:"method"`
+	URL     string      `json:"url"`
+	Headers [][2]string `json:"headers"`
+	header  http.Header
+}
+
+// captureOrigin records every request it receives; handle answers them.
+type captureOrigin struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []captured
+}
+
+func startCaptureOrigin(t *testing.T, ip string, useTLS bool, handle http.HandlerFunc) *captureOrigin {
+	t.Helper()
+	o := &captureOrigin{}
+	o.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		c := captured{Method: r.Method, URL: scheme + "://" + r.Host + r.RequestURI, header: r.Header.Clone()}
+		for name, values := range r.Header {
+			for _, v := range values {
+				c.Headers = append(c.Headers, [2]string{name, v})
+			}
+		}
+		o.mu.Lock()
+		o.seen = append(o.seen, c)
+		o.mu.Unlock()
+		handle(w, r)
+	}))
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Server.Listener.Close()
+	o.Server.Listener = ln
+	if useTLS {
+		o.StartTLS()
+	} else {
+		o.Start()
+	}
+	t.Cleanup(o.Close)
+	return o
+}
+
+// request returns the first request for path, failing the test without one.
+func (o *captureOrigin) request(t *testing.T, path string) captured {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, c := range o.seen {
+		if u, err := url.Parse(c.URL); err == nil && u.RequestURI() == path {
+			return c
+		}
+	}
+	t.Fatalf("the origin %s received no request for %s", o.URL, path)
+	return captured{}
+}
+
+// wbaDir is where make deps installs the verifier's npm packages
+// (e2e/webbotauth/package.json): $ROBOTSGATE_WBA_DIR, or
+// robotsgate-e2e/webbotauth in the user's cache directory.
+func wbaDir() string {
+	if d := os.Getenv("ROBOTSGATE_WBA_DIR"); d != "" {
+		return d
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "robotsgate-e2e", "webbotauth")
+}
+
+// verdict is the verifier's answer for one request.
+type verdict struct {
+	OK     bool   `json:"ok"`
+	Error  string `json:"error"`
+	WBA013 string `json:"wba013"`
+}
+
+// verifyWithNode runs e2e/webbotauth/verify.cjs on reqs against the
+// directory. node and the packages are required: make deps installs them,
+// and their absence is a failure, not a skip.
+func verifyWithNode(t *testing.T, dir string, directory json.RawMessage, reqs []captured) []verdict {
+	t.Helper()
+	return verifyWithNodeAgent(t, dir, directory, wbaAgentURL, reqs)
+}
+
+// verifyWithNodeAgent is verifyWithNode for requests that must name agent
+// in Signature-Agent.
+func verifyWithNodeAgent(t *testing.T, dir string, directory json.RawMessage, agent string, reqs []captured) []verdict {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: the independent Web Bot Auth verification needs it (make deps installs it)")
+	}
+	modules := filepath.Join(wbaDir(), "node_modules")
+	for _, p := range []string{"web-bot-auth", "http-message-sig"} {
+		if _, err := os.Stat(filepath.Join(modules, p, "package.json")); err != nil {
+			t.Fatalf("npm package %s is not installed in %s (make deps installs it)", p, modules)
+		}
+	}
+	in, _ := json.Marshal(map[string]any{"directory": directory, "agent": agent, "requests": reqs})
+	inPath := filepath.Join(dir, "verify-input.json")
+	writeFile(t, inPath, string(in))
+	script, _ := filepath.Abs(filepath.Join("webbotauth", "verify.cjs"))
+	stdout, stderr, code := runProgram(t, dir, cleanEnv("NODE_PATH="+modules), node, script, inPath)
+	if code != 0 {
+		t.Fatalf("verify.cjs exited %d: %s", code, stderr)
+	}
+	var out []verdict
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var v verdict
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("verify.cjs printed %q: %v", line, err)
+		}
+		out = append(out, v)
+	}
+	if len(out) != len(reqs) {
+		t.Fatalf("verify.cjs answered %d requests of %d: %s", len(out), len(reqs), stdout)
+	}
+	return out
+}
+
+// wbaConfig is the e2e configuration with gateway signing, an audit log,
+// identification that would change a signed request, and extra: the
+// audit log is auditLog ("-": the process's output).
+func wbaConfig(dir, auditLog, extra string) string {
+	c := e2eConfig{dir: dir, upstreamCA: true, allowNetworks: "127.0.0.0/8"}
+	return c.yaml() + fmt.Sprintf(`state_dir: %q
+log:
+  audit: %q
+identify:
+  from: crawler-admin@example.org
+  user_agent_suffix: "(+https://gate.example/bot)"
+bot_auth:
+  signature_agent: %q
+`, filepath.Join(dir, "state"), auditLog, wbaAgentURL) + extra
+}
+
+// TestWebBotAuthSignaturesVerifyIndependently sends requests through the
+// binary with bot_auth set: a proxied http request, an https request in
+// an intercepted tunnel, and the robots.txt fetches of both origins, one of
+// which redirects to a third origin (each hop signed for its own
+// authority). node verifies every captured signature against the directory
+// `robotsgate bot-auth` printed; the same requests with @authority or
+// Signature-Agent changed fail; and a request the client signed itself
+// reaches the origin with its Signature, Signature-Input and
+// Signature-Agent byte for byte, none of robotsgate's, and neither From nor
+// User-Agent changed (its signature covers them).
+func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
+	dir := t.TempDir()
+	page := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		io.WriteString(w, "page "+r.URL.Path)
+	}
+	target := startCaptureOrigin(t, "127.0.0.3", false, page)
+	plain := startCaptureOrigin(t, "127.0.0.2", false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" { // RFC 9309 §2.3.1.2: followed
+			http.Redirect(w, r, target.URL+"/robots.txt", http.StatusMovedPermanently)
+			return
+		}
+		page(w, r)
+	})
+	secure := startCaptureOrigin(t, "127.0.0.1", true, page) // the test certificate names 127.0.0.1
+	upstream := filepath.Join(dir, "upstream.pem")
+	(&origin{Server: secure.Server}).writeCertPEM(t, upstream)
+	cfgPath := filepath.Join(dir, "robotsgate.yaml")
+	writeFile(t, cfgPath, wbaConfig(dir, filepath.Join(dir, "audit.log"), ""))
+	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
+
+	c := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
+	for _, u := range []string{plain.URL + "/page", secure.URL + "/secure"} {
+		if r := get(t, c, u); r.status != http.StatusOK {
+			t.Fatalf("GET %s through the proxy: %d %s", u, r.status, r.body)
+		}
+	}
+	// A request its client signed itself, covering From and User-Agent.
+	own := map[string]string{
+		"Signature-Agent": `client="https://client.example/keys"`,
+		"Signature-Input": `client=("@authority" "signature-agent";key="client" "from" "user-agent");created=1;keyid="k";tag="web-bot-auth"`,
+		"Signature":       `client=:c2lnbmVkIGJ5IHRoZSBjbGllbnQ=:`,
+		"User-Agent":      "ClientBot/1.0",
+		"From":            "client@example.org",
+	}
+	req, _ := http.NewRequest("GET", plain.URL+"/client-signed", nil)
+	for k, v := range own {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	stdout, stderr, code := runBin(t, dir, "bot-auth", "-config", cfgPath)
+	if code != 0 {
+		t.Fatalf("robotsgate bot-auth: exit %d: %s", code, stderr)
+	}
+	directory := json.RawMessage(strings.TrimSpace(stdout))
+	// The admin listener serves the same directory, for operators who
+	// publish it from there, and the card.
+	admin := adminOf(t, p)
+	if code, body := adminStatus(t, admin+"/.well-known/http-message-signatures-directory"); code != http.StatusOK || strings.TrimSpace(body) != string(directory) {
+		t.Errorf("the admin listener serves the directory as %d %q, want 200 %q", code, body, directory)
+	}
+	if code, body := adminStatus(t, admin+"/signature-agent-card"); code != http.StatusOK || !strings.Contains(body, `"jwks_uri": "`+wbaAgentURL+`"`) || !strings.Contains(body, `"Crawl-delay"`) {
+		t.Errorf("the admin listener serves the card as %d %q", code, body)
+	}
+
+	// robotsgate check -fetch requests the page too (as /explain does).
+	if _, stderr, code := runBin(t, dir, "check", "-config", cfgPath, "-fetch", plain.URL+"/checked"); code != 0 {
+		t.Fatalf("robotsgate check -fetch: exit %d: %s", code, stderr)
+	}
+
+	signed := []captured{
+		plain.request(t, "/checked"),
+		plain.request(t, "/page"),
+		secure.request(t, "/secure"),
+		plain.request(t, "/robots.txt"),  // the first hop
+		target.request(t, "/robots.txt"), // the redirect's hop, another authority
+		secure.request(t, "/robots.txt"),
+	}
+	for i, v := range verifyWithNode(t, dir, directory, signed) {
+		if !v.OK {
+			t.Errorf("the signature of %s %s does not verify: %s", signed[i].Method, signed[i].URL, v.Error)
+		}
+		t.Logf("%s: web-bot-auth 0.1.3's own verify(): %s", signed[i].URL, v.WBA013)
+	}
+
+	tampered := []captured{signed[1], signed[1]}
+	tampered[0].URL = strings.Replace(tampered[0].URL, "127.0.0.2", "127.0.0.9", 1) // @authority
+	tampered[1].Headers = nil
+	for _, h := range signed[1].Headers {
+		if h[0] == "Signature-Agent" {
+			h[1] = `sig1="https://impostor.example/.well-known/http-message-signatures-directory"`
+		}
+		tampered[1].Headers = append(tampered[1].Headers, h)
+	}
+	for i, v := range verifyWithNode(t, dir, directory, tampered) {
+		if v.OK {
+			t.Errorf("tampered request %d verifies", i)
+		}
+	}
+
+	got := plain.request(t, "/client-signed")
+	for k, v := range own {
+		if vs := got.header.Values(k); len(vs) != 1 || vs[0] != v {
+			t.Errorf("the client-signed request reached the origin with %s %q, want %q untouched", k, vs, v)
+		}
+	}
+}
+
+// TestWebBotAuthClientKeySignsItsRequests: a clients entry with a
+// signature_agent and sign_key of its own has its requests signed with
+// that key, naming its URL: they verify against the directory
+// `robotsgate bot-auth -client 0` prints and not against the gateway's,
+// while another client's requests are signed with the gateway key.
+func TestWebBotAuthClientKeySignsItsRequests(t *testing.T) {
+	const clientAgent = "https://research.example/.well-known/http-message-signatures-directory"
+	dir := t.TempDir()
+	o := startCaptureOrigin(t, "127.0.0.5", false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		io.WriteString(w, "page")
+	})
+	unused := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(unused.Close)
+	(&origin{Server: unused}).writeCertPEM(t, filepath.Join(dir, "upstream.pem"))
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "robotsgate.yaml")
+	writeFile(t, cfgPath, wbaConfig(dir, "-", fmt.Sprintf(`clients:
+  - user: research
+    password_bcrypt: %q
+    signature_agent: %q
+    sign_key: research-key.pem
+  - cidr: 127.0.0.0/8
+`, hash, clientAgent)))
+	p := startServe(t, dir, "-config", cfgPath)
+	research := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
+	research.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("research", "pw"), Host: p.addr})
+	other := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
+	for _, tc := range []struct {
+		c    *http.Client
+		path string
+	}{{research, "/research"}, {other, "/other"}} {
+		if r := get(t, tc.c, o.URL+tc.path); r.status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", tc.path, r.status, r.body)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "research-key.pem")); err != nil {
+		t.Errorf("the client's key was not created in state_dir: %v", err)
+	}
+	directory := func(args ...string) json.RawMessage {
+		stdout, stderr, code := runBin(t, dir, append([]string{"bot-auth", "-config", cfgPath}, args...)...)
+		if code != 0 {
+			t.Fatalf("robotsgate bot-auth %v: exit %d: %s", args, code, stderr)
+		}
+		return json.RawMessage(strings.TrimSpace(stdout))
+	}
+	clientDir, gatewayDir := directory("-client", "0"), directory()
+	if string(clientDir) == string(gatewayDir) {
+		t.Fatalf("the client's directory is the gateway's: %s", clientDir)
+	}
+	reqs := []captured{o.request(t, "/research"), o.request(t, "/other")}
+	for _, tc := range []struct {
+		name      string
+		directory json.RawMessage
+		agent     string
+		want      []bool
+	}{
+		{"the client's directory", clientDir, clientAgent, []bool{true, false}},
+		{"the gateway's directory", gatewayDir, wbaAgentURL, []bool{false, true}},
+	} {
+		for i, v := range verifyWithNodeAgent(t, dir, tc.directory, tc.agent, reqs) {
+			if v.OK != tc.want[i] {
+				t.Errorf("against %s, %s verifies: %v (%s), want %v", tc.name, reqs[i].URL, v.OK, v.Error, tc.want[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/robotsgate/robotsgate/paycrawl"
+)
+
+// maxDrain is how much of a 402's body is read before its connection is
+// reused for the paid retry; a longer body closes the connection.
+const maxDrain = 64 << 10
+
+// maxChargedLen bounds the crawler-charged value kept in the audit record.
+const maxChargedLen = 64
+
+// payPerCrawl answers an origin's 402 with a crawler-price (pay per
+// crawl): when the client has a signer and a max_price in the price's
+// currency at or above it, and the request can be sent again (GET or HEAD
+// without a body), it is retried once, signed over crawler-max-price too,
+// after a pacing slot of its own (it is one more request to the origin,
+// so Crawl-delay and the concurrency limit apply to it as to any); the
+// retry's answer is relayed whatever it is. Otherwise the 402 is relayed.
+// Every 402 with a price is counted by what was done with it.
+func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outbound) (*http.Response, error) {
+	outcome := func(o string) { u.metrics.PriceAnswers.WithLabelValues(o).Inc() }
+	if out == nil {
+		outcome("unsigned")
+		return resp, nil
+	}
+	if out.max == nil {
+		outcome("no_max_price")
+		return resp, nil
+	}
+	price, err := paycrawl.Parse(resp.Header.Get(paycrawl.HeaderPrice))
+	if err != nil {
+		outcome("bad_price")
+		return resp, nil
+	}
+	if out.slot != nil {
+		out.slot.price = price.String()
+	}
+	if (req.Method != http.MethodGet && req.Method != http.MethodHead) || (req.Body != nil && req.Body != http.NoBody) {
+		outcome("not_replayable")
+		return resp, nil
+	}
+	if !price.Within(*out.max) {
+		outcome("over_max")
+		return resp, nil
+	}
+	if out.repace != nil {
+		if err := out.repace(req.Context()); err != nil {
+			outcome("not_paced")
+			return resp, nil
+		}
+	}
+	io.CopyN(io.Discard, resp.Body, maxDrain)
+	resp.Body.Close()
+	retry := new(http.Request)
+	*retry = *req
+	retry.Header = req.Header.Clone()
+	retry.Header.Set(paycrawl.HeaderMaxPrice, out.max.String())
+	retry = signedCopy(retry, out.signer, "crawler-max-price")
+	u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
+	resp, err = u.send(retry)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		outcome("retry_refused")
+		return resp, nil
+	}
+	outcome("paid")
+	charged := resp.Header.Get(paycrawl.HeaderCharged)
+	if out.slot != nil && len(charged) <= maxChargedLen && checkHeaderValue(charged) {
+		out.slot.charged = charged
+	}
+	if c, err := paycrawl.Parse(charged); err == nil && c.Currency == out.max.Currency {
+		// Only the currencies of max_price: the label's values are bounded
+		// by the configuration, not by what origins send.
+		u.metrics.CrawlerCharged.WithLabelValues(c.Currency).Add(c.Float())
+	}
+	return resp, nil
+}
+
+// checkHeaderValue reports whether v is printable ASCII (what the audit
+// record keeps of a header an origin chose).
+func checkHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
