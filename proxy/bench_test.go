@@ -77,6 +77,7 @@ var (
 	benchConns    = flag.Int("proxybench.conns", 50, "BenchmarkProxy: concurrent client connections (closed loop)")
 	benchUnpaired = flag.Bool("proxybench.unpaired", false, "BenchmarkProxy: no slices of the other proxy in a proxy's runs (for a CPU profile)")
 	benchArchive  = flag.Bool("proxybench.archive", true, "BenchmarkProxy: robotsgate keeps its robots.txt archive (archive.dir), as deployed")
+	benchBotAuth  = flag.Bool("proxybench.botauth", false, "BenchmarkProxy: robotsgate signs every request it forwards (bot_auth, Web Bot Auth)")
 )
 
 const (
@@ -131,6 +132,7 @@ type benchEnv struct {
 	originRoots             *x509.CertPool // trusts the HTTPS origin
 	transparent             string         // robotsgate's transparent listener
 	originConns             atomic.Int64   // connections the origins accepted
+	signed                  atomic.Int64   // requests the origins saw signed
 	proxies                 map[string]benchProxy
 }
 
@@ -161,8 +163,8 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		b.Fatal(err)
 	}
 	env := &benchEnv{originRoots: originCA.CertPool(), proxies: map[string]benchProxy{}}
-	env.httpOrigin = "http://" + startBenchServer(b, benchOriginIP, benchOriginHandler(), nil, &env.originConns)
-	env.httpsOrigin = "https://" + startBenchServer(b, benchOriginIP, benchOriginHandler(), originMinter.TLSConfigFor(benchOriginIP), &env.originConns)
+	env.httpOrigin = "http://" + startBenchServer(b, benchOriginIP, benchOriginHandler(&env.signed), nil, &env.originConns)
+	env.httpsOrigin = "https://" + startBenchServer(b, benchOriginIP, benchOriginHandler(&env.signed), originMinter.TLSConfigFor(benchOriginIP), &env.originConns)
 
 	// goproxy, tuned, none of our logic.
 	gpCA, err := certs.GenerateCA(time.Now())
@@ -192,6 +194,10 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	if *benchArchive {
 		cfg.Archive.Dir = filepath.Join(b.TempDir(), "archive") // as deployed: archiving on
 	}
+	if *benchBotAuth {
+		cfg.BotAuth.SignatureAgent = "https://bots.example/.well-known/http-message-signatures-directory"
+		cfg.BotAuth.Key = filepath.Join(b.TempDir(), "bot-auth-key.pem")
+	}
 	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}
 	cfg.MITM.UpstreamCA = upstreamCA
 	httpsDest := netip.MustParseAddrPort(strings.TrimPrefix(env.httpsOrigin, "https://"))
@@ -211,16 +217,23 @@ func newBenchEnv(b *testing.B) *benchEnv {
 			c.CloseIdleConnections()
 		}
 	}
+	if signed := env.signed.Load(); (signed > 0) != *benchBotAuth {
+		b.Fatalf("-proxybench.botauth=%v, but the origins saw %d signed requests", *benchBotAuth, signed)
+	}
 	return env
 }
 
 // benchOriginHandler serves robots.txt and benchBody at benchTarget, 404
-// elsewhere, without allocating per request beyond net/http's own.
-func benchOriginHandler() http.Handler {
+// elsewhere, without allocating per request beyond net/http's own; signed
+// counts the requests that carry a Signature field.
+func benchOriginHandler(signed *atomic.Int64) http.Handler {
 	robots := []byte(benchRobots)
 	robotsLen := fmt.Sprint(len(robots))
 	bodyLen := fmt.Sprint(len(benchBody))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Header["Signature"]; ok {
+			signed.Add(1)
+		}
 		h := w.Header()
 		h["Content-Type"] = []string{"text/plain; charset=utf-8"}
 		switch {
