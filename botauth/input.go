@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // Bounds of a client's Signature-Input that CoveredFields reads: a longer
@@ -37,222 +39,44 @@ func CoveredFields(h http.Header) ([]string, error) {
 	return parseCovered(strings.Join(lines, ","))
 }
 
-// parseCovered parses a Signature-Input Dictionary and returns the union
-// of its members' component names.
+// parseCovered parses a Signature-Input Dictionary (RFC 9651, with
+// github.com/dunglas/httpsfv) and returns the union of its members'
+// component names: each member must be an Inner List of Strings.
 func parseCovered(s string) ([]string, error) {
 	if len(s) > MaxSignatureInput {
 		return nil, errTooLarge
 	}
-	p := sfParser{s: s}
-	var names []string
-	p.skipSP()
-	if p.done() {
+	dict, err := httpsfv.UnmarshalDictionary([]string{s})
+	if err != nil {
+		return nil, fmt.Errorf("botauth: Signature-Input: %w", err)
+	}
+	if len(dict.Names()) == 0 {
 		return nil, errors.New("botauth: empty Signature-Input")
 	}
-	for members := 0; ; members++ {
-		if members == maxSignatures {
-			return nil, errTooLarge
+	if len(dict.Names()) > maxSignatures {
+		return nil, errTooLarge
+	}
+	names := []string{}
+	for _, label := range dict.Names() {
+		m, _ := dict.Get(label)
+		list, ok := m.(httpsfv.InnerList)
+		if !ok {
+			return nil, fmt.Errorf("botauth: Signature-Input: signature %q is not an inner list", label)
 		}
-		if _, err := p.key(); err != nil {
-			return nil, err
-		}
-		if !p.eat('=') {
-			return nil, p.errorf("a signature must be an inner list")
-		}
-		comps, err := p.innerList()
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range comps {
-			if !slices.Contains(names, c) {
+		for _, it := range list.Items {
+			c, ok := it.Value.(string)
+			if !ok {
+				return nil, fmt.Errorf("botauth: Signature-Input: signature %q covers a component that is not a string", label)
+			}
+			// Component names are lower-case (RFC 9421 §2.1); a client that
+			// wrote "User-Agent" still covers that field.
+			if c = strings.ToLower(c); !slices.Contains(names, c) {
 				if len(names) == maxComponents {
 					return nil, errTooLarge
 				}
 				names = append(names, c)
 			}
 		}
-		p.skipOWS()
-		if p.done() {
-			return names, nil
-		}
-		if !p.eat(',') {
-			return nil, p.errorf("expected ','")
-		}
-		p.skipOWS()
-		if p.done() {
-			return nil, p.errorf("trailing ','")
-		}
 	}
-}
-
-// sfParser reads the subset of RFC 8941 a Signature-Input is made of.
-type sfParser struct {
-	s string
-	i int
-}
-
-func (p *sfParser) done() bool { return p.i >= len(p.s) }
-
-func (p *sfParser) peek() byte {
-	if p.done() {
-		return 0
-	}
-	return p.s[p.i]
-}
-
-func (p *sfParser) eat(c byte) bool {
-	if p.peek() == c && !p.done() {
-		p.i++
-		return true
-	}
-	return false
-}
-
-func (p *sfParser) skipSP() {
-	for p.peek() == ' ' {
-		p.i++
-	}
-}
-
-func (p *sfParser) skipOWS() {
-	for c := p.peek(); c == ' ' || c == '\t'; c = p.peek() {
-		p.i++
-	}
-}
-
-func (p *sfParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("botauth: Signature-Input at byte %d: %s", p.i, fmt.Sprintf(format, args...))
-}
-
-// key reads an sf key: (lcalpha / "*") *(lcalpha / DIGIT / "_" / "-" / "." / "*").
-func (p *sfParser) key() (string, error) {
-	start := p.i
-	if c := p.peek(); !(c >= 'a' && c <= 'z' || c == '*') {
-		return "", p.errorf("expected a key")
-	}
-	p.i++
-	for c := p.peek(); c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '*'; c = p.peek() {
-		p.i++
-	}
-	return p.s[start:p.i], nil
-}
-
-// innerList reads "(" sf-string params ... ")" params and returns the
-// strings, lower-cased.
-func (p *sfParser) innerList() ([]string, error) {
-	if !p.eat('(') {
-		return nil, p.errorf("a signature must be an inner list")
-	}
-	var out []string
-	for {
-		p.skipSP()
-		if p.eat(')') {
-			return out, p.params()
-		}
-		if len(out) == maxComponents {
-			return nil, errTooLarge
-		}
-		if p.peek() != '"' {
-			return nil, p.errorf("a component identifier must be a string")
-		}
-		name, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, strings.ToLower(name))
-		if err := p.params(); err != nil {
-			return nil, err
-		}
-		if c := p.peek(); c != ' ' && c != ')' {
-			return nil, p.errorf("expected ' ' or ')'")
-		}
-	}
-}
-
-// params reads *( ";" *SP key [ "=" bare-item ] ).
-func (p *sfParser) params() error {
-	for p.eat(';') {
-		p.skipSP()
-		if _, err := p.key(); err != nil {
-			return err
-		}
-		if p.eat('=') {
-			if err := p.bareItem(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// bareItem skips an integer, decimal, string, token, byte sequence or
-// boolean.
-func (p *sfParser) bareItem() error {
-	switch c := p.peek(); {
-	case c == '"':
-		_, err := p.str()
-		return err
-	case c == '-' || c >= '0' && c <= '9':
-		p.eat('-')
-		digits, dot := 0, false
-		for c := p.peek(); c >= '0' && c <= '9' || c == '.' && !dot; c = p.peek() {
-			if c == '.' {
-				dot = true
-			} else {
-				digits++
-			}
-			p.i++
-		}
-		if digits == 0 || digits > 15 || p.s[p.i-1] == '.' {
-			return p.errorf("bad number")
-		}
-		return nil
-	case c == ':':
-		p.i++
-		for c := p.peek(); c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '='; c = p.peek() {
-			p.i++
-		}
-		if !p.eat(':') {
-			return p.errorf("unterminated byte sequence")
-		}
-		return nil
-	case c == '?':
-		p.i++
-		if !p.eat('0') && !p.eat('1') {
-			return p.errorf("bad boolean")
-		}
-		return nil
-	case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '*':
-		p.i++
-		for c := p.peek(); c > 0x20 && c < 0x7f && !strings.ContainsRune("\"(),;<=>?@[\\]{} ", rune(c)) || c == ':' || c == '/'; c = p.peek() {
-			p.i++
-		}
-		return nil
-	}
-	return p.errorf("expected a value")
-}
-
-// str reads an sf-string (the opening quote is next).
-func (p *sfParser) str() (string, error) {
-	p.i++ // '"'
-	var b strings.Builder
-	for !p.done() {
-		c := p.s[p.i]
-		p.i++
-		switch {
-		case c == '"':
-			return b.String(), nil
-		case c == '\\':
-			if p.done() || p.s[p.i] != '"' && p.s[p.i] != '\\' {
-				return "", p.errorf("bad escape")
-			}
-			b.WriteByte(p.s[p.i])
-			p.i++
-		case c < 0x20 || c > 0x7e:
-			return "", p.errorf("a string holds printable ASCII only")
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return "", p.errorf("unterminated string")
+	return names, nil
 }
