@@ -257,6 +257,10 @@ func serveBenchRobotsgate(b *testing.B, cfg config.Config, ca *certs.CA, opts Op
 	b.Helper()
 	opts.CA = ca
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The evidence key signs the archive's fetch logs; by default it is
+	// created under state_dir, relative to the package's directory: never
+	// in the source tree.
+	cfg.Log.EvidenceKey = filepath.Join(b.TempDir(), "evidence-key.pem")
 	srv, err := New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
