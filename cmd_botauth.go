@@ -16,14 +16,15 @@ var botAuthCommand = &command{
 	synopsis: "[-config FILE] [-client N] [-card]",
 	summary:  "print the Web Bot Auth key directory (or signature agent card) to publish at the signature agent URL",
 	details: "Prints the key directory of robotsgate's Web Bot Auth signing key (bot_auth.key, in the\n" +
-		"state directory by default; serve creates it on first start): the JSON Web Key Set to serve at\n" +
+		"state directory by default; created when missing, by this command or serve's first start, so\n" +
+		"that it can be published before the first signed request): the JSON Web Key Set to serve at\n" +
 		"bot_auth.signature_agent with media type " + botauth.MediaType + ".\n" +
 		"With -client N, the key of clients entry N (counted from 0, its sign_key) instead. With -card,\n" +
 		"the signature agent card instead: robotsgate's compliance facts (RFC 9309 rules enforced,\n" +
 		"Crawl-delay and 429/503 honoured) and the directory's URL. The admin listener serves both\n" +
 		"(" + botauth.WellKnownPath + ", /signature-agent-card).\n\n" +
-		"Exit status: 0 printed, 2 no signing configured or the key could not be read (none yet: start\n" +
-		"serve once), 3 usage error.",
+		"Exit status: 0 printed, 2 no signing configured or the key could not be read or created, 3\n" +
+		"usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		configPath := fs.String("config", "", "configuration `FILE` (YAML) naming bot_auth; the built-in defaults without one")
@@ -48,9 +49,12 @@ var botAuthCommand = &command{
 			if agent == "" {
 				return 2, fmt.Errorf("no Web Bot Auth signing configured (bot_auth.signature_agent%s)", clientKey(*client))
 			}
-			pub, err := proxy.ReadSigningKey(path)
+			pub, created, err := proxy.LoadSigningKey(path)
 			if err != nil {
 				return 2, err
+			}
+			if created {
+				fmt.Fprintf(s.errOut, "created the signing key %s (serve signs with it)\n", path)
 			}
 			if *card {
 				fmt.Fprintf(s.out, "%s\n", botauth.Card(cardFacts(cfg, agent)))

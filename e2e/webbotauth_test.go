@@ -364,3 +364,37 @@ func TestWebBotAuthClientKeySignsItsRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestWebBotAuthDirectoryBeforeFirstStart: an operator publishes the key
+// directory before robotsgate sends its first signed request. `robotsgate
+// bot-auth` creates the missing key (mode 0600) and says so; a second run
+// prints the same directory without creating one; serve then signs with
+// that key (its admin listener serves the same directory).
+func TestWebBotAuthDirectoryBeforeFirstStart(t *testing.T) {
+	dir := t.TempDir()
+	secure := startCaptureOrigin(t, "127.0.0.1", true, func(http.ResponseWriter, *http.Request) {})
+	(&origin{Server: secure.Server}).writeCertPEM(t, filepath.Join(dir, "upstream.pem")) // mitm.upstream_ca
+	cfgPath := filepath.Join(dir, "robotsgate.yaml")
+	writeFile(t, cfgPath, wbaConfig(dir, filepath.Join(dir, "audit.log"), ""))
+	keyPath := filepath.Join(dir, "state", "bot-auth-key.pem")
+
+	first, stderr, code := runBin(t, dir, "bot-auth", "-config", cfgPath)
+	if code != 0 || !strings.Contains(stderr, "created the signing key "+keyPath) {
+		t.Fatalf("robotsgate bot-auth with no key yet: exit %d, stderr %q; want 0 and the key created", code, stderr)
+	}
+	if fi, err := os.Stat(keyPath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the key file: %v, %v; want mode 0600", fi, err)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "state", ".signing-key-*")); len(matches) != 0 {
+		t.Errorf("temporary key files left behind: %q", matches)
+	}
+	second, stderr, code := runBin(t, dir, "bot-auth", "-config", cfgPath)
+	if code != 0 || second != first || strings.Contains(stderr, "created") {
+		t.Fatalf("robotsgate bot-auth again: exit %d, stderr %q, same directory %v", code, stderr, second == first)
+	}
+
+	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
+	if code, body := adminStatus(t, adminOf(t, p)+"/.well-known/http-message-signatures-directory"); code != http.StatusOK || strings.TrimSpace(body) != strings.TrimSpace(first) {
+		t.Errorf("serve's directory is %d %q, want the one bot-auth printed before it started: %q", code, body, first)
+	}
+}

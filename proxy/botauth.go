@@ -89,57 +89,81 @@ func (sg *signers) maxPrice(c policy.Client) *paycrawl.Price {
 }
 
 // loadOrCreateSigningKey reads an Ed25519 key (PKCS #8 PEM, as the
-// evidence key), creating it (mode 0600, its directory 0700) when the file
-// does not exist.
+// evidence key), creating it when the file does not exist
+// (createSigningKey).
 func loadOrCreateSigningKey(path string) (ed25519.PrivateKey, error) {
+	key, _, err := loadSigningKey(path)
+	return key, err
+}
+
+// loadSigningKey is loadOrCreateSigningKey, also saying whether the key
+// was created now.
+func loadSigningKey(path string) (key ed25519.PrivateKey, created bool, err error) {
 	data, err := os.ReadFile(path)
-	if err == nil {
-		key, err := audit.ParseKey(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return key, nil
+	if errors.Is(err, fs.ErrNotExist) {
+		return createSigningKey(path)
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	if err != nil {
+		return nil, false, err
 	}
+	key, err = audit.ParseKey(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return key, false, nil
+}
+
+// createSigningKey writes a new key to path (mode 0600, its directory
+// 0700) whole or not at all: written to a temporary file, then linked to
+// path, which fails if another process created path meanwhile, whose key
+// is then the one read. A crash never leaves a torn key file at path.
+func createSigningKey(path string) (ed25519.PrivateKey, bool, error) {
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp, err := os.CreateTemp(dir, ".signing-key-*") // mode 0600
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-		f.Close()
-		return nil, err
+	defer os.Remove(tmp.Name())
+	err = pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	if err == nil {
+		err = tmp.Sync()
 	}
-	return key, f.Close()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		key, _, err := loadSigningKey(path)
+		return key, false, err
+	} else if err != nil {
+		return nil, false, err
+	}
+	return key, true, nil
 }
 
-// ReadSigningKey reads the public half of a signing key file for the
-// bot-auth command, which does not create one.
-func ReadSigningKey(path string) (ed25519.PublicKey, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no signing key at %s yet: robotsgate serve creates it on first start", path)
-	}
+// LoadSigningKey returns the public half of the signing key in path, for
+// the bot-auth command, creating the key when the file does not exist (so
+// that its directory can be published before the first signed request);
+// created says whether it did.
+func LoadSigningKey(path string) (pub ed25519.PublicKey, created bool, err error) {
+	key, created, err := loadSigningKey(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	key, err := audit.ParseKey(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return key.Public().(ed25519.PublicKey), nil
+	return key.Public().(ed25519.PublicKey), created, nil
 }
 
 // outboundKey is the context key of a proxied request's *outbound.
