@@ -107,7 +107,7 @@ type Robots struct {
 	CacheBytes ByteSize `yaml:"cache_bytes"`
 	// ColdFetchesPerClient bounds the requests of one client address that
 	// may wait at once for an uncached origin's robots.txt (or
-	// tdmrep.json): a client asking for thousands of new origins at once
+	// tdmrep.json, or an RSL licence, also one a response names): a client asking for thousands of new origins at once
 	// must not start thousands of fetches. Beyond it a request waits for a
 	// place, at most pacing.max_wait, then gets 503 fetch-limited. 0 means
 	// no bound. Default 16.

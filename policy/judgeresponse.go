@@ -9,6 +9,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots"
+	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
 // ResponseJudge is what a decision fixes, when it is made, for judging the
@@ -30,6 +31,7 @@ type ResponseJudge struct {
 	// (JudgeLicenses); licensing is nil when licences are not read.
 	licensing *licensing
 	request   Request
+	coldGate  resolver.ColdGate // the client's, for the licences' lookups
 }
 
 // ResponseJudge returns how the response to the request d allowed is to be
@@ -38,7 +40,7 @@ func (d *Decision) ResponseJudge() ResponseJudge {
 	return ResponseJudge{
 		agent: d.Request.Agent(), purposes: d.ResponsePurposes(), listFor: d.Request.Client.Purposes,
 		monitor: d.Request.Client.Mode == Monitor, scanHTML: d.ScanHTML,
-		licensing: d.licensing, request: d.Request,
+		licensing: d.licensing, request: d.Request, coldGate: d.coldGate,
 	}
 }
 
@@ -69,6 +71,9 @@ type ResponseJudgement struct {
 	licenceVerdict Verdict
 	retryAfter     time.Duration
 	notes          []string
+	// coldLimited: a licence the response names is not cached and the
+	// client's cold gate gave no place in time (FetchLimited).
+	coldLimited bool
 }
 
 // Judge judges a response by its header fields h and, when they refuse
@@ -128,6 +133,12 @@ func (d *Decision) ApplyResponse(j ResponseJudgement, upstreamStatus int) {
 		d.addNote(n)
 	}
 	if !j.Refused {
+		return
+	}
+	if j.coldLimited {
+		d.Verdict, d.RetryAfter = FetchLimited, coldLimitRetry
+		d.Note = "the response names an RSL licence that is not cached, and this client has too many lookups of uncached origins " +
+			"and documents in flight (robots.cold_fetches_per_client): the response was withheld"
 		return
 	}
 	d.Verdict, d.Response = UsageDenied, &ResponseRefusal{Signal: j.Refusal, UpstreamStatus: upstreamStatus}

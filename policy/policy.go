@@ -125,6 +125,10 @@ type Decision struct {
 	Licence  *Licence
 	// licensing judges the licences a response names (ResponseJudge).
 	licensing *licensing
+	// coldGate is the client's cold gate the decision was made under
+	// (resolver.WithColdGate), which the licences its response names pass
+	// too; nil: none.
+	coldGate resolver.ColdGate
 	// RetryAfter is when asking again makes sense (Unreachable, TrapBudget,
 	// RateLimited, PacingDown, UsageUnknown, OriginPaused,
 	// OutsideVisitTime).
@@ -272,7 +276,8 @@ func (e *Engine) Realm() string { return e.clients.Realm() }
 // up while robots.txt (or tdmrep.json) was being fetched; a lookup that
 // found no place in the client's cold gate is a FetchLimited decision.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
-	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML, licensing: e.licensing}
+	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML, licensing: e.licensing,
+		coldGate: resolver.ColdGateOf(ctx)}
 	if note, skip := e.skipRobots(&req); skip {
 		d.Note = note
 		e.schedule(&d, 0)

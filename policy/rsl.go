@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/htmlmeta"
+	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
 )
@@ -365,7 +367,14 @@ func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head fu
 	if err != nil {
 		return out, nil
 	}
+	if j.coldGate != nil {
+		ctx = resolver.WithColdGate(ctx, j.coldGate)
+	}
 	o, err := j.licensing.judge(ctx, base, &j.request, purposes, refs)
+	if errors.Is(err, resolver.ErrColdLimit) {
+		out.Refused, out.coldLimited = len(j.purposes) > 0, len(j.purposes) > 0
+		return out, nil
+	}
 	if err != nil {
 		return out, err
 	}

@@ -78,3 +78,64 @@ func TestColdFetchesPerClientAreBounded(t *testing.T) {
 		t.Errorf("after the others: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A response's RSL licence is fetched within the client's cold gate too: a
+// client whose places are all taken waits pacing.max_wait, then gets 503
+// fetch-limited, as for robots.txt (regression: 502 upstream-error, as if
+// the origin had failed).
+func TestColdFetchLimitOnAResponsesLicence(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 4)
+	var port string
+	o := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+		case "/slow.xml", "/other.xml":
+			started <- struct{}{}
+			<-release
+			w.Header().Set("Content-Type", "application/rsl+xml")
+			fmt.Fprint(w, `<rsl xmlns="https://rslstandard.org/rsl"><content url="/"><license><prohibits type="usage">search</prohibits></license></content></rsl>`)
+		default:
+			doc := "/slow.xml"
+			if r.URL.Path == "/b" {
+				doc = "/other.xml"
+			}
+			w.Header().Set("Link", fmt.Sprintf(`<http://lic.test:%s%s>; rel="license"; type="application/rsl+xml"`, port, doc))
+			fmt.Fprint(w, "page")
+		}
+	}))
+	o.Start()
+	t.Cleanup(o.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	port = o.URL[strings.LastIndex(o.URL, ":")+1:]
+	cfg := testConfig(t, nil)
+	cfg.Clients = []config.Client{{CIDR: "127.0.0.0/8", Mode: config.ModeEnforce, Purposes: []string{"train-ai"}}}
+	cfg.Robots.ColdFetchesPerClient = 1
+	cfg.Pacing.MaxWait = config.Duration(300 * time.Millisecond)
+	p := startProxyWith(t, cfg, Options{Resolver: mapResolver{"page.test": "127.0.0.1", "lic.test": "127.0.0.1"}})
+	c := p.client()
+	get(t, c, "http://page.test:"+port+"/robots.txt") // robots.txt cached: only licences are cold now
+
+	first := make(chan int, 1)
+	go func() {
+		resp, _ := get(t, p.client(), "http://page.test:"+port+"/a")
+		first <- resp.StatusCode
+	}()
+	<-started // the first response's licence holds the client's one place
+	resp, body := get(t, c, "http://page.test:"+port+"/b")
+	checkRefusal(t, resp, 503, "fetch-limited", "http_request_denied")
+	if resp.Header.Get("Retry-After") == "" {
+		t.Errorf("fetch-limited without Retry-After: %s", body)
+	}
+	close(release)
+	if s := <-first; s != http.StatusOK {
+		t.Errorf("the request that had the place: %d, want 200 (its licence prohibits only search)", s)
+	}
+}

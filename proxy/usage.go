@@ -41,6 +41,9 @@ import (
 type usageRefusedError struct{ d policy.Decision }
 
 func (e *usageRefusedError) Error() string {
+	if e.d.Response == nil { // withheld for another reason than a signal (fetch-limited)
+		return e.d.Note
+	}
 	return withheldNote(e.d.Response, false)
 }
 

@@ -27,6 +27,14 @@ func WithColdGate(ctx context.Context, g ColdGate) context.Context {
 	return context.WithValue(ctx, coldGateKey{}, g)
 }
 
+// ColdGateOf returns ctx's ColdGate (WithColdGate), nil when it has none:
+// for work a request's lookups lead to later, under another context (the
+// RSL licences its response names), that must pass the same gate.
+func ColdGateOf(ctx context.Context) ColdGate {
+	g, _ := ctx.Value(coldGateKey{}).(ColdGate)
+	return g
+}
+
 // enterCold passes ctx's ColdGate, if any, for a lookup that must wait for
 // a fetch.
 func enterCold(ctx context.Context) (release func(), err error) {
