@@ -12,9 +12,11 @@ package botauth
 
 import (
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,7 +63,17 @@ type Signer struct {
 	// member is the Signature-Agent member's value serialized as an
 	// sf-string: what the signature base carries for it (RFC 9421 §2.1.2).
 	member string
+	// rand is where nonces come from (crypto/rand; a fixed reader in
+	// tests).
+	rand io.Reader
 }
+
+// NonceSize is the number of random bytes of a signature's nonce
+// parameter (base64 in the field). Each signature carries a nonce of its
+// own, as the draft's examples do: two requests signed for one authority
+// in the same second would otherwise carry the same signature, which a
+// verifier could not tell from a replay of the first.
+const NonceSize = 32
 
 // NewSigner returns a Signer for key, naming agentURL (the HTTPS URL of
 // the key directory that publishes key's public half) in Signature-Agent.
@@ -80,6 +92,7 @@ func NewSigner(key ed25519.PrivateKey, agentURL string) (*Signer, error) {
 		keyID:  Thumbprint(key.Public().(ed25519.PublicKey)),
 		agent:  Label + "=" + member,
 		member: member,
+		rand:   rand.Reader,
 	}, nil
 }
 
@@ -130,7 +143,11 @@ func (s *Signer) Sign(req *http.Request, now time.Time, also ...string) error {
 	if err != nil {
 		return err
 	}
-	params := signatureParams(now, s.keyID, also)
+	var nonce [NonceSize]byte
+	if _, err := io.ReadFull(s.rand, nonce[:]); err != nil {
+		return fmt.Errorf("botauth: nonce: %w", err)
+	}
+	params := signatureParams(now, s.keyID, base64.StdEncoding.EncodeToString(nonce[:]), also)
 	base, err := signatureBase(authority, Label, s.member, req.Header, also, params)
 	if err != nil {
 		return err
@@ -169,8 +186,8 @@ func signatureBase(authority, label, member string, h http.Header, also []string
 }
 
 // signatureParams serializes the signature's @signature-params (RFC 9421
-// §2.3): the covered components and created, expires, keyid, tag.
-func signatureParams(now time.Time, keyID string, also []string) string {
+// §2.3): the covered components and created, expires, keyid, nonce, tag.
+func signatureParams(now time.Time, keyID, nonce string, also []string) string {
 	var b strings.Builder
 	b.Grow(160)
 	b.WriteString(`("@authority" "signature-agent";key="` + Label + `"`)
@@ -184,6 +201,8 @@ func signatureParams(now time.Time, keyID string, also []string) string {
 	b.WriteString(strconv.FormatInt(created+int64(Lifetime/time.Second), 10))
 	b.WriteString(`;keyid="`)
 	b.WriteString(keyID)
+	b.WriteString(`";nonce="`)
+	b.WriteString(nonce)
 	b.WriteString(`";tag="` + Tag + `"`)
 	return b.String()
 }

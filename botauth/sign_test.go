@@ -1,6 +1,7 @@
 package botauth
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/base64"
@@ -55,13 +56,19 @@ func TestDraftTestVectorEd25519(t *testing.T) {
 
 // TestSignWritesTheDraftsFields checks the three fields Sign writes: the
 // dictionary form of Signature-Agent, the covered components and
-// parameters the draft requires (and no alg or nonce, which it does not),
-// and a signature Verify accepts; a changed authority or agent fails.
+// parameters the draft requires, a nonce of NonceSize random bytes (and no
+// alg, which the draft does not require), and a signature Verify accepts;
+// a changed authority or agent fails.
 func TestSignWritesTheDraftsFields(t *testing.T) {
 	s, err := NewSigner(testKey(t), "https://gate.example/.well-known/http-message-signatures-directory")
 	if err != nil {
 		t.Fatal(err)
 	}
+	nonce := make([]byte, 32)
+	for i := range nonce {
+		nonce[i] = byte(i + 1)
+	}
+	s.rand = bytes.NewReader(nonce)
 	now := time.Unix(1_800_000_000, 0)
 	req, _ := http.NewRequest("GET", "http://Origin.Example:80/x", nil)
 	if err := s.Sign(req, now); err != nil {
@@ -70,7 +77,7 @@ func TestSignWritesTheDraftsFields(t *testing.T) {
 	if got, want := req.Header.Get("Signature-Agent"), `sig1="https://gate.example/.well-known/http-message-signatures-directory"`; got != want {
 		t.Errorf("Signature-Agent = %s, want %s", got, want)
 	}
-	wantInput := `sig1=("@authority" "signature-agent";key="sig1");created=1800000000;expires=1800000300;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";tag="web-bot-auth"`
+	wantInput := `sig1=("@authority" "signature-agent";key="sig1");created=1800000000;expires=1800000300;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";nonce="AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";tag="web-bot-auth"`
 	if got := req.Header.Get("Signature-Input"); got != wantInput {
 		t.Errorf("Signature-Input = %s\nwant %s", got, wantInput)
 	}
@@ -95,6 +102,28 @@ func TestSignWritesTheDraftsFields(t *testing.T) {
 				t.Fatal("a tampered request verifies")
 			}
 		})
+	}
+}
+
+// Two requests signed for one authority in the same second carry
+// different signatures (their nonces differ), both valid: a verifier that
+// remembers nonces can tell a replay from a second request.
+func TestSignaturesOfOneSecondDiffer(t *testing.T) {
+	s, _ := NewSigner(testKey(t), "https://gate.example/d")
+	now := time.Unix(1_800_000_000, 0)
+	var sigs []string
+	for range 2 {
+		req, _ := http.NewRequest("GET", "https://origin.example/page", nil)
+		if err := s.Sign(req, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := Verify(req, s.Public(), now); err != nil {
+			t.Fatal(err)
+		}
+		sigs = append(sigs, req.Header.Get("Signature"))
+	}
+	if sigs[0] == sigs[1] {
+		t.Errorf("two requests signed in the same second carry the same signature %s", sigs[0])
 	}
 }
 

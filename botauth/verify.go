@@ -13,8 +13,8 @@ import (
 )
 
 // paramsRE matches the @signature-params Sign writes: the components, then
-// created, expires, keyid and tag in that order.
-var paramsRE = regexp.MustCompile(`^\(("@authority" "signature-agent";key="` + Label + `"(?: "[a-z0-9-]+")*)\);created=(\d{1,12});expires=(\d{1,12});keyid="([A-Za-z0-9_-]{43})";tag="([a-z-]+)"$`)
+// created, expires, keyid, nonce and tag in that order.
+var paramsRE = regexp.MustCompile(`^\(("@authority" "signature-agent";key="` + Label + `"(?: "[a-z0-9-]+")*)\);created=(\d{1,12});expires=(\d{1,12});keyid="([A-Za-z0-9_-]{43})";nonce="[A-Za-z0-9+/]{43}=";tag="([a-z-]+)"$`)
 
 // Verify checks a request signed by Sign with the key pub at now: one
 // signature labelled Label, of the shape Sign writes, covering
