@@ -181,3 +181,35 @@ func normalPattern(p string, decodeAll bool) string {
 	}
 	return p
 }
+
+// CanonicalPattern is a path pattern of a file that borrows robots.txt's
+// matching (a tdmrep.json location, an RSL <content url>) in canonical
+// form, a '$' other than a final one written %24, so that it matches what
+// MatchTarget makes of a request-target.
+func CanonicalPattern(p string) string {
+	anchored := strings.HasSuffix(p, "$")
+	if anchored {
+		p = p[:len(p)-1]
+	}
+	p = strings.ReplaceAll(CanonicalTarget(p), "$", "%24")
+	if anchored {
+		p += "$"
+	}
+	return p
+}
+
+// MatchTarget is a request-target as CanonicalPattern patterns match it:
+// without its fragment, with a leading '/', canonical, with '$' and '*'
+// written %24 and %2A, their bare forms being special in patterns (a
+// pattern names them so: "/path/foo-%24" matches "/path/foo-$").
+func MatchTarget(target string) string {
+	target, _, _ = strings.Cut(target, "#")
+	if target == "" || target[0] != '/' {
+		target = "/" + target
+	}
+	target = CanonicalTarget(target)
+	if strings.ContainsAny(target, "$*") {
+		target = strings.NewReplacer("$", "%24", "*", "%2A").Replace(target)
+	}
+	return target
+}

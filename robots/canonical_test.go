@@ -154,3 +154,25 @@ func canonicalByConstruction(s string) string {
 	}
 	return string(b)
 }
+
+// The matching borrowed by tdmrep.json locations and RSL content urls:
+// patterns and targets meet in one canonical form, a bare '$' or '*' in a
+// target being the literal character a pattern writes %24 or %2A.
+func TestCanonicalPatternAndMatchTarget(t *testing.T) {
+	for _, tc := range []struct{ in, pattern, target string }{
+		{"/a/b", "/a/b", "/a/b"},
+		{"/price$", "/price$", "/price%24"},
+		{"/a$b$", "/a%24b$", "/a%24b%24"},
+		{"/%7euser/./x", "/~user/x", "/~user/x"},
+		{"/a*b", "/a*b", "/a%2Ab"},
+		{"page#frag", "page#frag", "/page"},
+		{"", "", "/"},
+	} {
+		if got := CanonicalPattern(tc.in); got != tc.pattern {
+			t.Errorf("CanonicalPattern(%q) = %q, want %q", tc.in, got, tc.pattern)
+		}
+		if got := MatchTarget(tc.in); got != tc.target {
+			t.Errorf("MatchTarget(%q) = %q, want %q", tc.in, got, tc.target)
+		}
+	}
+}

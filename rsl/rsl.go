@@ -404,7 +404,7 @@ func (c *Content) setPattern() error {
 	if path == "" || path[0] != '/' && path[0] != '*' {
 		return fmt.Errorf("<content url=%s>: not an http(s) URL or a path", quote(c.URL))
 	}
-	c.pattern = canonicalPattern(path)
+	c.pattern = robots.CanonicalPattern(path)
 	return nil
 }
 
@@ -471,35 +471,6 @@ func (p *parser) terms(se xml.StartElement) (Terms, error) {
 	}
 }
 
-// canonicalPattern is a url's path as matched: canonical, a '$' other
-// than a final one written %24 (see canonicalTarget), as tdmrep matches
-// its locations.
-func canonicalPattern(p string) string {
-	anchored := strings.HasSuffix(p, "$")
-	if anchored {
-		p = p[:len(p)-1]
-	}
-	p = strings.ReplaceAll(robots.CanonicalTarget(p), "$", "%24")
-	if anchored {
-		p += "$"
-	}
-	return p
-}
-
-// canonicalTarget is a request-target as matched: canonical, with '$' and
-// '*' written %24 and %2A, their bare forms being special in patterns.
-func canonicalTarget(target string) string {
-	target, _, _ = strings.Cut(target, "#")
-	if target == "" || target[0] != '/' {
-		target = "/" + target
-	}
-	target = robots.CanonicalTarget(target)
-	if strings.ContainsAny(target, "$*") {
-		target = strings.NewReplacer("$", "%24", "*", "%2A").Replace(target)
-	}
-	return target
-}
-
 // Match is the <content> element that applies to a target.
 type Match struct {
 	// Content is the element; nil when none matches or TooCostly.
@@ -521,7 +492,7 @@ func (d *Document) Match(scheme, host, target string) Match {
 	}
 	scheme = strings.ToLower(scheme)
 	host = normalHost(scheme, strings.ToLower(host))
-	target = canonicalTarget(target)
+	target = robots.MatchTarget(target)
 	work := 0
 	var best *Content
 	for i := range d.Contents {

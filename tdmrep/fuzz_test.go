@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/robots"
 )
 
 // fuzzMaxBody and fuzzMaxTarget keep the inputs small enough for refMatch,
@@ -55,7 +57,7 @@ func FuzzTDMRep(f *testing.F) {
 			}
 			return
 		}
-		ct := canonicalTarget(target)
+		ct := robots.MatchTarget(target)
 		cost := 0
 		for _, e := range file.Entries {
 			cost += (len(e.pattern) + 1) * (len(ct) + 1)

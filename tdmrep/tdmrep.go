@@ -301,36 +301,12 @@ func jsonNumber(raw json.RawMessage) (int8, bool) {
 }
 
 // canonicalPattern is a location as matched: a leading '/' added when it
-// has none (a '*' pattern keeps its own start), in canonical form, a '$'
-// other than a final one written %24 (see canonicalTarget).
+// has none (a '*' pattern keeps its own start), then robots.CanonicalPattern.
 func canonicalPattern(loc string) string {
 	if loc[0] != '/' && loc[0] != '*' {
 		loc = "/" + loc
 	}
-	anchored := strings.HasSuffix(loc, "$")
-	if anchored {
-		loc = loc[:len(loc)-1]
-	}
-	loc = strings.ReplaceAll(robots.CanonicalTarget(loc), "$", "%24")
-	if anchored {
-		loc += "$"
-	}
-	return loc
-}
-
-// canonicalTarget is a request-target as matched: canonical, with '$' and
-// '*' written %24 and %2A, since the report has a location name them so
-// ("/path/foo-%24" matches "/path/foo-$"), their bare forms being special.
-func canonicalTarget(target string) string {
-	target, _, _ = strings.Cut(target, "#")
-	if target == "" || target[0] != '/' {
-		target = "/" + target
-	}
-	target = robots.CanonicalTarget(target)
-	if strings.ContainsAny(target, "$*") {
-		target = strings.NewReplacer("$", "%24", "*", "%2A").Replace(target)
-	}
-	return target
+	return robots.CanonicalPattern(loc)
 }
 
 // Match is what a file says about one target.
@@ -358,7 +334,7 @@ func (f *File) Match(target string) Match {
 	if f == nil || len(f.Entries) == 0 {
 		return Match{}
 	}
-	target = canonicalTarget(target)
+	target = robots.MatchTarget(target)
 	work := 0
 	for i := range f.Entries {
 		e := &f.Entries[i]
