@@ -65,18 +65,11 @@ func (s *Server) recordFetch(f *archive.Fetch, h http.Header, body []byte) {
 // and the body by its SHA-256.
 func (s *Server) archiveTDMRep(a tdmcache.Answer) {
 	res := a.Result
-	f := archive.Fetch{
+	s.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: res.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
 		HTTPStatus: a.HTTPStatus, Outcome: res.Status.String(), Cause: res.Cause(),
 		SHA256: res.SHA256, Size: len(a.Body), Truncated: a.Truncated,
-	}
-	if res.Stale {
-		f.Outcome, f.SHA256 = resolver.Unreachable.String(), "" // the copy kept is not this fetch's body
-	}
-	if a.Shared {
-		f.From = "shared-store"
-	}
-	s.recordFetch(&f, a.Header, a.Body)
+	}, res.Stale, a.Shared, a.Header, a.Body)
 }
 
 // archiveRSL records one RSL document answer as tdmrep.json's are: a
@@ -84,18 +77,25 @@ func (s *Server) archiveTDMRep(a tdmcache.Answer) {
 // SHA-256.
 func (s *Server) archiveRSL(a rslcache.Answer) {
 	res := a.Result
-	f := archive.Fetch{
+	s.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: a.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
 		HTTPStatus: a.HTTPStatus, Outcome: res.Status.String(), Cause: res.Cause(),
 		SHA256: res.SHA256, Size: len(a.Body), Truncated: a.Truncated,
-	}
-	if res.Stale {
+	}, res.Stale, a.Shared, a.Header, a.Body)
+}
+
+// archiveDocument records the fetch f of a file fetched beside robots.txt
+// (tdmrep.json, an RSL document) and its body: a stale answer (the copy
+// kept after a failed fetch) as unreachable without a body, one read from
+// the fleet's shared store as such.
+func (s *Server) archiveDocument(f archive.Fetch, stale, shared bool, h http.Header, body []byte) {
+	if stale {
 		f.Outcome, f.SHA256 = resolver.Unreachable.String(), "" // the copy kept is not this fetch's body
 	}
-	if a.Shared {
+	if shared {
 		f.From = "shared-store"
 	}
-	s.recordFetch(&f, a.Header, a.Body)
+	s.recordFetch(&f, h, body)
 }
 
 // onRSLAnswer is the RSL cache's OnAnswer: nil without an archive.
