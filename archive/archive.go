@@ -270,17 +270,39 @@ func (w *Writer) writeLine(obj []byte) error {
 	return nil
 }
 
-// checkpoint signs the head, when there is a key.
+// checkpoint signs the head, when there is a key, and keeps the head
+// beside the fetch log (saveHead).
 func (w *Writer) checkpoint() error {
 	w.since = 0
-	if w.key == nil {
-		return nil
+	if w.key != nil {
+		obj, err := audit.CheckpointObject(w.key, w.head, w.lines, time.Now())
+		if err != nil {
+			return fmt.Errorf("archive: fetch log checkpoint: %w", err)
+		}
+		if err := w.writeLine(obj); err != nil {
+			return err
+		}
 	}
-	obj, err := audit.CheckpointObject(w.key, w.head, w.lines, time.Now())
-	if err != nil {
-		return fmt.Errorf("archive: fetch log checkpoint: %w", err)
+	if err := w.saveHead(); err != nil {
+		w.onError(err) // the lines are written; only the evidence of their end is not
 	}
-	return w.writeLine(obj)
+	return nil
+}
+
+// saveHead keeps the hash of the fetch log's last line in a file beside it
+// (its name + ".head", as the audit log's), replaced whole: a reader that
+// finds the log ending before that line knows lines were cut from its end,
+// the final checkpoint of a clean stop included.
+func (w *Writer) saveHead() error {
+	path := w.log.Name() + ".head"
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(w.head+"\n"), 0o640); err != nil {
+		return fmt.Errorf("archive: keeping the fetch log's head: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("archive: keeping the fetch log's head: %w", err)
+	}
+	return nil
 }
 
 // storeBody writes body under sum unless it is there: a temporary file in

@@ -153,7 +153,8 @@ func TestChainGoesOnAcrossRotationAndRestart(t *testing.T) {
 }
 
 // The archive's fetch logs are chained and signed as the audit log is;
-// each file is a chain of its own, so cutting its first line breaks it too.
+// each file is a chain of its own, so cutting its first line breaks it too,
+// and its head is kept beside it, so cutting its last lines does as well.
 func TestFetchLogsAreChained(t *testing.T) {
 	key := newKey(t)
 	pub := key.Public().(ed25519.PublicKey)
@@ -186,6 +187,12 @@ func TestFetchLogsAreChained(t *testing.T) {
 	}{
 		{"a line edited", func(l []string) []string { l[5] = strings.Replace(l[5], "o5.example", "o5.evil", 1); return l }, "chain broken"},
 		{"the first line cut", func(l []string) []string { return l[1:] }, "lines cut from its start"},
+		// The head kept beside the log names its last line, the final
+		// checkpoint of the clean stop: cutting it, or it and the lines
+		// before it, is seen (a crash's lines after the last kept head are
+		// only as good as the disk, as in the audit log).
+		{"the final checkpoint cut", func(l []string) []string { return l[:len(l)-1] }, "lines were cut from its end"},
+		{"the last 300 lines cut", func(l []string) []string { return l[:len(l)-300] }, "lines were cut from its end"},
 	} {
 		data, _ := os.ReadFile(logs[0])
 		rewrite(t, logs[0], c.edit)
