@@ -205,7 +205,7 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 		return Permit{}, fmt.Errorf("pacing: %s: %w", req.Key, err)
 	}
 	var paused Permit
-	if err := p.waitPause(ctx, req.PauseKey, &paused); err != nil {
+	if err := p.waitPause(ctx, req.PauseKey, &paused, true); err != nil {
 		return Permit{}, err
 	}
 	permit, err := p.acquirePermit(ctx, req.Origin, p.maxWait-paused.Waited)
@@ -224,8 +224,11 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 		return Permit{}, err
 	}
 	permit.Waited += held
-	// A pause may have begun while the request waited for its slot.
-	if err := p.waitPause(ctx, req.PauseKey, &permit); err != nil {
+	// A pause may have begun while the request waited for its slot. It
+	// waits for that pause but not for a probe: holding a concurrency
+	// permit, it could hold up the probe, and its slot and the gate keep
+	// it an interval from the others.
+	if err := p.waitPause(ctx, req.PauseKey, &permit, false); err != nil {
 		permit.Release()
 		return Permit{}, err
 	}
@@ -243,14 +246,15 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 // permit, within what is left of MaxWait: a pause that lasts longer is a
 // *PausedError, at once. A pause that is lengthened while the caller
 // waits is waited for too. After a pause the caller becomes the origin's
-// probe (permit.probe), or waits for the probe's answer (probe.go); one
-// not answered within what is left of MaxWait is a *PausedError too.
-func (p *Pacer) waitPause(ctx context.Context, origin string, permit *Permit) error {
+// probe (permit.probe), or waits for the probe's answer (probe.go), when
+// join; one not answered within what is left of MaxWait is a
+// *PausedError too.
+func (p *Pacer) waitPause(ctx context.Context, origin string, permit *Permit, join bool) error {
 	if origin == "" {
 		return nil
 	}
 	for {
-		h := p.governor.admit(origin, permit.probe)
+		h := p.governor.admit(origin, permit.probe, join)
 		var waited time.Duration
 		switch {
 		case h.paused:

@@ -64,7 +64,8 @@ type holding struct {
 
 // admit tells what holds a request to origin now; mine is the probe the
 // request already is (its second look, after its slot), nil when none.
-func (g *Governor) admit(origin string, mine *Probe) holding {
+// Without join only a pause holds it, and it does not become the probe.
+func (g *Governor) admit(origin string, mine *Probe, join bool) holding {
 	if g == nil || g.active.Load() == 0 {
 		return holding{}
 	}
@@ -83,6 +84,8 @@ func (g *Governor) admit(origin string, mine *Probe) holding {
 	case mine != nil && e.probe == mine:
 		mine.gen = e.gen // it goes with the origin as it sees it now
 		return holding{probe: mine}
+	case !join:
+		return holding{}
 	case e.probe != nil:
 		return holding{pause: e.p, wait: e.probe.done}
 	}

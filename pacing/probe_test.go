@@ -10,12 +10,14 @@ import (
 // After a pause one request is the probe and the others wait for its
 // answer: a success (an answer that starts no new pause) lets them go, a
 // new pause holds them for it, a probe that ends unanswered hands over to
-// the next request, clearing the origin lets them go. On the settable
-// clock: each step is what the governor tells a request now.
+// the next request, clearing the origin lets them go; a request taking
+// its second look after its Crawl-delay slot waits for a pause only. On
+// the settable clock: each step is what the governor tells a request
+// now.
 func TestAfterAPauseOneProbeGoesFirst(t *testing.T) {
 	const origin = "https://a.example"
 	type step struct {
-		do   string // take, answer, drop, again (a taker's second look), pause, other (a 503 to another request), advance, clear, released, waiting, holds, settled
+		do   string // take, again (the look after a slot), answer, drop, pause, other (a 503 to another request), advance, clear, released, waiting, holds, settled
 		name string // the request (take, answer, drop, again, released, waiting)
 		want string // take, again: probe, wait, go, paused
 		d    time.Duration
@@ -66,6 +68,11 @@ func TestAfterAPauseOneProbeGoesFirst(t *testing.T) {
 			{do: "advance", d: 2 * time.Second}, {do: "again", name: "a", want: "probe"},
 			{do: "answer", name: "a"}, {do: "released", name: "b"}, take("b", "go"), {do: "settled"},
 		}},
+		{"after its slot a request waits for a new pause, not for the probe", []step{
+			{do: "pause"}, {do: "advance", d: 2 * time.Second},
+			take("a", "probe"), {do: "again", name: "b", want: "go"},
+			{do: "other"}, {do: "again", name: "b", want: "paused"},
+		}},
 		{"clearing the origin lets the followers go", []step{
 			{do: "pause"}, {do: "advance", d: 2 * time.Second},
 			take("a", "probe"), take("b", "wait"),
@@ -84,7 +91,7 @@ func TestAfterAPauseOneProbeGoesFirst(t *testing.T) {
 					if s.do == "again" {
 						mine = probes[s.name]
 					}
-					h := g.admit(origin, mine)
+					h := g.admit(origin, mine, s.do == "take")
 					held[s.name] = h
 					if h.probe != nil {
 						probes[s.name] = h.probe
@@ -224,5 +231,51 @@ func TestPacerSendsOneProbeAfterAPause(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A paced request that holds the origin's only concurrency permit
+// (pacing.max_concurrency 1) while it sleeps for its slot, when a pause
+// begins and ends meanwhile, goes at its slot: it does not wait for the
+// probe, which waits for its permit (a standstill until max_wait). Then
+// the probe goes once it gave the permit back.
+func TestPacedRequestHoldingAPermitDoesNotWaitForTheProbe(t *testing.T) {
+	const origin = "https://a.example"
+	g := NewGovernor(testBackoff(), AdaptiveParams{}, GovernorOptions{})
+	store := &notifyStore{Store: NewMemory(MemoryOptions{}), reserved: make(chan Reservation, 4)}
+	p := New(Options{MaxWait: 2 * time.Second, Governor: g, Store: store, MaxConcurrency: 1})
+	req := Request{Key: origin + " *", Interval: 300 * time.Millisecond, Origin: origin, PauseKey: origin}
+	first, err := p.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-store.reserved
+	first.Release() // sent now: the next slot is 300 ms away
+	type result struct {
+		permit Permit
+		err    error
+	}
+	paced, probe := make(chan result, 1), make(chan result, 1)
+	start := time.Now()
+	go func() {
+		permit, err := p.Acquire(context.Background(), req)
+		paced <- result{permit, err}
+	}()
+	<-store.reserved // it holds the permit and sleeps for its slot
+	g.Apply(origin, Pause{Until: time.Now().Add(100 * time.Millisecond), Status: 503, At: time.Now()})
+	go func() {
+		permit, err := p.Acquire(context.Background(), req)
+		probe <- result{permit, err}
+	}()
+	r := <-paced
+	if r.err != nil || time.Since(start) > time.Second {
+		t.Fatalf("the paced request: %v after %v, want let through at its slot (300ms)", r.err, time.Since(start))
+	}
+	r.permit.Sent()
+	r.permit.Release()
+	if pr := <-probe; pr.err != nil || pr.permit.probe == nil {
+		t.Fatalf("the request after the pause: %v, probe %v; want the probe", pr.err, pr.permit.probe != nil)
+	} else {
+		pr.permit.Release()
 	}
 }
