@@ -185,11 +185,11 @@ func (p Permit) Release() {
 // (before anything else, and again after its slot); after a pause one
 // request goes first as the probe and the others wait for its answer
 // (probe.go). With a concurrency limit it then takes a permit for
-// req.Origin (waiting in line at most MaxWait); then, for a paced request, it reserves a slot
-// of req.Interval + Padding on req.Key within the rest of MaxWait and
-// sleeps until the slot; last, it waits until the previous request of
-// req.Key in this process has been sent (Permit.Sent) and the interval has
-// passed since (see gate.go).
+// req.Origin (waiting in line at most MaxWait); then, for a paced
+// request, it reserves a slot of req.Interval + Padding on req.Key within
+// the rest of MaxWait and sleeps until the slot; last, it waits until
+// the previous request of req.Key in this process has been sent
+// (Permit.Sent) and the interval has passed since (see gate.go).
 //
 // Errors: a *RefusedError (errors.Is ErrRateLimited) when the wait would
 // exceed MaxWait, nothing reserved; a *PausedError (errors.Is ErrPaused)
