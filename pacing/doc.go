@@ -73,8 +73,10 @@
 //
 // The [Governor] holds what origins answer: one that answers 429 or 503
 // is paused (pause.go) and [Pacer.Acquire] holds every request of it
-// until the pause ends, or refuses it ([PausedError]); its response times
-// give the adaptive interval. With Redis a fleet shares both
+// until the pause ends, or refuses it ([PausedError]); after the pause
+// one request goes first and the others wait for its answer (probe.go,
+// [Permit.Answered]). Its response times give the adaptive interval.
+// With Redis a fleet shares both
 // ([Redis.GovernorShared], [Redis.Follow]), and pacing.max_concurrency's
 // permits ([ConcurrencyStore], concurrency.go).
 package pacing

@@ -82,10 +82,17 @@ type Governor struct {
 	times *lru.Cache[string, *latencies]
 }
 
-// pauseEntry is an origin's pause, replaced whole under mu.
+// pauseEntry is an origin's pause, replaced whole under mu, and its
+// probe (probe.go).
 type pauseEntry struct {
 	mu sync.Mutex
 	p  Pause
+	// gen counts the changes of p; unsettled is set by each of them and
+	// cleared by a probe's answer of the same gen; probe is the request
+	// sent first after the pause, nil when none is in flight.
+	gen       uint64
+	unsettled bool
+	probe     *Probe
 }
 
 // latencies are an origin's last Samples response times, a ring.
@@ -228,8 +235,13 @@ func (g *Governor) update(origin string, fn func(Pause) Pause) Pause {
 	v, loaded := g.pauses.LoadOrStore(origin, &pauseEntry{})
 	e := v.(*pauseEntry)
 	e.mu.Lock()
+	prev := e.p
 	e.p = fn(e.p)
 	p := e.p
+	if p != prev {
+		e.gen++
+		e.unsettled = true
+	}
 	e.mu.Unlock()
 	if !loaded {
 		g.active.Add(1)
@@ -282,10 +294,15 @@ func (g *Governor) Clear(ctx context.Context, origin string) error {
 	return g.shared.Clear(ctx, origin)
 }
 
-// Cleared forgets origin's pause in this process.
+// Cleared forgets origin's pause in this process; the requests waiting
+// for its probe go.
 func (g *Governor) Cleared(origin string) {
-	if _, ok := g.pauses.LoadAndDelete(origin); ok {
+	if v, ok := g.pauses.LoadAndDelete(origin); ok {
 		g.active.Add(-1)
+		e := v.(*pauseEntry)
+		e.mu.Lock()
+		e.endProbe(e.probe, false)
+		e.mu.Unlock()
 	}
 }
 

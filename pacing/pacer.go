@@ -135,6 +135,7 @@ type Permit struct {
 	Pause  Pause
 	held   *heldPermit
 	ticket *ticket // a paced request's passage through its key's gate
+	probe  *Probe  // the request goes first after its origin's pause
 }
 
 // Sent records that the request has been written to the origin (its
@@ -146,6 +147,14 @@ func (p Permit) Sent() {
 	}
 }
 
+// Answered records that the origin answered the request (its response's
+// header), to be called after the Governor observed that answer: when
+// the request was its origin's probe after a pause, and no new pause
+// began since it went, the requests waiting for its answer go. Without
+// Answered, Release ends the probe as unanswered (the next request
+// becomes the probe).
+func (p Permit) Answered() { p.probe.end(true) }
+
 // heldPermit is a concurrency permit; released at most once. fleet is
 // the fleet's permit it holds too, if any.
 type heldPermit struct {
@@ -155,14 +164,16 @@ type heldPermit struct {
 	fleet    *fleetPermit
 }
 
-// Release returns the concurrency permit, if any. Calling it again, or on a
-// zero Permit, does nothing.
+// Release returns the concurrency permit, if any, and ends the request's
+// probe unanswered when Answered was not called. Calling it again, or on
+// a zero Permit, does nothing.
 func (p Permit) Release() {
 	if p.ticket != nil {
 		// Not known to be sent (or failed before): counting it as sent now
 		// errs on the side of the origin.
 		p.ticket.leave(time.Now())
 	}
+	p.probe.end(false)
 	if h := p.held; h != nil && h.released.CompareAndSwap(false, true) {
 		h.fleet.give()
 		h.limit.release(h.origin)
@@ -171,17 +182,19 @@ func (p Permit) Release() {
 
 // Acquire holds the caller until req may start, first come, first served.
 // While req.PauseKey's origin is paused it waits for the pause to end
-// (before anything else, and again after its slot). With a concurrency
-// limit it then takes a permit for req.Origin (waiting
-// in line at most MaxWait); then, for a paced request, it reserves a slot
-// of req.Interval + Padding on req.Key within the rest of MaxWait and
-// sleeps until the slot; last, it waits until the previous request of
-// req.Key in this process has been sent (Permit.Sent) and the interval has
-// passed since (see gate.go).
+// (before anything else, and again after its slot); after a pause one
+// request goes first as the probe and the others wait for its answer
+// (probe.go). With a concurrency limit it then takes a permit for
+// req.Origin (waiting in line at most MaxWait); then, for a paced
+// request, it reserves a slot of req.Interval + Padding on req.Key within
+// the rest of MaxWait and sleeps until the slot; last, it waits until
+// the previous request of req.Key in this process has been sent
+// (Permit.Sent) and the interval has passed since (see gate.go).
 //
 // Errors: a *RefusedError (errors.Is ErrRateLimited) when the wait would
 // exceed MaxWait, nothing reserved; a *PausedError (errors.Is ErrPaused)
-// when the origin's pause lasts beyond MaxWait; the store's error (an *UnavailableError
+// when the origin's pause lasts beyond MaxWait (or the answer to its
+// probe does not come within it); the store's error (an *UnavailableError
 // for a failing shared store under the refuse policy), nothing held; ctx's
 // error (errors.Is context.Canceled or DeadlineExceeded) when the caller
 // gave up while held, in which case Acquire returns promptly, its permit is
@@ -192,14 +205,16 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 		return Permit{}, fmt.Errorf("pacing: %s: %w", req.Key, err)
 	}
 	var paused Permit
-	if err := p.waitPause(ctx, req.PauseKey, &paused); err != nil {
+	if err := p.waitPause(ctx, req.PauseKey, &paused, true); err != nil {
 		return Permit{}, err
 	}
 	permit, err := p.acquirePermit(ctx, req.Origin, p.maxWait-paused.Waited)
 	if err != nil {
+		paused.probe.end(false)
 		return Permit{}, err
 	}
 	permit.Waited, permit.Paused, permit.Pause = permit.Waited+paused.Waited, paused.Paused, paused.Pause
+	permit.probe = paused.probe
 	if req.Interval <= 0 {
 		return permit, nil
 	}
@@ -209,8 +224,11 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 		return Permit{}, err
 	}
 	permit.Waited += held
-	// A pause may have begun while the request waited for its slot.
-	if err := p.waitPause(ctx, req.PauseKey, &permit); err != nil {
+	// A pause may have begun while the request waited for its slot. It
+	// waits for that pause but not for a probe: holding a concurrency
+	// permit, it could hold up the probe, and its slot and the gate keep
+	// it an interval from the others.
+	if err := p.waitPause(ctx, req.PauseKey, &permit, false); err != nil {
 		permit.Release()
 		return Permit{}, err
 	}
@@ -227,26 +245,70 @@ func (p *Pacer) Acquire(ctx context.Context, req Request) (Permit, error) {
 // waitPause holds the caller while origin is paused, adding the wait to
 // permit, within what is left of MaxWait: a pause that lasts longer is a
 // *PausedError, at once. A pause that is lengthened while the caller
-// waits is waited for too.
-func (p *Pacer) waitPause(ctx context.Context, origin string, permit *Permit) error {
+// waits is waited for too. After a pause the caller becomes the origin's
+// probe (permit.probe), or waits for the probe's answer (probe.go), when
+// join; one not answered within what is left of MaxWait is a
+// *PausedError too.
+func (p *Pacer) waitPause(ctx context.Context, origin string, permit *Permit, join bool) error {
 	if origin == "" {
 		return nil
 	}
 	for {
-		pause, ok := p.governor.Paused(origin)
-		if !ok {
+		h := p.governor.admit(origin, permit.probe, join)
+		var waited time.Duration
+		switch {
+		case h.paused:
+			wait := time.Until(h.pause.Until)
+			if wait > p.maxWait-permit.Waited {
+				return fmt.Errorf("pacing: %s: %w", origin, &PausedError{Pause: h.pause, RetryAfter: wait})
+			}
+			if err := sleep(ctx, wait); err != nil {
+				return fmt.Errorf("pacing: %s: client gone while the origin was paused: %w", origin, err)
+			}
+			waited = wait
+		case h.wait != nil:
+			start := time.Now()
+			answered, err := waitDone(ctx, h.wait, p.maxWait-permit.Waited)
+			if err != nil {
+				return fmt.Errorf("pacing: %s: client gone while waiting for the answer to the probe after a pause: %w", origin, err)
+			}
+			if !answered {
+				return fmt.Errorf("pacing: %s: the probe after a pause is not answered: %w", origin, &PausedError{Pause: h.pause, RetryAfter: probeRetry, Probing: true})
+			}
+			waited = time.Since(start)
+		default:
+			if h.probe != permit.probe {
+				permit.probe.end(false)
+				permit.probe = h.probe
+			}
 			return nil
 		}
-		wait := time.Until(pause.Until)
-		if wait > p.maxWait-permit.Waited {
-			return fmt.Errorf("pacing: %s: %w", origin, &PausedError{Pause: pause, RetryAfter: wait})
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return fmt.Errorf("pacing: %s: client gone while the origin was paused: %w", origin, err)
-		}
-		permit.Waited += wait
-		permit.Paused += wait
-		permit.Pause = pause
+		permit.Waited += waited
+		permit.Paused += waited
+		permit.Pause = h.pause
+	}
+}
+
+// waitDone waits for done within maxWait: false when maxWait passed
+// first, ctx's error when it is done first.
+func waitDone(ctx context.Context, done <-chan struct{}, maxWait time.Duration) (bool, error) {
+	select {
+	case <-done:
+		return true, nil
+	default:
+	}
+	if maxWait <= 0 {
+		return false, nil
+	}
+	timer := time.NewTimer(maxWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true, nil
+	case <-timer.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
 	}
 }
 

@@ -201,10 +201,16 @@ var ErrPaused = errors.New("pacing: origin paused")
 type PausedError struct {
 	Pause      Pause
 	RetryAfter time.Duration
+	// Probing: the pause is over but the answer to the request sent first
+	// after it (the probe) did not come within the wait.
+	Probing bool
 }
 
 // Error describes the refusal.
 func (e *PausedError) Error() string {
+	if e.Probing {
+		return "origin paused until its probe is answered: " + e.Pause.Cause()
+	}
 	return fmt.Sprintf("origin paused until %s: %s", e.Pause.Until.UTC().Format(time.RFC3339), e.Pause.Cause())
 }
 

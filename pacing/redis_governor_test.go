@@ -151,3 +151,36 @@ func TestRedisConcurrencyHoldsAcrossInstances(t *testing.T) {
 		t.Errorf("the other instance went %v before the permit was given back", at.Sub(got))
 	}
 }
+
+// After a pause shared through Redis each instance sends its own probe
+// (one each, its other requests waiting for it), and settles on its own
+// probe's answer; a pause the other instance's probe earns holds both
+// again.
+func TestFleetInstancesProbeEachOnTheirOwn(t *testing.T) {
+	srv := startRedis(t)
+	params := BackoffParams{Enabled: true, Statuses: []int{429, 503}, Initial: 50 * time.Millisecond, Factor: 2, Max: time.Hour}
+	a := fleetGovernor(t, newRedisStore(t, srv), params, AdaptiveParams{}, 0)
+	b := fleetGovernor(t, newRedisStore(t, srv), params, AdaptiveParams{}, 0)
+	const origin = "https://a.example"
+	a.Observe(context.Background(), origin, Answer{Status: 503})
+	eventually(t, "the other instance holds the origin's requests", func() bool { return b.Holds(origin) })
+	eventually(t, "the pause ended", func() bool { _, pa := a.Paused(origin); _, pb := b.Paused(origin); return !pa && !pb })
+	probes := map[*Governor]*Probe{}
+	for _, g := range []*Governor{a, b} {
+		if h := g.admit(origin, nil, true); h.probe == nil {
+			t.Fatalf("the first request after the pause is not the probe: %+v", h)
+		} else {
+			probes[g] = h.probe
+		}
+		if h := g.admit(origin, nil, true); h.wait == nil {
+			t.Fatalf("the second request after the pause does not wait for the probe: %+v", h)
+		}
+	}
+	probes[a].end(true)
+	if a.Holds(origin) || !b.Holds(origin) {
+		t.Errorf("after the first instance's probe got 200: holds %v and %v, want false and true", a.Holds(origin), b.Holds(origin))
+	}
+	b.Observe(context.Background(), origin, Answer{Status: 429})
+	probes[b].end(true)
+	eventually(t, "the second probe's 429 holds the first instance's requests", func() bool { return a.Holds(origin) })
+}

@@ -361,11 +361,13 @@ func (e *Engine) paceKey(d *Decision) string {
 }
 
 // Pace holds an allowed request until its pacing slot (and per-origin
-// concurrency permit), and while its origin is paused. When the wait would
-// exceed pacing.max_wait, or the shared store cannot answer, it changes d
-// into a refusal (RateLimited, OriginPaused, PacingDown) and returns a
-// zero Permit. The error is ctx's alone: the client hung up while held.
-// Release the Permit when the request is done.
+// concurrency permit), while its origin is paused, and after a pause
+// until the answer to the request sent first (the probe). When the wait
+// would exceed pacing.max_wait, or the shared store cannot answer, it
+// changes d into a refusal (RateLimited, OriginPaused, PacingDown) and
+// returns a zero Permit. The error is ctx's alone: the client hung up
+// while held. Call the Permit's Answered when the origin answered (after
+// ObserveAnswer), and Release it when the request is done.
 func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 	p := e.cfg.Pacer
 	if p == nil || d.Verdict != Allow || d.Request.Client.Mode != Enforce {
@@ -375,7 +377,7 @@ func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 		return pacing.Permit{}, nil // the common case: nothing to hold for
 	}
 	pauseKey := e.pauseKey(d)
-	if d.Interval <= 0 && !p.Limited() && !e.paused(pauseKey) {
+	if d.Interval <= 0 && !p.Limited() && !e.holds(pauseKey) {
 		return pacing.Permit{}, nil
 	}
 	req := pacing.Request{Key: d.PaceKey, Interval: d.Interval, PauseKey: pauseKey}
@@ -408,6 +410,9 @@ func refusedByPacing(d *Decision, err error) error {
 		pause := paused.Pause
 		d.Verdict, d.Pause, d.RetryAfter = OriginPaused, &pause, ceilSeconds(paused.RetryAfter)
 		d.Note = pause.Cause() + ": robotsgate pauses requests to it until " + pause.Until.UTC().Format("15:04:05Z") + " (pacing.backoff)"
+		if paused.Probing {
+			d.Note = pause.Cause() + ": robotsgate holds requests to it until the first one after the pause is answered (pacing.backoff)"
+		}
 	case errors.As(err, &down):
 		d.Verdict, d.Note, d.RetryAfter = PacingDown, "the shared pacing store is unavailable (pacing.on_store_error: refuse)", ceilSeconds(down.RetryAfter)
 	default:
@@ -429,13 +434,10 @@ func (e *Engine) pauseKey(d *Decision) string {
 	return d.originKey()
 }
 
-// paused reports whether the origin named by pauseKey is paused now.
-func (e *Engine) paused(pauseKey string) bool {
-	if pauseKey == "" {
-		return false
-	}
-	_, ok := e.cfg.Governor.Paused(pauseKey)
-	return ok
+// holds reports whether the origin named by pauseKey holds its requests
+// now: it is paused, or its probe after a pause is awaited.
+func (e *Engine) holds(pauseKey string) bool {
+	return pauseKey != "" && e.cfg.Governor.Holds(pauseKey)
 }
 
 // PauseOf returns the pause that would hold a request judged like d now

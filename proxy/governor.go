@@ -57,6 +57,7 @@ func (s *Server) observeAnswer(resp *http.Response, slot *auditSlot) {
 		a.Latency = a.At.Sub(time.Unix(0, sent))
 	}
 	s.tellGovernor(resp.Request.Context(), slot, a)
+	slot.permit.Answered() // after the governor saw it: a probe's answer settles its origin
 }
 
 // observeFailure gives the governor an answer that never came: the origin

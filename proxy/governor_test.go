@@ -5,9 +5,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/robotsgate/robotsgate/config"
 )
@@ -111,5 +115,128 @@ func TestConnectionErrorsPauseOnlyWhenAsked(t *testing.T) {
 			asked && !strings.Contains(body, "the origin could not be reached") {
 			t.Errorf("connection_errors %v, second: %d %q %q; want %d %s", asked, resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision"), body, want, decision)
 		}
+	}
+}
+
+// pageVisit is a page request as the probing origin saw it.
+type pageVisit struct {
+	arrived, answered time.Time
+	status            int
+}
+
+// startProbedOrigin serves on 127.0.0.2 an origin that answers its page
+// requests, in the order they arrive, with statuses (429 with
+// Retry-After: 1; 200 once they are used up). Every request after the
+// first is answered 300 ms after it arrived, so that a request the proxy
+// let through before that answer is seen. probed receives each arrival
+// after the first.
+func startProbedOrigin(t *testing.T, statuses []int) (*httptest.Server, func() []pageVisit, chan struct{}) {
+	t.Helper()
+	var mu sync.Mutex
+	var visits []pageVisit
+	probed := make(chan struct{}, 64)
+	o := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		arrived := time.Now()
+		mu.Lock()
+		i := len(visits)
+		status := http.StatusOK
+		if i < len(statuses) {
+			status = statuses[i]
+		}
+		visits = append(visits, pageVisit{arrived: arrived, status: status})
+		mu.Unlock()
+		if i > 0 {
+			probed <- struct{}{}
+			time.Sleep(300 * time.Millisecond) // the origin's response time, not synchronisation
+		}
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		mu.Lock()
+		visits[i].answered = time.Now()
+		mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Listener.Close()
+	o.Listener = ln
+	o.Start()
+	t.Cleanup(o.Close)
+	return o, func() []pageVisit {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(visits)
+	}, probed
+}
+
+// After a 429 with Retry-After: 1, the four requests held for the pause
+// do not reach the origin together: exactly one does (the probe), and
+// the others, with one sent while the probe was out, only after the
+// origin answered it. A probe answered 429 again holds them for the new
+// pause (1 s from that answer), after which one probe goes first again.
+// Every follower's response says it was held (X-Robotsgate-Backoff).
+// Times are the origin's own; 50 ms of slack for the pause's end.
+func TestBackoffSendsOneProbeAfterAPause(t *testing.T) {
+	const held = 4
+	for _, tc := range []struct {
+		name     string
+		statuses []int // the answers, in order of arrival
+		probes   int   // the requests that must go alone after a pause
+	}{
+		{"probe answered 200", []int{429}, 1},
+		{"probe answered 429 again", []int{429, 429}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, visits, probed := startProbedOrigin(t, tc.statuses)
+			cfg := testConfig(t, nil)
+			cfg.Pacing.MaxWait = config.Duration(10 * time.Second)
+			c := startProxy(t, cfg).client()
+			if resp, _ := get(t, c, o.URL+"/first"); resp.StatusCode != 429 {
+				t.Fatalf("first: %d", resp.StatusCode)
+			}
+			backoff := make(chan string, held+1)
+			send := func(path string) {
+				resp, err := c.Get(o.URL + path)
+				if err != nil {
+					t.Error(err)
+					backoff <- ""
+					return
+				}
+				resp.Body.Close()
+				backoff <- resp.Header.Get("X-Robotsgate-Backoff")
+			}
+			for i := range held {
+				go send("/held/" + strconv.Itoa(i))
+			}
+			<-probed // the probe is at the origin: a request sent now waits for its answer too
+			go send("/late")
+			for range held + 1 {
+				if h := <-backoff; h == "" {
+					t.Error("a held request's response has no X-Robotsgate-Backoff")
+				}
+			}
+			v := visits()
+			if len(v) != held+2 {
+				t.Fatalf("the origin saw %d page requests, want %d", len(v), held+2)
+			}
+			for k := 1; k <= tc.probes; k++ {
+				probe, prev := v[k], v[k-1]
+				if wait := probe.arrived.Sub(prev.answered); wait < time.Second-50*time.Millisecond {
+					t.Errorf("probe %d reached the origin %v after the 429 before it, want the 1 s pause", k, wait)
+				}
+				for j, later := range v[k+1:] {
+					if later.arrived.Before(probe.answered) {
+						t.Errorf("request %d reached the origin %v before probe %d was answered", k+1+j, probe.answered.Sub(later.arrived), k)
+					}
+				}
+			}
+		})
 	}
 }
