@@ -231,11 +231,22 @@ type recordingWriter struct {
 	hijacked atomic.Int64
 	aborted  bool
 	guard    *framingGuard // the connection's, nil for HTTP/2
+	// reqBody is the request's body as relayed, nil when it has none.
+	reqBody *idleBody
 }
 
+// WriteHeader records the final status. It drops the origin's 100
+// Continue when net/http's server has already sent one, as it does when
+// the relay starts reading the body of a request with Expect:
+// 100-continue: relayed, it would be a second 100 Continue (harmless, RFC
+// 9110 §15.2, but a client only needs one), sent or not depending on which
+// came first.
 func (w *recordingWriter) WriteHeader(code int) {
 	if code >= 200 || code == http.StatusSwitchingProtocols {
 		w.status = code // not the 1xx informational responses before it
+	}
+	if code == http.StatusContinue && w.reqBody != nil && w.reqBody.started.Load() {
+		return
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -169,6 +169,9 @@ type idleBody struct {
 	timeout  time.Duration
 	done     bool        // the body ended (read by one goroutine at a time)
 	timedOut atomic.Bool // it ended by the timeout
+	// started: reading has begun, so net/http's server has answered an
+	// Expect: 100-continue itself (recordingWriter.WriteHeader).
+	started atomic.Bool
 }
 
 func newIdleBody(body io.ReadCloser, w http.ResponseWriter, timeout time.Duration) *idleBody {
@@ -179,6 +182,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, io.EOF
 	}
+	b.started.Store(true)
 	b.rc.SetReadDeadline(time.Now().Add(b.timeout))
 	n, err := b.ReadCloser.Read(p)
 	if err != nil {

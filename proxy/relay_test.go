@@ -254,3 +254,29 @@ func TestRefusalOfAStalledBodyIsAnswered(t *testing.T) {
 		t.Error("the refused request reached the origin")
 	}
 }
+
+// A request with Expect: 100-continue gets one 100 Continue. Here the
+// origin says nothing until the body arrives (the upstream transport sends
+// it after its 1 s wait, reading the client's body, at which net/http's
+// server has sent the client a 100 Continue), then a late 100 Continue
+// and its answer: relaying that 100 too gave the client two (regression:
+// TestTunnelFramesResponses failed now and then under load, when the
+// transport's body writer read the body before the origin's 100 was
+// relayed).
+func TestExpectContinueGetsOneHundredContinue(t *testing.T) {
+	o := startRawOrigin(t, func(req *http.Request, c net.Conn, br *bufio.Reader) {
+		body, _ := io.ReadAll(req.Body)
+		fmt.Fprintf(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
+	p := startProxy(t, testConfig(t, nil))
+	c := dialProxy(t, p)
+	fmt.Fprintf(c, "POST http://%s/echo HTTP/1.1\r\nHost: %s\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", o.addr, o.addr)
+	if line, err := c.r.ReadString('\n'); err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("before the body: %q %v, want 100 Continue", line, err)
+	}
+	c.r.ReadString('\n') // the blank line ending the interim response
+	resp, body := c.roundTrip(t, "hello")
+	if resp.StatusCode != 200 || body != "hello" {
+		t.Errorf("after the body: %d %q, want 200 \"hello\" (a second 100 Continue?)", resp.StatusCode, body)
+	}
+}

@@ -74,6 +74,9 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		if slot != nil {
 			slot.reqBody = b // the relay's error handler sees only its copy of req
 		}
+		if rw, ok := w.(*recordingWriter); ok {
+			rw.reqBody = b
+		}
 	}
 	if slot != nil && (slot.paced || s.timesAnswers()) {
 		// The next request of its pacing key waits for this one to be
