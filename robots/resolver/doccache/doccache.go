@@ -1,0 +1,368 @@
+// Package doccache keeps documents fetched beside robots.txt as the
+// resolver keeps robots.txt: the machinery that tdmcache (each origin's
+// tdmrep.json) and rslcache (RSL licence documents) share, generic over
+// the parsed document. It neither parses nor judges: a Kind says how a
+// body is read and what a key names.
+//
+// Documents are fetched with the robots.txt resolver's client and status
+// classes (resolver.Resolver.FetchFile), cached in an LRU bounded in
+// entries and bytes (sizedlru) with robots.txt's freshness (Freshness,
+// RetryDelay: failures remembered with the same backoff), one fetch per
+// cold key however many requests wait for it (after the client's cold
+// gate, resolver.EnterCold), an expired entry served while one background
+// refresh runs, an earlier document kept while its server is unreachable
+// (Stale), every answer reported (OnAnswer, for an archive) and documents
+// shared through a fleet's Store.
+package doccache
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/robotsgate/robotsgate/archive"
+	"github.com/robotsgate/robotsgate/internal/sizedlru"
+	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/robots/resolver"
+)
+
+// Location is where the document a key names is read and shared.
+type Location struct {
+	// Origin is the server asked, Target the request-target asked of it.
+	Origin origin.Origin
+	Target string
+	// URL is the document's URL as named (Answer.FetchedURL).
+	URL string
+	// StoreKey is the key of its record in a shared Store.
+	StoreKey origin.Origin
+}
+
+// Fetched is what the cache knows of one document, whatever its kind; a
+// Kind turns it into the result its callers read (Kind.Result) and back
+// (Kind.Fetched).
+type Fetched[T any] struct {
+	// Doc is the parsed document, possibly an earlier copy (Stale); nil
+	// when there is none.
+	Doc *T
+	// Status classes the answer the result rests on as robots.txt's are;
+	// HTTPStatus is its status, 0 when there was none.
+	Status     resolver.Status
+	HTTPStatus int
+	// FinalURL is where the document was read, after redirects.
+	FinalURL string
+	// Stale reports that Doc is an earlier copy, the latest fetch having
+	// failed (Err says how).
+	Stale bool
+	// SHA256 names the body Doc was parsed from when the cache archives
+	// (Config.OnAnswer); "" otherwise.
+	SHA256 string
+	// FetchedAt is when the result was obtained (for a Stale one, the
+	// copy's); Expires when it stops being fresh (for a failure, the next
+	// retry).
+	FetchedAt, Expires time.Time
+	// Failures counts the fetches that failed in a row (0 after a success).
+	Failures int
+	// Err says why the latest fetch failed, or why its body is not a
+	// document (Kind.Parse's error); nil otherwise.
+	Err error
+}
+
+// Kind is one kind of document: how it is fetched, parsed, measured and
+// handed to callers. T is the parsed document, K the cache key, R the
+// result callers read (a pointer, shared between requests).
+type Kind[K comparable, T, R any] struct {
+	// What names the documents in the shared store's log lines
+	// ("tdmrep.json").
+	What string
+	// Accept is the Accept header of the fetches.
+	Accept string
+	// Locate says where the document key names is. It is called only
+	// for a key a lookup could not answer from the cache.
+	Locate func(key K) Location
+	// Parse reads a 2xx body (truncated: it was longer than the fetch
+	// reads): a document, or the error that says why there is none. It
+	// does no I/O and is bounded as the body is.
+	Parse func(body []byte, truncated bool) (*T, error)
+	// AbsenceIsAnswer: a 4xx says that there is no document, an answer
+	// that keeps serving while it is refreshed (tdmrep.json); otherwise
+	// only a document does.
+	AbsenceIsAnswer bool
+	// Result makes the result callers read of what was fetched at loc;
+	// Fetched gives back what Result was made of. Size is what a result
+	// keeps on the heap, for the byte bound.
+	Result  func(loc Location, f Fetched[T]) R
+	Fetched func(R) Fetched[T]
+	Size    func(R) int64
+}
+
+// Config configures a Cache.
+type Config[K comparable, T, R any] struct {
+	Kind Kind[K, T, R]
+	// Resolver fetches the documents (FetchFile) and gives their
+	// freshness (Freshness, RetryDelay). Required.
+	Resolver *resolver.Resolver
+	// Entries and Bytes bound the cache (sizedlru.New); both required.
+	Entries int
+	Bytes   int64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// OnAnswer, when set, is called after every fetch and every record
+	// read from Store with what it received, and every document keeps the
+	// SHA-256 of its body. It runs on the fetch's goroutine: it must not
+	// block.
+	OnAnswer func(Answer[R])
+	// Store, when set, shares documents (and 4xx answers) between
+	// instances, one record per Location.StoreKey, until they expire.
+	// Failures are not shared. A failing store only means a fetch.
+	Store resolver.Store
+}
+
+// Answer is what one fetch, or one record of the shared store, received,
+// for an archive (Config.OnAnswer).
+type Answer[R any] struct {
+	// Result is the verdict it gave (for a failure, possibly an earlier
+	// copy marked Stale).
+	Result R
+	// Time is when the answer arrived.
+	Time time.Time
+	// Origin is the server asked; FetchedURL what was asked for
+	// (Location.URL); FinalURL where the answer came from, after
+	// redirects.
+	Origin               origin.Origin
+	FetchedURL, FinalURL string
+	// HTTPStatus is the final answer's status, 0 when there was none.
+	HTTPStatus int
+	// Header is the final answer's header, nil when there was none.
+	Header http.Header
+	// Body is the bytes parsed (2xx), nil otherwise. Truncated: the
+	// answer was longer than the fetch reads.
+	Body      []byte
+	Truncated bool
+	// Shared: the answer came from the shared store (another instance
+	// fetched it), not from the server.
+	Shared bool
+}
+
+// Stats are a cache's counters.
+type Stats struct {
+	Hits, Misses uint64 // lookups answered at once, and not
+	Entries      int    // documents cached now
+	Bytes        int64  // the memory the cached results keep, as measured for the byte bound
+}
+
+// entry is what the LRU holds for a key: the result and what a lookup
+// reads of it at every request.
+type entry[R any] struct {
+	res        R
+	expires    time.Time
+	usable     bool        // it may keep serving while it is refreshed
+	refreshing atomic.Bool // a background refresh is under way
+}
+
+// Cache keeps documents of one Kind. It is safe for concurrent use. Close
+// stops background refreshes.
+type Cache[K comparable, T, R any] struct {
+	cfg    Config[K, T, R]
+	cache  *sizedlru.Cache[K, *entry[R]]
+	flight resolver.Flight[R]
+
+	ctx       context.Context // parent of the fetches, cancelled by Close
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+
+	hits, misses atomic.Uint64
+}
+
+// New returns a Cache for cfg.
+func New[K comparable, T, R any](cfg Config[K, T, R]) (*Cache[K, T, R], error) {
+	if cfg.Resolver == nil {
+		return nil, errors.New("no resolver")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cache, err := sizedlru.New[K, *entry[R]](cfg.Entries, cfg.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Cache[K, T, R]{cfg: cfg, cache: cache, ctx: ctx, cancel: cancel}, nil
+}
+
+// Stats returns the current counters.
+func (c *Cache[K, T, R]) Stats() Stats {
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.cache.Len(), Bytes: c.cache.Bytes()}
+}
+
+// Close cancels the fetches under way and waits for background refreshes
+// to end. Calling it again does nothing.
+func (c *Cache[K, T, R]) Close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.flight.Close()
+	})
+}
+
+// Peek returns the result cached for key, fresh or not, without fetching
+// or touching its place in the LRU.
+func (c *Cache[K, T, R]) Peek(key K) (R, bool) {
+	e, ok := c.cache.Peek(key)
+	if !ok {
+		var zero R
+		return zero, false
+	}
+	return e.res, true
+}
+
+// Lookup returns the result for key. A fresh cached result is returned at
+// once, an expired usable one (Kind.AbsenceIsAnswer) too while one
+// background refresh runs; otherwise the caller waits for the one shared
+// fetch of key, having passed ctx's cold gate (resolver.WithColdGate),
+// and only ctx's cancellation ends that wait early (the fetch goes on for
+// the others): it is then the only error, with resolver.ErrColdLimit when
+// the gate gave no place in time.
+func (c *Cache[K, T, R]) Lookup(ctx context.Context, key K) (R, error) {
+	if e, ok := c.cache.Get(key); ok {
+		if c.cfg.Now().Before(e.expires) {
+			c.hits.Add(1)
+			return e.res, nil
+		}
+		if e.usable {
+			c.hits.Add(1)
+			loc := c.cfg.Kind.Locate(key)
+			c.flight.Refresh(&e.refreshing, loc.URL, func() R { return c.refresh(key, loc) })
+			return e.res, nil
+		}
+	}
+	c.misses.Add(1)
+	release, err := resolver.EnterCold(ctx)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	defer release()
+	loc := c.cfg.Kind.Locate(key)
+	return c.flight.Wait(ctx, loc.URL, func() R { return c.refresh(key, loc) })
+}
+
+// refresh fetches the document and caches the result. It runs detached
+// from any request: one caller giving up must not fail the fetch for the
+// others.
+func (c *Cache[K, T, R]) refresh(key K, loc Location) R {
+	prev, _ := c.cache.Peek(key)
+	if prev != nil && c.cfg.Now().Before(prev.expires) {
+		return prev.res // stored by the flight that just ended
+	}
+	if c.cfg.Store != nil {
+		// Freshness without max-age is the resolver's robots.max_ttl, the
+		// longest freshness a stored document may have.
+		maxTTL := c.cfg.Resolver.Freshness(-1)
+		if rec, ok := resolver.LoadRecord(c.ctx, c.cfg.Store, loc.StoreKey, c.cfg.Now(), maxTTL, c.cfg.Kind.What); ok {
+			return c.fromRecord(key, loc, rec)
+		}
+		rec, found, unlock := resolver.FetchOnce(c.ctx, c.cfg.Store, loc.StoreKey, c.cfg.Now, c.cfg.Resolver.FetchTimeout()+time.Second, maxTTL, c.cfg.Kind.What)
+		if found {
+			return c.fromRecord(key, loc, rec)
+		}
+		defer unlock()
+	}
+	return c.fetch(key, loc, prev)
+}
+
+// Refetch fetches the document key names now, whatever the cache and the
+// shared store hold (an operator's refresh), caches the result and shares
+// it.
+func (c *Cache[K, T, R]) Refetch(key K) R {
+	prev, _ := c.cache.Peek(key)
+	return c.fetch(key, c.cfg.Kind.Locate(key), prev)
+}
+
+// fetch fetches the document, caches and shares the result and tells
+// OnAnswer.
+func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[R]) R {
+	a := c.cfg.Resolver.FetchFile(c.ctx, loc.Origin, loc.Target, c.cfg.Kind.Accept)
+	now := c.cfg.Now()
+	f := c.verdict(prev, &a, now)
+	e := c.entry(loc, f)
+	c.cache.Add(key, e, c.size(e))
+	if c.cfg.Store != nil && !f.Stale && (f.Status == resolver.OK || f.Status == resolver.Unavailable) {
+		rec := resolver.Record{Status: f.Status, HTTPStatus: f.HTTPStatus, URL: f.FinalURL, FetchedAt: f.FetchedAt, Expires: f.Expires}
+		if f.Status == resolver.OK {
+			rec.Body = a.Body
+		}
+		resolver.SaveRecord(c.ctx, c.cfg.Store, loc.StoreKey, rec, c.cfg.Kind.What)
+	}
+	if c.cfg.OnAnswer != nil {
+		ans := Answer[R]{Result: e.res, Time: now, Origin: loc.Origin, FetchedURL: loc.URL, FinalURL: a.URL,
+			HTTPStatus: a.HTTPStatus, Header: a.Header, Truncated: a.Truncated}
+		if a.Status == resolver.OK {
+			ans.Body = a.Body
+		}
+		c.cfg.OnAnswer(ans)
+	}
+	return e.res
+}
+
+// verdict turns one fetch into what to cache, prev being the entry it
+// replaces (nil for none).
+func (c *Cache[K, T, R]) verdict(prev *entry[R], a *resolver.FileAnswer, now time.Time) Fetched[T] {
+	r := c.cfg.Resolver
+	f := Fetched[T]{Status: a.Status, HTTPStatus: a.HTTPStatus, FinalURL: a.URL, FetchedAt: now, Err: a.Err}
+	switch a.Status {
+	case resolver.OK:
+		f.Doc, f.Err = c.cfg.Kind.Parse(a.Body, a.Truncated)
+		if c.cfg.OnAnswer != nil {
+			f.SHA256 = archive.Sum(a.Body)
+		}
+		f.Expires = now.Add(r.Freshness(a.MaxAge))
+	case resolver.Unavailable:
+		f.Expires = now.Add(r.Freshness(a.MaxAge))
+	default:
+		var p Fetched[T]
+		if prev != nil {
+			p = c.cfg.Kind.Fetched(prev.res)
+		}
+		f.Failures = p.Failures + 1
+		f.Expires = now.Add(r.RetryDelay(f.Failures, a.RetryAfter))
+		if p.Doc != nil {
+			// As for robots.txt (RFC 9309 §2.4): while unreachable, the
+			// earlier copy stands.
+			f.Doc, f.Stale, f.Status, f.HTTPStatus = p.Doc, true, resolver.OK, p.HTTPStatus
+			f.FinalURL, f.SHA256, f.FetchedAt = p.FinalURL, p.SHA256, p.FetchedAt
+		}
+	}
+	return f
+}
+
+// fromRecord caches a record another instance stored, telling OnAnswer.
+func (c *Cache[K, T, R]) fromRecord(key K, loc Location, rec resolver.Record) R {
+	f := Fetched[T]{Status: rec.Status, HTTPStatus: rec.HTTPStatus, FinalURL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
+	if rec.Status == resolver.OK {
+		f.Doc, f.Err = c.cfg.Kind.Parse(rec.Body, rec.Truncated)
+		if c.cfg.OnAnswer != nil {
+			f.SHA256 = archive.Sum(rec.Body)
+		}
+	}
+	e := c.entry(loc, f)
+	if c.cfg.OnAnswer != nil {
+		c.cfg.OnAnswer(Answer[R]{Result: e.res, Time: rec.FetchedAt, Origin: loc.Origin, FetchedURL: loc.URL, FinalURL: rec.URL,
+			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Truncated: rec.Truncated, Shared: true})
+	}
+	c.cache.Add(key, e, c.size(e))
+	return e.res
+}
+
+// entry makes the entry to cache for f.
+func (c *Cache[K, T, R]) entry(loc Location, f Fetched[T]) *entry[R] {
+	usable := f.Doc != nil || c.cfg.Kind.AbsenceIsAnswer && f.Status == resolver.Unavailable
+	return &entry[R]{res: c.cfg.Kind.Result(loc, f), expires: f.Expires, usable: usable}
+}
+
+// size is what e keeps on the heap, for the byte bound.
+func (c *Cache[K, T, R]) size(e *entry[R]) int64 {
+	return int64(unsafe.Sizeof(*e)) + c.cfg.Kind.Size(e.res)
+}
