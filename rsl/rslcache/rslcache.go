@@ -20,7 +20,6 @@
 package rslcache
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,7 +27,6 @@ import (
 	"fmt"
 	"net/url"
 	"time"
-	"unsafe"
 
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -36,30 +34,10 @@ import (
 	"github.com/robotsgate/robotsgate/rsl"
 )
 
-// Config configures a Cache.
-type Config struct {
-	// Resolver fetches the documents (FetchFile) and gives their
-	// freshness (Freshness, RetryDelay): robots.txt's client and rules.
-	// Required.
-	Resolver *resolver.Resolver
-	// CacheEntries is how many documents the cache holds. Default 10000.
-	CacheEntries int
-	// CacheBytes bounds the memory the cached results keep, as their
-	// parsed documents measure it (rsl.Document.Size). Default 16 MiB.
-	CacheBytes int64
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// OnAnswer, when set, is called after every fetch with what it
-	// received (an archive's record), and every document keeps the
-	// SHA-256 of its body (Result.SHA256). It runs on the fetch's
-	// goroutine: it must not block.
-	OnAnswer func(Answer)
-	// Store, when set, shares fetched documents between instances (a
-	// fleet), as tdmcache's Store does, one record per document URL (its
-	// key is derived from the URL's SHA-256: StoreKey). Failures are not
-	// shared.
-	Store resolver.Store
-}
+// Config configures a Cache (doccache.Config): Resolver is required;
+// CacheEntries defaults to 10000 documents, CacheBytes to 16 MiB; Store
+// records are keyed by StoreKey (one record per document URL).
+type Config = doccache.Config[*Result]
 
 // Result is what an RSL document URL gives right now. Results are shared
 // between requests and must not be modified.
@@ -91,15 +69,6 @@ type Result struct {
 	Err error
 }
 
-// size is what r keeps on the heap, for the cache's byte bound.
-func (r *Result) size() int64 {
-	n := int64(unsafe.Sizeof(*r)) + int64(len(r.URL)+len(r.FinalURL)+len(r.SHA256)) + r.Doc.Size()
-	if r.Err != nil {
-		n += int64(len(r.Err.Error()))
-	}
-	return n
-}
-
 // Unknown reports whether the licence cannot be judged: no document
 // (a failed fetch, a 4xx, a body that is not RSL) and no earlier copy.
 func (r *Result) Unknown() bool { return r.Doc == nil }
@@ -129,11 +98,14 @@ type Answer = doccache.Answer[*Result]
 // Stats are the cache's counters (Entries counts documents).
 type Stats = doccache.Stats
 
-// Cache keeps RSL documents by URL. It is safe for concurrent use. Close
-// stops background refreshes.
-type Cache struct {
-	cache *doccache.Cache[string, rsl.Document, *Result]
-}
+// Cache keeps RSL documents by URL. It is safe for concurrent use. Its
+// Stats, Close (which stops background refreshes) and Peek are
+// doccache's.
+type Cache struct{ *cache }
+
+// cache is the doccache.Cache that Cache is, by a name that keeps it
+// unexported.
+type cache = doccache.Cache[string, rsl.Document, *Result]
 
 // kind is what an RSL document is to doccache: one per absolute URL (a
 // key Lookup and Refetch have checked with split), shared under StoreKey,
@@ -146,6 +118,7 @@ var kind = doccache.Kind[string, rsl.Document, *Result]{
 		return doccache.Location{Origin: o, Target: target, URL: rawURL, StoreKey: StoreKey(o, rawURL)}
 	},
 	Parse: parse,
+	Size:  (*rsl.Document).Size,
 	Result: func(loc doccache.Location, f doccache.Fetched[rsl.Document]) *Result {
 		return &Result{URL: loc.URL, FinalURL: f.FinalURL, Doc: f.Doc, Status: f.Status, HTTPStatus: f.HTTPStatus, Stale: f.Stale,
 			SHA256: f.SHA256, FetchedAt: f.FetchedAt, Expires: f.Expires, Failures: f.Failures, Err: f.Err}
@@ -154,30 +127,18 @@ var kind = doccache.Kind[string, rsl.Document, *Result]{
 		return doccache.Fetched[rsl.Document]{Doc: r.Doc, Status: r.Status, HTTPStatus: r.HTTPStatus, FinalURL: r.FinalURL, Stale: r.Stale,
 			SHA256: r.SHA256, FetchedAt: r.FetchedAt, Expires: r.Expires, Failures: r.Failures, Err: r.Err}
 	},
-	Size: (*Result).size,
+	Entries: 10000,
+	Bytes:   16 << 20,
 }
 
 // New returns a Cache for cfg.
 func New(cfg Config) (*Cache, error) {
-	if cfg.Resolver == nil {
-		return nil, errors.New("rslcache: no resolver")
-	}
-	c, err := doccache.New(doccache.Config[string, rsl.Document, *Result]{
-		Kind: kind, Resolver: cfg.Resolver, Now: cfg.Now, OnAnswer: cfg.OnAnswer, Store: cfg.Store,
-		Entries: cmp.Or(cfg.CacheEntries, 10000), Bytes: cmp.Or(cfg.CacheBytes, 16<<20),
-	})
+	c, err := doccache.New(kind, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("rslcache: %w", err)
 	}
 	return &Cache{cache: c}, nil
 }
-
-// Stats returns the current counters.
-func (c *Cache) Stats() Stats { return c.cache.Stats() }
-
-// Close cancels the fetches under way and waits for background refreshes
-// to end.
-func (c *Cache) Close() { c.cache.Close() }
 
 // ErrNotHTTP is matched by Lookup's error for a URL that is not an
 // absolute http(s) URL.

@@ -17,12 +17,9 @@
 package tdmcache
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
-	"unsafe"
 
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -30,30 +27,10 @@ import (
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
-// Config configures a Cache.
-type Config struct {
-	// Resolver fetches the files (FetchFile) and gives their freshness
-	// (Freshness, RetryDelay): robots.txt's client and rules. Required.
-	Resolver *resolver.Resolver
-	// CacheEntries is how many origins the cache holds. Default 100000.
-	CacheEntries int
-	// CacheBytes bounds the memory the cached results keep, as their
-	// parsed files measure it (tdmrep.File.Size). Default 64 MiB.
-	CacheBytes int64
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// OnAnswer, when set, is called after every fetch with what it
-	// received (an archive's record), and every file keeps the SHA-256 of
-	// its body (Result.SHA256). It runs on the fetch's goroutine: it must
-	// not block.
-	OnAnswer func(Answer)
-	// Store, when set, shares fetched files between instances (a fleet),
-	// as the robots.txt resolver's Store does: a cold origin is looked up
-	// there before it is fetched, and a file (or a 4xx) fetched is saved
-	// there until it expires. Failures are not shared: each instance
-	// retries on its own schedule. A failing store only means a fetch.
-	Store resolver.Store
-}
+// Config configures a Cache (doccache.Config): Resolver is required;
+// CacheEntries defaults to 100000 origins, CacheBytes to 64 MiB; Store
+// records are keyed by the origin.
+type Config = doccache.Config[*Result]
 
 // Result is what an origin's tdmrep.json says right now. Results are
 // shared between requests and must not be modified; a refresh replaces
@@ -87,15 +64,6 @@ type Result struct {
 	Err error
 }
 
-// size is what r keeps on the heap, for the cache's byte bound.
-func (r *Result) size() int64 {
-	n := int64(unsafe.Sizeof(*r)) + int64(len(r.Origin.Host)+len(r.URL)+len(r.SHA256)) + r.File.Size()
-	if r.Err != nil {
-		n += int64(len(r.Err.Error()))
-	}
-	return n
-}
-
 // Unknown reports whether nothing is known of the origin's reservations:
 // its tdmrep.json could not be fetched and no earlier copy stands in.
 func (r *Result) Unknown() bool { return r.File == nil && r.Status == resolver.Unreachable }
@@ -117,10 +85,13 @@ type Answer = doccache.Answer[*Result]
 type Stats = doccache.Stats
 
 // Cache keeps origins' tdmrep.json files. It is safe for concurrent use.
-// Close stops background refreshes.
-type Cache struct {
-	cache *doccache.Cache[origin.Origin, tdmrep.File, *Result]
-}
+// Its Stats, Close (which stops background refreshes), Peek and Refetch
+// (an operator's refresh of an origin) are doccache's.
+type Cache struct{ *cache }
+
+// cache is the doccache.Cache that Cache is, by a name that keeps it
+// unexported.
+type cache = doccache.Cache[origin.Origin, tdmrep.File, *Result]
 
 // kind is what tdmrep.json is to doccache: one per origin, at
 // tdmrep.Path, where a 4xx says that there is no file.
@@ -135,6 +106,7 @@ var kind = doccache.Kind[origin.Origin, tdmrep.File, *Result]{
 		f.Truncated = f.Truncated || truncated
 		return f, nil
 	},
+	Size:            (*tdmrep.File).Size,
 	AbsenceIsAnswer: true,
 	Result: func(loc doccache.Location, f doccache.Fetched[tdmrep.File]) *Result {
 		return &Result{File: f.Doc, Status: f.Status, HTTPStatus: f.HTTPStatus, Stale: f.Stale, Origin: loc.Origin, URL: f.FinalURL,
@@ -144,30 +116,18 @@ var kind = doccache.Kind[origin.Origin, tdmrep.File, *Result]{
 		return doccache.Fetched[tdmrep.File]{Doc: r.File, Status: r.Status, HTTPStatus: r.HTTPStatus, FinalURL: r.URL, Stale: r.Stale,
 			SHA256: r.SHA256, FetchedAt: r.FetchedAt, Expires: r.Expires, Failures: r.Failures, Err: r.Err}
 	},
-	Size: (*Result).size,
+	Entries: 100000,
+	Bytes:   64 << 20,
 }
 
 // New returns a Cache for cfg.
 func New(cfg Config) (*Cache, error) {
-	if cfg.Resolver == nil {
-		return nil, errors.New("tdmcache: no resolver")
-	}
-	c, err := doccache.New(doccache.Config[origin.Origin, tdmrep.File, *Result]{
-		Kind: kind, Resolver: cfg.Resolver, Now: cfg.Now, OnAnswer: cfg.OnAnswer, Store: cfg.Store,
-		Entries: cmp.Or(cfg.CacheEntries, 100000), Bytes: cmp.Or(cfg.CacheBytes, 64<<20),
-	})
+	c, err := doccache.New(kind, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tdmcache: %w", err)
 	}
 	return &Cache{cache: c}, nil
 }
-
-// Stats returns the current counters.
-func (c *Cache) Stats() Stats { return c.cache.Stats() }
-
-// Close cancels the fetches under way and waits for background refreshes
-// to end. Calling it again does nothing.
-func (c *Cache) Close() { c.cache.Close() }
 
 // Lookup returns what o's tdmrep.json says. A fresh cached result is
 // returned at once, an expired one that has a file (or none, 4xx) too
@@ -183,7 +143,3 @@ func (c *Cache) Lookup(ctx context.Context, o origin.Origin) (*Result, error) {
 	}
 	return res, nil
 }
-
-// Refetch fetches o's tdmrep.json now, whatever the cache and the shared
-// store hold (an operator's refresh), caches the result and shares it.
-func (c *Cache) Refetch(o origin.Origin) *Result { return c.cache.Refetch(o) }

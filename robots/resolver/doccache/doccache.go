@@ -16,6 +16,7 @@
 package doccache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -91,33 +92,45 @@ type Kind[K comparable, T, R any] struct {
 	// that keeps serving while it is refreshed (tdmrep.json); otherwise
 	// only a document does.
 	AbsenceIsAnswer bool
+	// Size is what a document keeps on the heap, for the byte bound
+	// (nil gives 0).
+	Size func(*T) int64
 	// Result makes the result callers read of what was fetched at loc;
-	// Fetched gives back what Result was made of. Size is what a result
-	// keeps on the heap, for the byte bound.
+	// Fetched gives back what Result was made of.
 	Result  func(loc Location, f Fetched[T]) R
 	Fetched func(R) Fetched[T]
-	Size    func(R) int64
-}
-
-// Config configures a Cache.
-type Config[K comparable, T, R any] struct {
-	Kind Kind[K, T, R]
-	// Resolver fetches the documents (FetchFile) and gives their
-	// freshness (Freshness, RetryDelay). Required.
-	Resolver *resolver.Resolver
-	// Entries and Bytes bound the cache (sizedlru.New); both required.
+	// Entries and Bytes are the default bounds of the cache
+	// (Config.CacheEntries, Config.CacheBytes).
 	Entries int
 	Bytes   int64
+}
+
+// Config configures a Cache of results R (tdmcache.Config and
+// rslcache.Config are this).
+type Config[R any] struct {
+	// Resolver fetches the documents (FetchFile) and gives their
+	// freshness (Freshness, RetryDelay): robots.txt's client and rules.
+	// Required.
+	Resolver *resolver.Resolver
+	// CacheEntries is how many documents the cache holds; CacheBytes
+	// bounds the memory the cached results keep, as their parsed
+	// documents measure it (Kind.Size). Default: the Kind's (Kind.Entries,
+	// Kind.Bytes).
+	CacheEntries int
+	CacheBytes   int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// OnAnswer, when set, is called after every fetch and every record
-	// read from Store with what it received, and every document keeps the
-	// SHA-256 of its body. It runs on the fetch's goroutine: it must not
-	// block.
+	// OnAnswer, when set, is called after every fetch, and every record
+	// read from Store, with what it received (an archive's record), and
+	// every document keeps the SHA-256 of its body (its SHA256). It runs
+	// on the fetch's goroutine: it must not block.
 	OnAnswer func(Answer[R])
-	// Store, when set, shares documents (and 4xx answers) between
-	// instances, one record per Location.StoreKey, until they expire.
-	// Failures are not shared. A failing store only means a fetch.
+	// Store, when set, shares fetched documents between instances (a
+	// fleet), as the robots.txt resolver's Store does, one record per
+	// Location.StoreKey: a cold key is looked up there before it is
+	// fetched, and a document (or a 4xx) fetched is saved there until it
+	// expires. Failures are not shared: each instance retries on its own
+	// schedule. A failing store only means a fetch.
 	Store resolver.Store
 }
 
@@ -158,6 +171,7 @@ type Stats struct {
 // reads of it at every request.
 type entry[R any] struct {
 	res        R
+	size       int64 // what it keeps on the heap, for the byte bound
 	expires    time.Time
 	usable     bool        // it may keep serving while it is refreshed
 	refreshing atomic.Bool // a background refresh is under way
@@ -166,7 +180,8 @@ type entry[R any] struct {
 // Cache keeps documents of one Kind. It is safe for concurrent use. Close
 // stops background refreshes.
 type Cache[K comparable, T, R any] struct {
-	cfg    Config[K, T, R]
+	kind   Kind[K, T, R]
+	cfg    Config[R]
 	cache  *sizedlru.Cache[K, *entry[R]]
 	flight resolver.Flight[R]
 
@@ -177,20 +192,22 @@ type Cache[K comparable, T, R any] struct {
 	hits, misses atomic.Uint64
 }
 
-// New returns a Cache for cfg.
-func New[K comparable, T, R any](cfg Config[K, T, R]) (*Cache[K, T, R], error) {
+// New returns a Cache of kind's documents for cfg.
+func New[K comparable, T, R any](kind Kind[K, T, R], cfg Config[R]) (*Cache[K, T, R], error) {
 	if cfg.Resolver == nil {
 		return nil, errors.New("no resolver")
 	}
+	cfg.CacheEntries = cmp.Or(cfg.CacheEntries, kind.Entries)
+	cfg.CacheBytes = cmp.Or(cfg.CacheBytes, kind.Bytes)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cache, err := sizedlru.New[K, *entry[R]](cfg.Entries, cfg.Bytes)
+	cache, err := sizedlru.New[K, *entry[R]](cfg.CacheEntries, cfg.CacheBytes)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Cache[K, T, R]{cfg: cfg, cache: cache, ctx: ctx, cancel: cancel}, nil
+	return &Cache[K, T, R]{kind: kind, cfg: cfg, cache: cache, ctx: ctx, cancel: cancel}, nil
 }
 
 // Stats returns the current counters.
@@ -233,7 +250,7 @@ func (c *Cache[K, T, R]) Lookup(ctx context.Context, key K) (R, error) {
 		}
 		if e.usable {
 			c.hits.Add(1)
-			loc := c.cfg.Kind.Locate(key)
+			loc := c.kind.Locate(key)
 			c.flight.Refresh(&e.refreshing, loc.URL, func() R { return c.refresh(key, loc) })
 			return e.res, nil
 		}
@@ -245,7 +262,7 @@ func (c *Cache[K, T, R]) Lookup(ctx context.Context, key K) (R, error) {
 		return zero, err
 	}
 	defer release()
-	loc := c.cfg.Kind.Locate(key)
+	loc := c.kind.Locate(key)
 	return c.flight.Wait(ctx, loc.URL, func() R { return c.refresh(key, loc) })
 }
 
@@ -261,10 +278,10 @@ func (c *Cache[K, T, R]) refresh(key K, loc Location) R {
 		// Freshness without max-age is the resolver's robots.max_ttl, the
 		// longest freshness a stored document may have.
 		maxTTL := c.cfg.Resolver.Freshness(-1)
-		if rec, ok := resolver.LoadRecord(c.ctx, c.cfg.Store, loc.StoreKey, c.cfg.Now(), maxTTL, c.cfg.Kind.What); ok {
+		if rec, ok := resolver.LoadRecord(c.ctx, c.cfg.Store, loc.StoreKey, c.cfg.Now(), maxTTL, c.kind.What); ok {
 			return c.fromRecord(key, loc, rec)
 		}
-		rec, found, unlock := resolver.FetchOnce(c.ctx, c.cfg.Store, loc.StoreKey, c.cfg.Now, c.cfg.Resolver.FetchTimeout()+time.Second, maxTTL, c.cfg.Kind.What)
+		rec, found, unlock := resolver.FetchOnce(c.ctx, c.cfg.Store, loc.StoreKey, c.cfg.Now, c.cfg.Resolver.FetchTimeout()+time.Second, maxTTL, c.kind.What)
 		if found {
 			return c.fromRecord(key, loc, rec)
 		}
@@ -278,23 +295,23 @@ func (c *Cache[K, T, R]) refresh(key K, loc Location) R {
 // it.
 func (c *Cache[K, T, R]) Refetch(key K) R {
 	prev, _ := c.cache.Peek(key)
-	return c.fetch(key, c.cfg.Kind.Locate(key), prev)
+	return c.fetch(key, c.kind.Locate(key), prev)
 }
 
 // fetch fetches the document, caches and shares the result and tells
 // OnAnswer.
 func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[R]) R {
-	a := c.cfg.Resolver.FetchFile(c.ctx, loc.Origin, loc.Target, c.cfg.Kind.Accept)
+	a := c.cfg.Resolver.FetchFile(c.ctx, loc.Origin, loc.Target, c.kind.Accept)
 	now := c.cfg.Now()
 	f := c.verdict(prev, &a, now)
 	e := c.entry(loc, f)
-	c.cache.Add(key, e, c.size(e))
+	c.cache.Add(key, e, e.size)
 	if c.cfg.Store != nil && !f.Stale && (f.Status == resolver.OK || f.Status == resolver.Unavailable) {
 		rec := resolver.Record{Status: f.Status, HTTPStatus: f.HTTPStatus, URL: f.FinalURL, FetchedAt: f.FetchedAt, Expires: f.Expires}
 		if f.Status == resolver.OK {
 			rec.Body = a.Body
 		}
-		resolver.SaveRecord(c.ctx, c.cfg.Store, loc.StoreKey, rec, c.cfg.Kind.What)
+		resolver.SaveRecord(c.ctx, c.cfg.Store, loc.StoreKey, rec, c.kind.What)
 	}
 	if c.cfg.OnAnswer != nil {
 		ans := Answer[R]{Result: e.res, Time: now, Origin: loc.Origin, FetchedURL: loc.URL, FinalURL: a.URL,
@@ -314,7 +331,7 @@ func (c *Cache[K, T, R]) verdict(prev *entry[R], a *resolver.FileAnswer, now tim
 	f := Fetched[T]{Status: a.Status, HTTPStatus: a.HTTPStatus, FinalURL: a.URL, FetchedAt: now, Err: a.Err}
 	switch a.Status {
 	case resolver.OK:
-		f.Doc, f.Err = c.cfg.Kind.Parse(a.Body, a.Truncated)
+		f.Doc, f.Err = c.kind.Parse(a.Body, a.Truncated)
 		if c.cfg.OnAnswer != nil {
 			f.SHA256 = archive.Sum(a.Body)
 		}
@@ -324,7 +341,7 @@ func (c *Cache[K, T, R]) verdict(prev *entry[R], a *resolver.FileAnswer, now tim
 	default:
 		var p Fetched[T]
 		if prev != nil {
-			p = c.cfg.Kind.Fetched(prev.res)
+			p = c.kind.Fetched(prev.res)
 		}
 		f.Failures = p.Failures + 1
 		f.Expires = now.Add(r.RetryDelay(f.Failures, a.RetryAfter))
@@ -342,7 +359,7 @@ func (c *Cache[K, T, R]) verdict(prev *entry[R], a *resolver.FileAnswer, now tim
 func (c *Cache[K, T, R]) fromRecord(key K, loc Location, rec resolver.Record) R {
 	f := Fetched[T]{Status: rec.Status, HTTPStatus: rec.HTTPStatus, FinalURL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
 	if rec.Status == resolver.OK {
-		f.Doc, f.Err = c.cfg.Kind.Parse(rec.Body, rec.Truncated)
+		f.Doc, f.Err = c.kind.Parse(rec.Body, rec.Truncated)
 		if c.cfg.OnAnswer != nil {
 			f.SHA256 = archive.Sum(rec.Body)
 		}
@@ -352,17 +369,18 @@ func (c *Cache[K, T, R]) fromRecord(key K, loc Location, rec resolver.Record) R 
 		c.cfg.OnAnswer(Answer[R]{Result: e.res, Time: rec.FetchedAt, Origin: loc.Origin, FetchedURL: loc.URL, FinalURL: rec.URL,
 			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Truncated: rec.Truncated, Shared: true})
 	}
-	c.cache.Add(key, e, c.size(e))
+	c.cache.Add(key, e, e.size)
 	return e.res
 }
 
-// entry makes the entry to cache for f.
+// entry makes the entry to cache for f, fetched at loc.
 func (c *Cache[K, T, R]) entry(loc Location, f Fetched[T]) *entry[R] {
-	usable := f.Doc != nil || c.cfg.Kind.AbsenceIsAnswer && f.Status == resolver.Unavailable
-	return &entry[R]{res: c.cfg.Kind.Result(loc, f), expires: f.Expires, usable: usable}
-}
-
-// size is what e keeps on the heap, for the byte bound.
-func (c *Cache[K, T, R]) size(e *entry[R]) int64 {
-	return int64(unsafe.Sizeof(*e)) + c.cfg.Kind.Size(e.res)
+	e := &entry[R]{res: c.kind.Result(loc, f), expires: f.Expires}
+	e.usable = f.Doc != nil || c.kind.AbsenceIsAnswer && f.Status == resolver.Unavailable
+	// The result holds what f and loc hold: f's size stands for its own.
+	e.size = int64(unsafe.Sizeof(*e)+unsafe.Sizeof(f)) + int64(len(loc.URL)+len(f.FinalURL)+len(f.SHA256)) + c.kind.Size(f.Doc)
+	if f.Err != nil {
+		e.size += int64(len(f.Err.Error()))
+	}
+	return e
 }
