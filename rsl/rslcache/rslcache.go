@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"time"
 
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -45,28 +44,20 @@ type Result struct {
 	// URL is the document's URL as named (absolute); FinalURL where it
 	// was read, after redirects.
 	URL, FinalURL string
-	// Doc is the parsed document; nil when there is none (Unknown).
+	// Doc is the parsed document, possibly an earlier copy (Stale); nil
+	// when there is none (Unknown).
 	Doc *rsl.Document
-	// Status is OK (an answer with a body), Unavailable (4xx) or
-	// Unreachable (429, 5xx, network) as robots.txt's answers are classed.
-	Status resolver.Status
-	// HTTPStatus is the status of the answer the result rests on, 0 when
-	// there was none.
-	HTTPStatus int
-	// Stale reports that Doc is an earlier copy, the latest fetch having
-	// failed (Err says how).
-	Stale bool
-	// SHA256 names the body Doc was parsed from, when the cache archives
-	// (Config.OnAnswer); "" otherwise.
-	SHA256 string
-	// FetchedAt is when the result was obtained; Expires when it stops
-	// being fresh (for a failure, the next retry).
-	FetchedAt, Expires time.Time
-	// Failures counts the fetches that failed in a row.
-	Failures int
+	// State says how the result was obtained: Status is OK (an answer
+	// with a body), Unavailable (4xx) or Unreachable (429, 5xx, network);
 	// Err says why there is no document: the fetch's failure, or why the
 	// body is not a document the judge can read (rsl.Parse's error).
-	Err error
+	doccache.State
+}
+
+// newResult is the Result of what was fetched at loc.URL
+// (doccache.Kind.Result).
+func newResult(loc doccache.Location, f doccache.Fetched[rsl.Document]) *Result {
+	return &Result{URL: loc.URL, FinalURL: f.FinalURL, Doc: f.Doc, State: f.State}
 }
 
 // Unknown reports whether the licence cannot be judged: no document
@@ -111,24 +102,17 @@ type cache = doccache.Cache[string, rsl.Document, *Result]
 // key Lookup and Refetch have checked with split), shared under StoreKey,
 // where only a 2xx with a valid document is an answer.
 var kind = doccache.Kind[string, rsl.Document, *Result]{
-	What:   "RSL document",
-	Accept: rsl.MediaType + ", application/xml;q=0.9, */*;q=0.5",
+	What:    "RSL document",
+	Accept:  rsl.MediaType + ", application/xml;q=0.9, */*;q=0.5",
+	Entries: 10000,
+	Bytes:   16 << 20,
 	Locate: func(rawURL string) doccache.Location {
 		o, target, _ := split(rawURL)
 		return doccache.Location{Origin: o, Target: target, URL: rawURL, StoreKey: StoreKey(o, rawURL)}
 	},
-	Parse: parse,
-	Size:  (*rsl.Document).Size,
-	Result: func(loc doccache.Location, f doccache.Fetched[rsl.Document]) *Result {
-		return &Result{URL: loc.URL, FinalURL: f.FinalURL, Doc: f.Doc, Status: f.Status, HTTPStatus: f.HTTPStatus, Stale: f.Stale,
-			SHA256: f.SHA256, FetchedAt: f.FetchedAt, Expires: f.Expires, Failures: f.Failures, Err: f.Err}
-	},
-	Fetched: func(r *Result) doccache.Fetched[rsl.Document] {
-		return doccache.Fetched[rsl.Document]{Doc: r.Doc, Status: r.Status, HTTPStatus: r.HTTPStatus, FinalURL: r.FinalURL, Stale: r.Stale,
-			SHA256: r.SHA256, FetchedAt: r.FetchedAt, Expires: r.Expires, Failures: r.Failures, Err: r.Err}
-	},
-	Entries: 10000,
-	Bytes:   16 << 20,
+	Parse:  parse,
+	Size:   (*rsl.Document).Size,
+	Result: newResult,
 }
 
 // New returns a Cache for cfg.

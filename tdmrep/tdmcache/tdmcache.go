@@ -19,7 +19,6 @@ package tdmcache
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -39,29 +38,20 @@ type Result struct {
 	// File is the parsed file when Status is OK, possibly an earlier copy
 	// kept while the origin is unreachable (Stale); nil otherwise.
 	File *tdmrep.File
-	// Status is OK (a file), Unavailable (4xx: no file, no reservation)
-	// or Unreachable (429, 5xx, network: unknown).
-	Status resolver.Status
-	// HTTPStatus is the status of the answer the result rests on, 0 when
-	// there was none.
-	HTTPStatus int
-	// Stale reports that File is an earlier copy, the latest fetch having
-	// failed (Err says how).
-	Stale bool
 	// Origin is whose file it is; URL where it was read, after redirects.
 	Origin origin.Origin
 	URL    string
-	// SHA256 names the body File was parsed from, when the cache archives
-	// (Config.OnAnswer); "" otherwise.
-	SHA256 string
-	// FetchedAt is when the result was obtained (for a Stale one, the
-	// copy's); Expires when it stops being fresh (for a failure, the next
-	// retry).
-	FetchedAt, Expires time.Time
-	// Failures counts the fetches that failed in a row (0 after a success).
-	Failures int
-	// Err says why the latest fetch failed (Unreachable, Stale), else nil.
-	Err error
+	// State says how the result was obtained: Status is OK (a file),
+	// Unavailable (4xx: no file, no reservation) or Unreachable (429,
+	// 5xx, network: unknown); Err says why the latest fetch failed
+	// (Unreachable, Stale), else nil.
+	doccache.State
+}
+
+// newResult is the Result of what was fetched from loc.Origin
+// (doccache.Kind.Result).
+func newResult(loc doccache.Location, f doccache.Fetched[tdmrep.File]) *Result {
+	return &Result{File: f.Doc, Origin: loc.Origin, URL: f.FinalURL, State: f.State}
 }
 
 // Unknown reports whether nothing is known of the origin's reservations:
@@ -96,8 +86,10 @@ type cache = doccache.Cache[origin.Origin, tdmrep.File, *Result]
 // kind is what tdmrep.json is to doccache: one per origin, at
 // tdmrep.Path, where a 4xx says that there is no file.
 var kind = doccache.Kind[origin.Origin, tdmrep.File, *Result]{
-	What:   "tdmrep.json",
-	Accept: "application/json, */*;q=0.5",
+	What:    "tdmrep.json",
+	Accept:  "application/json, */*;q=0.5",
+	Entries: 100000,
+	Bytes:   64 << 20,
 	Locate: func(o origin.Origin) doccache.Location {
 		return doccache.Location{Origin: o, Target: tdmrep.Path, URL: o.URL(tdmrep.Path), StoreKey: o}
 	},
@@ -108,16 +100,7 @@ var kind = doccache.Kind[origin.Origin, tdmrep.File, *Result]{
 	},
 	Size:            (*tdmrep.File).Size,
 	AbsenceIsAnswer: true,
-	Result: func(loc doccache.Location, f doccache.Fetched[tdmrep.File]) *Result {
-		return &Result{File: f.Doc, Status: f.Status, HTTPStatus: f.HTTPStatus, Stale: f.Stale, Origin: loc.Origin, URL: f.FinalURL,
-			SHA256: f.SHA256, FetchedAt: f.FetchedAt, Expires: f.Expires, Failures: f.Failures, Err: f.Err}
-	},
-	Fetched: func(r *Result) doccache.Fetched[tdmrep.File] {
-		return doccache.Fetched[tdmrep.File]{Doc: r.File, Status: r.Status, HTTPStatus: r.HTTPStatus, FinalURL: r.URL, Stale: r.Stale,
-			SHA256: r.SHA256, FetchedAt: r.FetchedAt, Expires: r.Expires, Failures: r.Failures, Err: r.Err}
-	},
-	Entries: 100000,
-	Bytes:   64 << 20,
+	Result:          newResult,
 }
 
 // New returns a Cache for cfg.

@@ -43,23 +43,30 @@ type Location struct {
 }
 
 // Fetched is what the cache knows of one document, whatever its kind; a
-// Kind turns it into the result its callers read (Kind.Result) and back
-// (Kind.Fetched).
+// Kind turns it into the result its callers read (Kind.Result).
 type Fetched[T any] struct {
 	// Doc is the parsed document, possibly an earlier copy (Stale); nil
 	// when there is none.
 	Doc *T
-	// Status classes the answer the result rests on as robots.txt's are;
-	// HTTPStatus is its status, 0 when there was none.
-	Status     resolver.Status
-	HTTPStatus int
 	// FinalURL is where the document was read, after redirects.
 	FinalURL string
-	// Stale reports that Doc is an earlier copy, the latest fetch having
-	// failed (Err says how).
+	State
+}
+
+// State is what a result says of how it was obtained, whatever its
+// document: the results of tdmcache and rslcache embed it.
+type State struct {
+	// Status classes the answer the result rests on as robots.txt's are
+	// (OK, Unavailable: a 4xx, Unreachable: 429, 5xx, network); what it
+	// means for a document is its cache's to say. HTTPStatus is the
+	// answer's status, 0 when there was none.
+	Status     resolver.Status
+	HTTPStatus int
+	// Stale reports that the document is an earlier copy, the latest
+	// fetch having failed (Err says how).
 	Stale bool
-	// SHA256 names the body Doc was parsed from when the cache archives
-	// (Config.OnAnswer); "" otherwise.
+	// SHA256 names the body the document was parsed from, when the cache
+	// archives (Config.OnAnswer); "" otherwise.
 	SHA256 string
 	// FetchedAt is when the result was obtained (for a Stale one, the
 	// copy's); Expires when it stops being fresh (for a failure, the next
@@ -81,6 +88,10 @@ type Kind[K comparable, T, R any] struct {
 	What string
 	// Accept is the Accept header of the fetches.
 	Accept string
+	// Entries and Bytes are the default bounds of the cache
+	// (Config.CacheEntries, Config.CacheBytes).
+	Entries int
+	Bytes   int64
 	// Locate says where the document key names is. It is called only
 	// for a key a lookup could not answer from the cache.
 	Locate func(key K) Location
@@ -95,14 +106,9 @@ type Kind[K comparable, T, R any] struct {
 	// Size is what a document keeps on the heap, for the byte bound
 	// (nil gives 0).
 	Size func(*T) int64
-	// Result makes the result callers read of what was fetched at loc;
-	// Fetched gives back what Result was made of.
-	Result  func(loc Location, f Fetched[T]) R
-	Fetched func(R) Fetched[T]
-	// Entries and Bytes are the default bounds of the cache
-	// (Config.CacheEntries, Config.CacheBytes).
-	Entries int
-	Bytes   int64
+	// Result makes the result callers read of what was fetched at loc,
+	// once per fetch: lookups share it until the next.
+	Result func(loc Location, f Fetched[T]) R
 }
 
 // Config configures a Cache of results R (tdmcache.Config and
@@ -167,12 +173,12 @@ type Stats struct {
 	Bytes        int64  // the memory the cached results keep, as measured for the byte bound
 }
 
-// entry is what the LRU holds for a key: the result and what a lookup
-// reads of it at every request.
-type entry[R any] struct {
+// entry is what the LRU holds for a key: what was fetched, which the next
+// fetch builds on (Failures, the Stale copy), and the result made of it.
+type entry[T, R any] struct {
+	f          Fetched[T]
 	res        R
-	size       int64 // what it keeps on the heap, for the byte bound
-	expires    time.Time
+	size       int64       // what it keeps on the heap, for the byte bound
 	usable     bool        // it may keep serving while it is refreshed
 	refreshing atomic.Bool // a background refresh is under way
 }
@@ -182,7 +188,7 @@ type entry[R any] struct {
 type Cache[K comparable, T, R any] struct {
 	kind   Kind[K, T, R]
 	cfg    Config[R]
-	cache  *sizedlru.Cache[K, *entry[R]]
+	cache  *sizedlru.Cache[K, *entry[T, R]]
 	flight resolver.Flight[R]
 
 	ctx       context.Context // parent of the fetches, cancelled by Close
@@ -202,7 +208,7 @@ func New[K comparable, T, R any](kind Kind[K, T, R], cfg Config[R]) (*Cache[K, T
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cache, err := sizedlru.New[K, *entry[R]](cfg.CacheEntries, cfg.CacheBytes)
+	cache, err := sizedlru.New[K, *entry[T, R]](cfg.CacheEntries, cfg.CacheBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +250,7 @@ func (c *Cache[K, T, R]) Peek(key K) (R, bool) {
 // the gate gave no place in time.
 func (c *Cache[K, T, R]) Lookup(ctx context.Context, key K) (R, error) {
 	if e, ok := c.cache.Get(key); ok {
-		if c.cfg.Now().Before(e.expires) {
+		if c.cfg.Now().Before(e.f.Expires) {
 			c.hits.Add(1)
 			return e.res, nil
 		}
@@ -271,7 +277,7 @@ func (c *Cache[K, T, R]) Lookup(ctx context.Context, key K) (R, error) {
 // others.
 func (c *Cache[K, T, R]) refresh(key K, loc Location) R {
 	prev, _ := c.cache.Peek(key)
-	if prev != nil && c.cfg.Now().Before(prev.expires) {
+	if prev != nil && c.cfg.Now().Before(prev.f.Expires) {
 		return prev.res // stored by the flight that just ended
 	}
 	if c.cfg.Store != nil {
@@ -300,7 +306,7 @@ func (c *Cache[K, T, R]) Refetch(key K) R {
 
 // fetch fetches the document, caches and shares the result and tells
 // OnAnswer.
-func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[R]) R {
+func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[T, R]) R {
 	a := c.cfg.Resolver.FetchFile(c.ctx, loc.Origin, loc.Target, c.kind.Accept)
 	now := c.cfg.Now()
 	f := c.verdict(prev, &a, now)
@@ -326,9 +332,9 @@ func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[R]) R {
 
 // verdict turns one fetch into what to cache, prev being the entry it
 // replaces (nil for none).
-func (c *Cache[K, T, R]) verdict(prev *entry[R], a *resolver.FileAnswer, now time.Time) Fetched[T] {
+func (c *Cache[K, T, R]) verdict(prev *entry[T, R], a *resolver.FileAnswer, now time.Time) Fetched[T] {
 	r := c.cfg.Resolver
-	f := Fetched[T]{Status: a.Status, HTTPStatus: a.HTTPStatus, FinalURL: a.URL, FetchedAt: now, Err: a.Err}
+	f := Fetched[T]{FinalURL: a.URL, State: State{Status: a.Status, HTTPStatus: a.HTTPStatus, FetchedAt: now, Err: a.Err}}
 	switch a.Status {
 	case resolver.OK:
 		f.Doc, f.Err = c.kind.Parse(a.Body, a.Truncated)
@@ -341,7 +347,7 @@ func (c *Cache[K, T, R]) verdict(prev *entry[R], a *resolver.FileAnswer, now tim
 	default:
 		var p Fetched[T]
 		if prev != nil {
-			p = c.kind.Fetched(prev.res)
+			p = prev.f
 		}
 		f.Failures = p.Failures + 1
 		f.Expires = now.Add(r.RetryDelay(f.Failures, a.RetryAfter))
@@ -357,7 +363,7 @@ func (c *Cache[K, T, R]) verdict(prev *entry[R], a *resolver.FileAnswer, now tim
 
 // fromRecord caches a record another instance stored, telling OnAnswer.
 func (c *Cache[K, T, R]) fromRecord(key K, loc Location, rec resolver.Record) R {
-	f := Fetched[T]{Status: rec.Status, HTTPStatus: rec.HTTPStatus, FinalURL: rec.URL, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
+	f := Fetched[T]{FinalURL: rec.URL, State: State{Status: rec.Status, HTTPStatus: rec.HTTPStatus, FetchedAt: rec.FetchedAt, Expires: rec.Expires}}
 	if rec.Status == resolver.OK {
 		f.Doc, f.Err = c.kind.Parse(rec.Body, rec.Truncated)
 		if c.cfg.OnAnswer != nil {
@@ -374,10 +380,11 @@ func (c *Cache[K, T, R]) fromRecord(key K, loc Location, rec resolver.Record) R 
 }
 
 // entry makes the entry to cache for f, fetched at loc.
-func (c *Cache[K, T, R]) entry(loc Location, f Fetched[T]) *entry[R] {
-	e := &entry[R]{res: c.kind.Result(loc, f), expires: f.Expires}
+func (c *Cache[K, T, R]) entry(loc Location, f Fetched[T]) *entry[T, R] {
+	e := &entry[T, R]{f: f, res: c.kind.Result(loc, f)}
 	e.usable = f.Doc != nil || c.kind.AbsenceIsAnswer && f.Status == resolver.Unavailable
-	// The result holds what f and loc hold: f's size stands for its own.
+	// The result holds what f and loc hold again: f's size stands for
+	// its own.
 	e.size = int64(unsafe.Sizeof(*e)+unsafe.Sizeof(f)) + int64(len(loc.URL)+len(f.FinalURL)+len(f.SHA256)) + c.kind.Size(f.Doc)
 	if f.Err != nil {
 		e.size += int64(len(f.Err.Error()))
