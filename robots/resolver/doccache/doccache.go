@@ -92,8 +92,9 @@ type Kind[K comparable, T, R any] struct {
 	// (Config.CacheEntries, Config.CacheBytes).
 	Entries int
 	Bytes   int64
-	// Locate says where the document key names is. It is called only
-	// for a key a lookup could not answer from the cache.
+	// Locate says where the document key names is. It is called when
+	// the key is to be fetched (cold, expired, Refetch), never for a
+	// fresh hit, so that a hit costs no allocation.
 	Locate func(key K) Location
 	// Parse reads a 2xx body (truncated: it was longer than the fetch
 	// reads): a document, or the error that says why there is none. It
