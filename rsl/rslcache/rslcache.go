@@ -2,15 +2,16 @@
 // one entry per document URL, as tdmcache keeps tdmrep.json. It does not
 // judge: what a licence means for a client is package policy's decision.
 //
-// Documents are fetched with the robots.txt resolver's client and status
-// classes (resolver.Resolver.FetchFile: egress guard — a document on
-// another host than the site that names it must pass it too —, parent
-// proxy, fetch timeout, 500 KiB), cached in an LRU bounded in entries and
-// bytes with robots.txt's freshness (Cache-Control max-age within the
-// minimum and maximum TTL, failures remembered with the same backoff), one
-// fetch per cold URL however many requests wait for it, an expired entry
-// served while one background refresh runs, and an earlier document kept
-// while its server is unreachable.
+// The machinery is doccache's, which tdmcache shares: documents are
+// fetched with the robots.txt resolver's client and status classes
+// (resolver.Resolver.FetchFile: egress guard — a document on another host
+// than the site that names it must pass it too —, parent proxy, fetch
+// timeout, 500 KiB), cached in an LRU bounded in entries and bytes with
+// robots.txt's freshness (Cache-Control max-age within the minimum and
+// maximum TTL, failures remembered with the same backoff), one fetch per
+// cold URL however many requests wait for it, an expired entry served
+// while one background refresh runs, and an earlier document kept while
+// its server is unreachable.
 //
 // What an answer means: 2xx, a document, parsed; anything else (a 4xx,
 // 429, 5xx, a network failure), or a body that is not a valid RSL
@@ -19,53 +20,23 @@
 package rslcache
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
-	"sync"
-	"sync/atomic"
-	"time"
-	"unsafe"
 
-	"github.com/robotsgate/robotsgate/archive"
-	"github.com/robotsgate/robotsgate/internal/sizedlru"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/robots/resolver/doccache"
 	"github.com/robotsgate/robotsgate/rsl"
 )
 
-// accept is the Accept header of the fetches.
-const accept = rsl.MediaType + ", application/xml;q=0.9, */*;q=0.5"
-
-// Config configures a Cache.
-type Config struct {
-	// Resolver fetches the documents (FetchFile) and gives their
-	// freshness (Freshness, RetryDelay): robots.txt's client and rules.
-	// Required.
-	Resolver *resolver.Resolver
-	// CacheEntries is how many documents the cache holds. Default 10000.
-	CacheEntries int
-	// CacheBytes bounds the memory the cached results keep, as their
-	// parsed documents measure it (rsl.Document.Size). Default 16 MiB.
-	CacheBytes int64
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// OnAnswer, when set, is called after every fetch with what it
-	// received (an archive's record), and every document keeps the
-	// SHA-256 of its body (Result.SHA256). It runs on the fetch's
-	// goroutine: it must not block.
-	OnAnswer func(Answer)
-	// Store, when set, shares fetched documents between instances (a
-	// fleet), as tdmcache's Store does, one record per document URL (its
-	// key is derived from the URL's SHA-256: StoreKey). Failures are not
-	// shared.
-	Store resolver.Store
-}
+// Config configures a Cache (doccache.Config): Resolver is required;
+// CacheEntries defaults to 10000 documents, CacheBytes to 16 MiB; Store
+// records are keyed by StoreKey (one record per document URL).
+type Config = doccache.Config[*Result]
 
 // Result is what an RSL document URL gives right now. Results are shared
 // between requests and must not be modified.
@@ -73,39 +44,20 @@ type Result struct {
 	// URL is the document's URL as named (absolute); FinalURL where it
 	// was read, after redirects.
 	URL, FinalURL string
-	// Doc is the parsed document; nil when there is none (Unknown).
+	// Doc is the parsed document, possibly an earlier copy (Stale); nil
+	// when there is none (Unknown).
 	Doc *rsl.Document
-	// Status is OK (an answer with a body), Unavailable (4xx) or
-	// Unreachable (429, 5xx, network) as robots.txt's answers are classed.
-	Status resolver.Status
-	// HTTPStatus is the status of the answer the result rests on, 0 when
-	// there was none.
-	HTTPStatus int
-	// Stale reports that Doc is an earlier copy, the latest fetch having
-	// failed (Err says how).
-	Stale bool
-	// SHA256 names the body Doc was parsed from, when the cache archives
-	// (Config.OnAnswer); "" otherwise.
-	SHA256 string
-	// FetchedAt is when the result was obtained; Expires when it stops
-	// being fresh (for a failure, the next retry).
-	FetchedAt, Expires time.Time
-	// Failures counts the fetches that failed in a row.
-	Failures int
+	// State says how the result was obtained: Status is OK (an answer
+	// with a body), Unavailable (4xx) or Unreachable (429, 5xx, network);
 	// Err says why there is no document: the fetch's failure, or why the
 	// body is not a document the judge can read (rsl.Parse's error).
-	Err error
-
-	refreshing atomic.Bool
+	doccache.State
 }
 
-// size is what r keeps on the heap, for the cache's byte bound.
-func (r *Result) size() int64 {
-	n := int64(unsafe.Sizeof(*r)) + int64(len(r.URL)+len(r.FinalURL)+len(r.SHA256)) + r.Doc.Size()
-	if r.Err != nil {
-		n += int64(len(r.Err.Error()))
-	}
-	return n
+// newResult is the Result of what was fetched at loc.URL
+// (doccache.Kind.Result).
+func newResult(loc doccache.Location, f doccache.Fetched[rsl.Document]) *Result {
+	return &Result{URL: loc.URL, FinalURL: f.FinalURL, Doc: f.Doc, State: f.State}
 }
 
 // Unknown reports whether the licence cannot be judged: no document
@@ -130,80 +82,46 @@ func (r *Result) Cause() string {
 	return "no answer"
 }
 
-// usable reports whether the result may keep serving while it is
-// refreshed in the background.
-func (r *Result) usable() bool { return r.Doc != nil }
+// Answer is what one fetch received, for an archive (Config.OnAnswer):
+// Origin is the document's origin, FetchedURL its URL as named.
+type Answer = doccache.Answer[*Result]
 
-// Answer is what one fetch received, for an archive (Config.OnAnswer).
-type Answer struct {
-	Result *Result
-	// Time is when the answer arrived.
-	Time time.Time
-	// Origin is the document's origin; FetchedURL what was asked for;
-	// FinalURL where the answer came from.
-	Origin               origin.Origin
-	FetchedURL, FinalURL string
-	HTTPStatus           int
-	Header               http.Header
-	// Body is the bytes parsed (2xx), nil otherwise; Truncated: the
-	// answer was longer than the fetch reads.
-	Body      []byte
-	Truncated bool
-	// Shared: the answer came from the shared store.
-	Shared bool
-}
+// Stats are the cache's counters (Entries counts documents).
+type Stats = doccache.Stats
 
-// Cache keeps RSL documents by URL. It is safe for concurrent use. Close
-// stops background refreshes.
-type Cache struct {
-	cfg    Config
-	cache  *sizedlru.Cache[string, *Result]
-	flight resolver.Flight[*Result]
+// Cache keeps RSL documents by URL. It is safe for concurrent use. Its
+// Stats, Close (which stops background refreshes) and Peek are
+// doccache's.
+type Cache struct{ *cache }
 
-	ctx       context.Context
-	cancel    context.CancelFunc
-	closeOnce sync.Once
+// cache is the doccache.Cache that Cache is, by a name that keeps it
+// unexported.
+type cache = doccache.Cache[string, rsl.Document, *Result]
 
-	hits, misses atomic.Uint64
-}
-
-// Stats are the cache's counters.
-type Stats struct {
-	Hits, Misses uint64
-	Entries      int
-	Bytes        int64
-}
-
-// Stats returns the current counters.
-func (c *Cache) Stats() Stats {
-	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.cache.Len(), Bytes: c.cache.Bytes()}
+// kind is what an RSL document is to doccache: one per absolute URL (a
+// key Lookup and Refetch have checked with split), shared under StoreKey,
+// where only a 2xx with a valid document is an answer.
+var kind = doccache.Kind[string, rsl.Document, *Result]{
+	What:    "RSL document",
+	Accept:  rsl.MediaType + ", application/xml;q=0.9, */*;q=0.5",
+	Entries: 10000,
+	Bytes:   16 << 20,
+	Locate: func(rawURL string) doccache.Location {
+		o, target, _ := split(rawURL)
+		return doccache.Location{Origin: o, Target: target, URL: rawURL, StoreKey: StoreKey(o, rawURL)}
+	},
+	Parse:  parse,
+	Size:   (*rsl.Document).Size,
+	Result: newResult,
 }
 
 // New returns a Cache for cfg.
 func New(cfg Config) (*Cache, error) {
-	if cfg.Resolver == nil {
-		return nil, errors.New("rslcache: no resolver")
-	}
-	cfg.CacheEntries = cmp.Or(cfg.CacheEntries, 10000)
-	cfg.CacheBytes = cmp.Or(cfg.CacheBytes, 16<<20)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	cache, err := sizedlru.New[string, *Result](cfg.CacheEntries, cfg.CacheBytes)
+	c, err := doccache.New(kind, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("rslcache: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Cache{cfg: cfg, cache: cache, ctx: ctx, cancel: cancel}, nil
-}
-
-// Close cancels the fetches under way and waits for background refreshes
-// to end.
-func (c *Cache) Close() {
-	c.closeOnce.Do(func() {
-		c.cancel()
-		c.flight.Close()
-	})
+	return &Cache{cache: c}, nil
 }
 
 // ErrNotHTTP is matched by Lookup's error for a URL that is not an
@@ -217,32 +135,24 @@ var ErrNotHTTP = errors.New("not an absolute http(s) URL")
 // (resolver.WithColdGate). The errors are ctx's (with resolver.ErrColdLimit
 // when the gate gave no place in time) and ErrNotHTTP.
 func (c *Cache) Lookup(ctx context.Context, rawURL string) (*Result, error) {
-	o, u, err := split(rawURL)
-	if err != nil {
+	if _, _, err := split(rawURL); err != nil {
 		return nil, err
 	}
-	if res, ok := c.cache.Get(rawURL); ok {
-		if c.cfg.Now().Before(res.Expires) {
-			c.hits.Add(1)
-			return res, nil
-		}
-		if res.usable() {
-			c.hits.Add(1)
-			c.flight.Refresh(&res.refreshing, rawURL, func() *Result { return c.refresh(o, u, rawURL) })
-			return res, nil
-		}
-	}
-	c.misses.Add(1)
-	release, err := resolver.EnterCold(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("RSL document %s: %w", rawURL, err)
-	}
-	defer release()
-	res, err := c.flight.Wait(ctx, rawURL, func() *Result { return c.refresh(o, u, rawURL) })
+	res, err := c.cache.Lookup(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("RSL document %s: %w", rawURL, err)
 	}
 	return res, nil
+}
+
+// Refetch fetches the document at rawURL now, whatever the cache and the
+// shared store hold (an operator's refresh), caches the result and shares
+// it; nil for a URL that is not absolute http(s).
+func (c *Cache) Refetch(rawURL string) *Result {
+	if _, _, err := split(rawURL); err != nil {
+		return nil
+	}
+	return c.cache.Refetch(rawURL)
 }
 
 // split returns the origin and request-target of an absolute http(s) URL.
@@ -267,67 +177,6 @@ func StoreKey(o origin.Origin, rawURL string) origin.Origin {
 	return origin.Origin{Scheme: o.Scheme, Host: hex.EncodeToString(sum[:]) + ".rsl.invalid", Port: o.Port}
 }
 
-// refresh fetches the document and caches the result, detached from any
-// request.
-func (c *Cache) refresh(o origin.Origin, target, rawURL string) *Result {
-	prev, _ := c.cache.Peek(rawURL)
-	if prev != nil && c.cfg.Now().Before(prev.Expires) {
-		return prev
-	}
-	if c.cfg.Store != nil {
-		key := StoreKey(o, rawURL)
-		if rec, ok := resolver.LoadRecord(c.ctx, c.cfg.Store, key, c.cfg.Now(), c.cfg.Resolver.Freshness(-1), "RSL document"); ok {
-			res := c.fromRecord(o, rawURL, rec)
-			c.cache.Add(rawURL, res, res.size())
-			return res
-		}
-		rec, found, unlock := resolver.FetchOnce(c.ctx, c.cfg.Store, key, c.cfg.Now, c.cfg.Resolver.FetchTimeout()+time.Second, c.cfg.Resolver.Freshness(-1), "RSL document")
-		if found {
-			res := c.fromRecord(o, rawURL, rec)
-			c.cache.Add(rawURL, res, res.size())
-			return res
-		}
-		defer unlock()
-	}
-	return c.fetch(o, target, rawURL, prev)
-}
-
-// Refetch fetches the document at rawURL now, whatever the cache and the
-// shared store hold (an operator's refresh), caches the result and shares
-// it; nil for a URL that is not absolute http(s).
-func (c *Cache) Refetch(rawURL string) *Result {
-	o, target, err := split(rawURL)
-	if err != nil {
-		return nil
-	}
-	prev, _ := c.cache.Peek(rawURL)
-	return c.fetch(o, target, rawURL, prev)
-}
-
-// fetch fetches the document, caches and shares the result and tells
-// OnAnswer.
-func (c *Cache) fetch(o origin.Origin, target, rawURL string, prev *Result) *Result {
-	a := c.cfg.Resolver.FetchFile(c.ctx, o, target, accept)
-	now := c.cfg.Now()
-	res := c.verdict(rawURL, prev, &a, now)
-	c.cache.Add(rawURL, res, res.size())
-	if c.cfg.Store != nil && !res.Stale && (res.Status == resolver.OK || res.Status == resolver.Unavailable) {
-		rec := resolver.Record{Status: res.Status, HTTPStatus: res.HTTPStatus, URL: res.FinalURL, FetchedAt: res.FetchedAt, Expires: res.Expires}
-		if res.Status == resolver.OK {
-			rec.Body = a.Body
-		}
-		resolver.SaveRecord(c.ctx, c.cfg.Store, StoreKey(o, rawURL), rec, "RSL document")
-	}
-	if c.cfg.OnAnswer != nil {
-		ans := Answer{Result: res, Time: now, Origin: o, FetchedURL: rawURL, FinalURL: a.URL, HTTPStatus: a.HTTPStatus, Header: a.Header, Truncated: a.Truncated}
-		if a.Status == resolver.OK {
-			ans.Body = a.Body
-		}
-		c.cfg.OnAnswer(ans)
-	}
-	return res
-}
-
 // parse reads a fetched body: a document, or why it is not one (a body
 // cut at the fetch's bound is not judged as if it were whole).
 func parse(body []byte, truncated bool) (*rsl.Document, error) {
@@ -335,49 +184,4 @@ func parse(body []byte, truncated bool) (*rsl.Document, error) {
 		return nil, rsl.ErrTooLarge
 	}
 	return rsl.Parse(body)
-}
-
-// verdict turns one fetch into the Result to cache.
-func (c *Cache) verdict(rawURL string, prev *Result, a *resolver.FileAnswer, now time.Time) *Result {
-	r := c.cfg.Resolver
-	res := &Result{URL: rawURL, FinalURL: a.URL, Status: a.Status, HTTPStatus: a.HTTPStatus, FetchedAt: now, Err: a.Err}
-	switch a.Status {
-	case resolver.OK:
-		res.Doc, res.Err = parse(a.Body, a.Truncated)
-		if c.cfg.OnAnswer != nil {
-			res.SHA256 = archive.Sum(a.Body)
-		}
-		res.Expires = now.Add(r.Freshness(a.MaxAge))
-	case resolver.Unavailable:
-		res.Expires = now.Add(r.Freshness(a.MaxAge))
-	default:
-		res.Failures = 1
-		if prev != nil {
-			res.Failures = prev.Failures + 1
-		}
-		res.Expires = now.Add(r.RetryDelay(res.Failures, a.RetryAfter))
-		if prev != nil && prev.Doc != nil {
-			// As for robots.txt (RFC 9309 §2.4): while unreachable, the
-			// earlier copy stands.
-			res.Doc, res.Stale, res.Status, res.HTTPStatus = prev.Doc, true, resolver.OK, prev.HTTPStatus
-			res.FinalURL, res.SHA256, res.FetchedAt = prev.FinalURL, prev.SHA256, prev.FetchedAt
-		}
-	}
-	return res
-}
-
-// fromRecord turns a record another instance stored into a Result.
-func (c *Cache) fromRecord(o origin.Origin, rawURL string, rec resolver.Record) *Result {
-	res := &Result{URL: rawURL, FinalURL: rec.URL, Status: rec.Status, HTTPStatus: rec.HTTPStatus, FetchedAt: rec.FetchedAt, Expires: rec.Expires}
-	if rec.Status == resolver.OK {
-		res.Doc, res.Err = parse(rec.Body, rec.Truncated)
-		if c.cfg.OnAnswer != nil {
-			res.SHA256 = archive.Sum(rec.Body)
-		}
-	}
-	if c.cfg.OnAnswer != nil {
-		c.cfg.OnAnswer(Answer{Result: res, Time: rec.FetchedAt, Origin: o, FetchedURL: rawURL, FinalURL: rec.URL,
-			HTTPStatus: rec.HTTPStatus, Body: rec.Body, Truncated: rec.Truncated, Shared: true})
-	}
-	return res
 }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/internal/testorigin"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
@@ -55,33 +54,19 @@ func body(s string) func(w http.ResponseWriter) {
 func startServer(t *testing.T, answer func(w http.ResponseWriter)) *testServer {
 	t.Helper()
 	s := &testServer{answer: answer, hits: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = testorigin.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hits[r.URL.RequestURI()]++
 		answer := s.answer
 		s.mu.Unlock()
 		answer(w)
 	}))
-	s.Server.Listener.Close()
-	s.Server.Listener = ln
-	s.Start()
-	t.Cleanup(s.Close)
 	return s
 }
 
 func newCache(t *testing.T, cfg Config) *Cache {
 	t.Helper()
-	guard := &egress.Guard{BlockPrivate: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
-	r, err := resolver.New(resolver.Config{DialContext: guard.DialContext, FetchTimeout: 2 * time.Second, Now: cfg.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	cfg.Resolver = r
+	cfg.Resolver = testorigin.Resolver(t, resolver.Config{Now: cfg.Now})
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -146,49 +131,6 @@ func TestNotHTTP(t *testing.T) {
 		if _, err := c.Lookup(context.Background(), u); !errors.Is(err, ErrNotHTTP) {
 			t.Errorf("%q: %v", u, err)
 		}
-	}
-}
-
-// TestEachURLIsFetchedOnce: concurrent lookups of one URL share one fetch,
-// later ones are answered from the cache, and another URL on the same
-// server is a document of its own; OnAnswer sees each fetch with its
-// body's SHA-256.
-func TestEachURLIsFetchedOnce(t *testing.T) {
-	release := make(chan struct{})
-	s := startServer(t, func(w http.ResponseWriter) {
-		<-release
-		fmt.Fprint(w, licence)
-	})
-	var answers atomic.Int64
-	c := newCache(t, Config{OnAnswer: func(a Answer) {
-		if a.Result.SHA256 == "" || len(a.Body) != len(licence) {
-			t.Errorf("answer %+v", a)
-		}
-		answers.Add(1)
-	}})
-	var wg sync.WaitGroup
-	results := make([]*Result, 10)
-	for i := range results {
-		wg.Go(func() { results[i], _ = c.Lookup(context.Background(), s.URL+"/a.xml") })
-	}
-	for c.Stats().Misses < uint64(len(results)) {
-		time.Sleep(time.Millisecond) // until every lookup waits for the fetch
-	}
-	close(release)
-	wg.Wait()
-	for _, r := range results {
-		if r != results[0] || r.Unknown() {
-			t.Fatalf("results differ or unknown: %+v", r)
-		}
-	}
-	if _, err := c.Lookup(context.Background(), s.URL+"/a.xml"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Lookup(context.Background(), s.URL+"/b.xml"); err != nil {
-		t.Fatal(err)
-	}
-	if s.hitsOf("/a.xml") != 1 || s.hitsOf("/b.xml") != 1 || answers.Load() != 2 {
-		t.Fatalf("hits %v, answers %d", s.hits, answers.Load())
 	}
 }
 

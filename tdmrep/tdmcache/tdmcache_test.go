@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/internal/testclock"
+	"github.com/robotsgate/robotsgate/internal/testorigin"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/tdmrep"
@@ -57,11 +56,7 @@ func body(s string, header ...string) func(w http.ResponseWriter) {
 func startOrigin(t *testing.T, answer func(w http.ResponseWriter)) *testOrigin {
 	t.Helper()
 	o := &testOrigin{answer: answer}
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o.Server = testorigin.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != tdmrep.Path {
 			http.NotFound(w, r)
 			return
@@ -72,10 +67,7 @@ func startOrigin(t *testing.T, answer func(w http.ResponseWriter)) *testOrigin {
 		o.mu.Unlock()
 		answer(w)
 	}))
-	o.Server.Listener.Close()
-	o.Server.Listener = ln
-	o.Start()
-	t.Cleanup(o.Close)
+	var err error
 	if o.origin, err = origin.Parse(o.URL); err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +76,8 @@ func startOrigin(t *testing.T, answer func(w http.ResponseWriter)) *testOrigin {
 
 func newCache(t *testing.T, cfg Config, rc resolver.Config) *Cache {
 	t.Helper()
-	guard := &egress.Guard{BlockPrivate: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
-	rc.DialContext, rc.FetchTimeout, rc.Now = guard.DialContext, 2*time.Second, cfg.Now
-	r, err := resolver.New(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	cfg.Resolver = r
+	rc.Now = cfg.Now
+	cfg.Resolver = testorigin.Resolver(t, rc)
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -150,39 +136,6 @@ func TestNetworkFailureIsUnknown(t *testing.T) {
 	var denied *egress.DeniedError
 	if !res.Unknown() || !errors.As(res.Err, &denied) || res.Cause() != egress.CauseDenied {
 		t.Errorf("unknown %v err %v cause %q", res.Unknown(), res.Err, res.Cause())
-	}
-}
-
-// TestColdOriginIsFetchedOnce: concurrent lookups of a cold origin share
-// one fetch, and later ones are answered from the cache.
-func TestColdOriginIsFetchedOnce(t *testing.T) {
-	release := make(chan struct{})
-	o := startOrigin(t, func(w http.ResponseWriter) {
-		<-release
-		fmt.Fprint(w, reserveAll)
-	})
-	c := newCache(t, Config{}, resolver.Config{})
-	var wg sync.WaitGroup
-	results := make([]*Result, 20)
-	for i := range results {
-		wg.Go(func() { results[i], _ = c.Lookup(context.Background(), o.origin) })
-	}
-	for c.Stats().Misses < uint64(len(results)) {
-		time.Sleep(time.Millisecond) // until every lookup waits for the fetch
-	}
-	close(release)
-	wg.Wait()
-	for _, r := range results {
-		if r != results[0] || !r.Match("/").Reserved() {
-			t.Fatalf("results differ or not reserved: %+v", r)
-		}
-	}
-	lookup(t, c, o.origin)
-	if n := o.hits.Load(); n != 1 {
-		t.Errorf("%d fetches, want 1", n)
-	}
-	if s := c.Stats(); s.Hits != 1 || s.Entries != 1 {
-		t.Errorf("stats %+v", s)
 	}
 }
 
@@ -279,83 +232,5 @@ func TestOnAnswer(t *testing.T) {
 	}
 	if res.SHA256 == "" || len(res.SHA256) != 64 {
 		t.Errorf("SHA256 %q", res.SHA256)
-	}
-}
-
-// TestCallerGivingUp: a caller's cancelled context ends its wait, not the
-// fetch, whose result the next caller gets.
-func TestCallerGivingUp(t *testing.T) {
-	release := make(chan struct{})
-	o := startOrigin(t, func(w http.ResponseWriter) {
-		<-release
-		fmt.Fprint(w, reserveAll)
-	})
-	c := newCache(t, Config{}, resolver.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() {
-		_, err := c.Lookup(ctx, o.origin)
-		done <- err
-	}()
-	for c.Stats().Misses == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("err %v", err)
-	}
-	close(release)
-	if res := lookup(t, c, o.origin); !res.Match("/").Reserved() || o.hits.Load() != 1 {
-		t.Errorf("after the wait: %+v, %d fetches", res, o.hits.Load())
-	}
-}
-
-// mapStore is a resolver.Store in a map, as Redis keeps it for a fleet.
-type mapStore struct {
-	mu   sync.Mutex
-	recs map[origin.Origin]resolver.Record
-}
-
-func (s *mapStore) Load(_ context.Context, o origin.Origin) (resolver.Record, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, ok := s.recs[o]
-	return rec, ok, nil
-}
-
-func (s *mapStore) Save(_ context.Context, o origin.Origin, rec resolver.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.recs[o] = rec
-	return nil
-}
-
-// TestStoreSharesFilesNotFailures: a file one cache fetched serves another
-// cache on the same store without a fetch (announced as Shared); an
-// unreachable file is not shared, each cache asks the origin itself.
-func TestStoreSharesFilesNotFailures(t *testing.T) {
-	store := &mapStore{recs: map[origin.Origin]resolver.Record{}}
-	var shared atomic.Int64
-	onAnswer := func(a Answer) {
-		if a.Shared {
-			shared.Add(1)
-		}
-	}
-	a := newCache(t, Config{Store: store, OnAnswer: onAnswer}, resolver.Config{})
-	b := newCache(t, Config{Store: store, OnAnswer: onAnswer}, resolver.Config{})
-
-	o := startOrigin(t, body(reserveAll))
-	if res := lookup(t, a, o.origin); !res.Match("/x").Reserved() {
-		t.Fatalf("first cache: %+v", res)
-	}
-	res := lookup(t, b, o.origin)
-	if !res.Match("/x").Reserved() || res.SHA256 == "" || o.hits.Load() != 1 || shared.Load() != 1 {
-		t.Errorf("second cache: reserved %t, sha256 %q; the origin asked %d times (want 1), %d shared answers (want 1)",
-			res.Match("/x").Reserved(), res.SHA256, o.hits.Load(), shared.Load())
-	}
-
-	down := startOrigin(t, status(503))
-	if !lookup(t, a, down.origin).Unknown() || !lookup(t, b, down.origin).Unknown() || down.hits.Load() != 2 {
-		t.Errorf("an unreachable file: asked %d times by two caches, want 2 (failures are not shared)", down.hits.Load())
 	}
 }
