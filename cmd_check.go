@@ -139,14 +139,19 @@ func verdictOf(x *proxy.Explained) (verdict, why string, code int) {
 	}
 	why = describe(d)
 	if p := x.Pause; p != nil {
-		why = strings.TrimSuffix(why, ")") + "; " + describePause(p, x.MaxWait) + ")"
+		why = strings.TrimSuffix(why, ")") + "; " + describePause(p, x.AwaitingProbe, x.MaxWait) + ")"
 	}
 	return strings.ToUpper(d.Verdict.String()), why, code
 }
 
-// describePause says that the origin is paused, why, and what a request
+// describePause says that the origin is paused (or its pause is over and
+// its first request after it unanswered: probe), why, and what a request
 // gets meanwhile.
-func describePause(p *pacing.Pause, maxWait time.Duration) string {
+func describePause(p *pacing.Pause, probe bool, maxWait time.Duration) string {
+	if probe {
+		return fmt.Sprintf("origin paused until %s: %s; the pause is over: a request now waits for the answer to the first one sent after it, or is that one",
+			p.Until.UTC().Format("15:04:05Z"), p.Cause())
+	}
 	left := time.Until(p.Until).Round(time.Second)
 	what := "a request now waits " + left.String()
 	if left > maxWait {

@@ -108,6 +108,10 @@ type BackoffInfo struct {
 	// Refuses is true when the pause lasts beyond pacing.max_wait: a
 	// request now is refused (origin-backoff), else held.
 	Refuses bool `json:"refuses"`
+	// AwaitingProbe is true when the pause is over and a request now waits
+	// for the answer to the first request sent after it (the probe), within
+	// pacing.max_wait, or is that request.
+	AwaitingProbe bool `json:"awaiting_probe,omitempty"`
 }
 
 // emptySignals is written as [] rather than null.

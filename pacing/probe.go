@@ -110,6 +110,24 @@ func (g *Governor) Holds(origin string) bool {
 	return e.unsettled || e.p.Active(g.now())
 }
 
+// AwaitsProbe returns origin's last pause when it is over but no probe's
+// answer has settled the origin yet: a request now is held for that answer
+// (or goes as the probe, when none is in flight). False while the pause
+// is in force (Paused) and once settled.
+func (g *Governor) AwaitsProbe(origin string) (Pause, bool) {
+	if g == nil || g.active.Load() == 0 {
+		return Pause{}, false
+	}
+	v, ok := g.pauses.Load(origin)
+	if !ok {
+		return Pause{}, false
+	}
+	e := v.(*pauseEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.p, e.unsettled && !e.p.Active(g.now())
+}
+
 // probeRetry is the Retry-After of a request refused because its
 // origin's probe was not answered within its wait: soon, the answer is
 // due.

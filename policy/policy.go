@@ -441,16 +441,20 @@ func (e *Engine) holds(pauseKey string) bool {
 }
 
 // PauseOf returns the pause that would hold a request judged like d now
-// (for /explain and check), nil when none.
-func (e *Engine) PauseOf(d *Decision) *pacing.Pause {
+// (for /explain and check), nil when none; probe reports that the pause is
+// over and requests wait for the answer to the first one sent after it.
+func (e *Engine) PauseOf(d *Decision) (pause *pacing.Pause, probe bool) {
 	key := e.pauseKey(d)
 	if key == "" {
-		return nil
+		return nil, false
 	}
 	if p, ok := e.cfg.Governor.Paused(key); ok {
-		return &p
+		return &p, false
 	}
-	return nil
+	if p, ok := e.cfg.Governor.AwaitsProbe(key); ok {
+		return &p, true
+	}
+	return nil, false
 }
 
 // ObserveAnswer takes the origin's answer to a request of d's origin into

@@ -140,7 +140,7 @@ func fillPacing(e *admin.Explanation, x *Explained, now time.Time) {
 	if p := x.Pause; p != nil {
 		left := max(p.Until.Sub(now), 0)
 		e.Backoff = &admin.BackoffInfo{Cause: p.Cause(), Status: p.Status, Until: p.Until.UTC(), Remaining: left.Seconds(),
-			Refuses: left > x.MaxWait}
+			Refuses: left > x.MaxWait, AwaitingProbe: x.AwaitingProbe}
 	}
 	for _, w := range d.Visits {
 		e.VisitTimes = append(e.VisitTimes, w.String())

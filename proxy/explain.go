@@ -31,8 +31,12 @@ type Explained struct {
 	// Pause is the origin's pause in force, which would hold (or refuse,
 	// beyond MaxWait) a request judged alike now; nil when none. With
 	// Fetch it is the one that held or refused the fetch (Decision.Pause).
-	Pause   *pacing.Pause
-	MaxWait time.Duration
+	Pause *pacing.Pause
+	// AwaitingProbe reports that Pause is over and a request judged alike
+	// now waits for the answer to the first one sent after it (or is that
+	// one).
+	AwaitingProbe bool
+	MaxWait       time.Duration
 	// ResponseTime is the origin's recent response time, which adaptive
 	// pacing multiplies (Decision.Adaptive); 0 when none is known.
 	ResponseTime time.Duration
@@ -113,7 +117,7 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	switch {
 	case !fetch:
 		e.NextSlot, _ = st.engine.NextSlot(ctx, d)
-		e.Pause = st.engine.PauseOf(d)
+		e.Pause, e.AwaitingProbe = st.engine.PauseOf(d)
 	case d.Verdict != policy.Allow:
 		e.FetchErr = fmt.Errorf("the response was not fetched: the request would be refused (%s)", d.Verdict)
 	default:

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/config"
 )
 
@@ -238,5 +241,36 @@ func TestBackoffSendsOneProbeAfterAPause(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// /explain says what holds a request after a pause: the pause while it
+// lasts, then, the pause over, the wait for the answer to the first request
+// sent after it (awaiting_probe); once that request is answered, nothing.
+func TestExplainSaysRequestsAwaitTheProbe(t *testing.T) {
+	o, _, _ := startProbedOrigin(t, []int{http.StatusTooManyRequests})
+	p := startProxy(t, testConfig(t, nil))
+	adminURL := startAdmin(t, p)
+	c := p.client()
+	if resp, _ := get(t, c, o.URL+"/first"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	explain := func() *admin.BackoffInfo {
+		_, body := adminGet(t, adminURL, "/explain?url="+url.QueryEscape(o.URL+"/next"))
+		var e admin.Explanation
+		if err := json.Unmarshal([]byte(body), &e); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		return e.Backoff
+	}
+	if b := explain(); b == nil || b.AwaitingProbe {
+		t.Fatalf("during the pause: backoff %+v, want the pause, not awaiting its probe", b)
+	}
+	waitFor(t, "the pause to end, its probe awaited", func() bool { b := explain(); return b != nil && b.AwaitingProbe })
+	if resp, _ := get(t, c, o.URL+"/next"); resp.StatusCode != http.StatusOK { // the probe
+		t.Fatalf("the probe: %d", resp.StatusCode)
+	}
+	if b := explain(); b != nil {
+		t.Errorf("after the probe's answer: backoff %+v, want none", b)
 	}
 }
