@@ -306,6 +306,9 @@ func printSignals(w io.Writer, signals []audit.UsageSignal, fetchErr error, fetc
 			refuses += " (RSL licence " + sig.License
 			if sig.Server != "" {
 				refuses += ", licence server " + sig.Server
+				if len(sig.LicenseFor) > 0 {
+					refuses += " needed for " + strings.Join(sig.LicenseFor, ", ")
+				}
 			}
 			refuses += ")"
 		}

@@ -52,4 +52,8 @@ type UsageSignal struct {
 	// client's, in that order; empty when it refuses none (a consent,
 	// tdm-reservation 0, a scope naming another agent).
 	Refuses []string `json:"refuses"`
+	// LicenseFor are, for an rsl signal whose <content> names a licence
+	// Server, the purposes it grants only with a token from that server
+	// (the others it refuses), in the order of Refuses; absent otherwise.
+	LicenseFor []string `json:"license_for,omitempty"`
 }

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -319,6 +320,11 @@ log:
 				continue
 			}
 			named[sig.License] = true
+			// /premium/ grants search and ai-input only with the server's
+			// token, and refuses the rest: the record says which is which.
+			if rec.Decision == "license-required" && (sig.Server == "" || !slices.Equal(sig.LicenseFor, []string{"search", "ai-input", "ai-use"})) {
+				t.Errorf("audit of license-required %s: licence server %q needed for %q, want search, ai-input, ai-use", rec.URL, sig.Server, sig.LicenseFor)
+			}
 			if rec.URL == byHeader.URL+"/page" && (rec.UpstreamStatus != 200 || !strings.Contains(rec.Note, "was withheld")) {
 				t.Errorf("audit of the withheld response: %+v", rec)
 			}
@@ -349,6 +355,9 @@ log:
 				}
 				r := rows[s.License+" "+s.Server]
 				rows[s.License+" "+s.Server] = row{s.Where, s.OriginAnswered, r.count + s.Count}
+				if s.Server != "" && !slices.Equal(s.LicenseFor, []string{"search", "ai-input", "ai-use"}) {
+					t.Errorf("report row %+v: a licence needed for %q, want search, ai-input, ai-use", s, s.LicenseFor)
+				}
 			}
 		}
 	}
@@ -381,7 +390,7 @@ log:
 		verdict, want string
 	}{
 		{"search", byTag.URL + "/page", 1, "USAGE-DENIED", "usage signal rsl \"<content url=\\\"/\\\"> (line 1)\" at <link rel=\"license\">: refuses search (RSL licence " + licences.URL + "/nosearch.xml)"},
-		{"search", byLine.URL + "/premium/x", 1, "LICENSE-REQUIRED", "licence server https://licensing.example/api"},
+		{"search", byLine.URL + "/premium/x", 1, "LICENSE-REQUIRED", "licence server https://licensing.example/api needed for search, ai-input, ai-use"},
 		{"search", byLine.URL + "/page", 0, "ALLOW", "refuses train-ai, train-genai, ai-train, tdm (RSL licence " + licences.URL + "/site.xml)"},
 	} {
 		out, _, code := runBin(t, dir, "check", "-config", cfgPath, "-purposes", tc.purposes, "-fetch", tc.url)

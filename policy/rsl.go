@@ -154,8 +154,11 @@ func (l *Licence) signal(purposes []string) audit.UsageSignal {
 	}
 	s.Value, s.Server = quoteValue(c.String()), c.Server
 	for _, p := range candidates(purposes) {
-		if c.Judge(rslUsage(p)).Refused {
+		switch {
+		case c.Judge(rslUsage(p)).Refused:
 			s.Refuses = append(s.Refuses, p)
+		case c.Server != "":
+			s.LicenseFor = append(s.LicenseFor, p)
 		}
 	}
 	return s

@@ -174,7 +174,7 @@ func (o *originAgg) charge(charged string) {
 
 type ruleKey struct{ decision, rule, sha string }
 
-type signalKey struct{ signal, value, where, policy, refuses, sha string }
+type signalKey struct{ signal, value, where, policy, refuses, licenseFor, sha string }
 
 // maxSignalRows bounds the signals kept per origin: an origin may write
 // a header value of its own in every response.
@@ -196,7 +196,7 @@ func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
 		if len(s.Refuses) == 0 && !(licence && rec.Decision == audit.LicenseRequired && s.Server != "") {
 			continue
 		}
-		key := signalKey{s.Signal, s.Value, s.Where, s.Policy, strings.Join(s.Refuses, ","), ""}
+		key := signalKey{s.Signal, s.Value, s.Where, s.Policy, strings.Join(s.Refuses, ","), strings.Join(s.LicenseFor, ","), ""}
 		switch {
 		case s.Signal == audit.SignalTDMRep:
 			key.sha = rec.TDMRepSHA256
@@ -215,6 +215,7 @@ func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
 				// The licence named by a response (a Link header, a <link>
 				// tag) refused after the origin answered.
 				c.TDMRepSHA256, c.License, c.LicenseSHA256, c.Server = "", s.License, s.SHA256, s.Server
+				c.LicenseFor = slices.Clone(s.LicenseFor)
 				c.OriginAnswered = !strings.HasPrefix(s.Where, "robots.txt")
 			}
 			o.signals[key] = c

@@ -270,6 +270,9 @@ type SignalCount struct {
 	License       string `json:"license,omitempty"`
 	LicenseSHA256 string `json:"license_sha256,omitempty"`
 	Server        string `json:"server,omitempty"`
+	// LicenseFor are the purposes Server's token is needed for (a
+	// license-required refusal is for one of them).
+	LicenseFor []string `json:"license_for,omitempty"`
 	// OriginAnswered: read from the origin's response (a header, a meta
 	// tag), so the origin saw the request; the client got none of its
 	// response. Otherwise the origin never saw it.
