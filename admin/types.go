@@ -81,6 +81,9 @@ type PausedOrigin struct {
 	Cause  string
 	Until  time.Time
 	Left   time.Duration
+	// AwaitingProbe: the pause is over; requests wait for the answer to
+	// the first one sent after it.
+	AwaitingProbe bool
 }
 
 // IntervalCauses are the intervals the pacing interval is the largest of.

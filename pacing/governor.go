@@ -336,10 +336,15 @@ func (g *Governor) bound() {
 type PausedOrigin struct {
 	Origin string
 	Pause  Pause
+	// AwaitingProbe: the pause is over, and the origin's requests wait for
+	// the answer to the first one sent after it.
+	AwaitingProbe bool
 }
 
-// PausedNow lists the origins paused now, the longest pause first, at
-// most limit of them; it forgets the entries that are over and quiet.
+// PausedNow lists the origins whose requests wait now: those paused, the
+// longest pause first, then those whose pause is over and whose probe is
+// awaited; at most limit of them. It forgets the entries that are over and
+// quiet.
 func (g *Governor) PausedNow(limit int) []PausedOrigin {
 	if g == nil || g.active.Load() == 0 {
 		return nil
@@ -350,13 +355,15 @@ func (g *Governor) PausedNow(limit int) []PausedOrigin {
 	g.pauses.Range(func(k, v any) bool {
 		e := v.(*pauseEntry)
 		e.mu.Lock()
-		p := e.p
+		p, unsettled := e.p, e.unsettled
 		e.mu.Unlock()
 		switch {
 		case p.Active(now):
 			out = append(out, PausedOrigin{Origin: k.(string), Pause: p})
 		case now.Sub(p.At) >= quiet:
 			g.Cleared(k.(string))
+		case unsettled:
+			out = append(out, PausedOrigin{Origin: k.(string), Pause: p, AwaitingProbe: true})
 		}
 		return true
 	})

@@ -160,7 +160,7 @@ func (s *Server) Status(now time.Time) admin.Status {
 	s.stats.view(20, now, &v)
 	for _, p := range s.governor.PausedNow(20) {
 		v.Paused = append(v.Paused, admin.PausedOrigin{Origin: p.Origin, Cause: p.Pause.Cause(), Until: p.Pause.Until.UTC(),
-			Left: p.Pause.Until.Sub(now).Round(time.Second)})
+			Left: max(p.Pause.Until.Sub(now).Round(time.Second), 0), AwaitingProbe: p.AwaitingProbe})
 	}
 	v.TLSFailures, v.TLSLast = s.tlsFails.snapshot()
 	return v

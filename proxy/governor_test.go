@@ -274,3 +274,30 @@ func TestExplainSaysRequestsAwaitTheProbe(t *testing.T) {
 		t.Errorf("after the probe's answer: backoff %+v, want none", b)
 	}
 }
+
+// The status page lists an origin whose pause is over while its probe is
+// awaited, saying so, and no longer once the probe is answered.
+func TestStatusPageListsOriginsAwaitingTheirProbe(t *testing.T) {
+	o, _, _ := startProbedOrigin(t, []int{http.StatusTooManyRequests})
+	p := startProxy(t, testConfig(t, nil))
+	adminURL := startAdmin(t, p)
+	c := p.client()
+	if resp, _ := get(t, c, o.URL+"/first"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	awaited := func() bool {
+		for _, r := range tableText(t, renderedPage(t, adminURL+"/"), "paused")[1:] {
+			if r[0] == o.URL {
+				return r[2] == "over: its first request after it is awaited"
+			}
+		}
+		return false
+	}
+	waitFor(t, "the paused origin to be listed as awaiting its probe", awaited)
+	if resp, _ := get(t, c, o.URL+"/next"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the probe: %d", resp.StatusCode)
+	}
+	if rows := tableText(t, renderedPage(t, adminURL+"/"), "paused")[1:]; len(rows) != 1 || len(rows[0]) != 1 {
+		t.Errorf("after the probe's answer the paused origins are %q, want none", rows)
+	}
+}

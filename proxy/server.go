@@ -354,7 +354,7 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.tdmrep.Stats().Bytes) })
 	s.metrics.GaugeFunc("robotsgate_rsl_cache_bytes", "Memory the RSL licence cache keeps (at most 16 MiB).",
 		func() float64 { return float64(s.rsl.Stats().Bytes) })
-	s.metrics.GaugeFunc("robotsgate_origins_in_backoff", "Origins paused now (they answered 429 or 503): their requests wait.",
+	s.metrics.GaugeFunc("robotsgate_origins_in_backoff", "Origins paused now (they answered 429 or 503), or whose pause is over and whose first request after it is unanswered: their requests wait.",
 		func() float64 { return float64(len(s.governor.PausedNow(pacing.MaxPausedOrigins))) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_hits_total", "robots.txt lookups answered from the cache.",
 		func() float64 { return float64(s.resolver.Stats().Hits) })
