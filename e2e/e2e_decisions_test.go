@@ -57,16 +57,27 @@ const decisionsPassword = "secret"
 // lists and the egress guard tell origins apart by host).
 func startOriginAt(t *testing.T, ip string, h http.Handler) *httptest.Server {
 	t.Helper()
+	s := httptest.NewUnstartedServer(h)
+	startAt(t, s, ip, false)
+	return s
+}
+
+// startAt starts the unstarted server s on a port of loopback address ip
+// (with TLS when useTLS) until the test ends.
+func startAt(t *testing.T, s *httptest.Server, ip string, useTLS bool) {
+	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatalf("listen on %s: %v", ip, err)
 	}
-	s := httptest.NewUnstartedServer(h)
 	s.Listener.Close()
 	s.Listener = ln
-	s.Start()
+	if useTLS {
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
-	return s
 }
 
 // decisionsOrigin answers the main origin's paths: robots.txt, tdmrep.json,

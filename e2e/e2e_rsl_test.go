@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -74,14 +73,7 @@ func startRSLServer(t *testing.T, ip string, h func(w http.ResponseWriter, r *ht
 		s.mu.Unlock()
 		h(w, r)
 	}))
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Server.Listener.Close()
-	s.Server.Listener = ln
-	s.Start()
-	t.Cleanup(s.Close)
+	startAt(t, s.Server, ip, false)
 	return s
 }
 

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -72,18 +71,7 @@ func startTDME2EOrigin(t *testing.T, ip string, useTLS bool, tdmStatus int) *tdm
 			io.WriteString(w, "page "+r.RequestURI)
 		}
 	}))
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Server.Listener.Close()
-	o.Server.Listener = ln
-	if useTLS {
-		o.StartTLS()
-	} else {
-		o.Start()
-	}
-	t.Cleanup(o.Close)
+	startAt(t, o.Server, ip, useTLS)
 	return o
 }
 

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -65,18 +64,7 @@ func startCaptureOrigin(t *testing.T, ip string, useTLS bool, handle http.Handle
 		o.mu.Unlock()
 		handle(w, r)
 	}))
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Server.Listener.Close()
-	o.Server.Listener = ln
-	if useTLS {
-		o.StartTLS()
-	} else {
-		o.Start()
-	}
-	t.Cleanup(o.Close)
+	startAt(t, o.Server, ip, useTLS)
 	return o
 }
 

@@ -24,7 +24,7 @@ import (
 func startBusyOrigin(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var pages atomic.Int64
-	o := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o := serveAt(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			io.WriteString(w, "User-agent: *\nAllow: /\n")
 			return
@@ -33,14 +33,6 @@ func startBusyOrigin(t *testing.T) (*httptest.Server, *atomic.Int64) {
 		w.Header().Set("Retry-After", "300")
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Listener.Close()
-	o.Listener = ln
-	o.Start()
-	t.Cleanup(o.Close)
 	return o, &pages
 }
 
@@ -138,7 +130,7 @@ func startProbedOrigin(t *testing.T, statuses []int) (*httptest.Server, func() [
 	var mu sync.Mutex
 	var visits []pageVisit
 	probed := make(chan struct{}, 64)
-	o := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o := serveAt(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			io.WriteString(w, "User-agent: *\nAllow: /\n")
 			return
@@ -164,14 +156,6 @@ func startProbedOrigin(t *testing.T, statuses []int) (*httptest.Server, func() [
 		mu.Unlock()
 		w.WriteHeader(status)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Listener.Close()
-	o.Listener = ln
-	o.Start()
-	t.Cleanup(o.Close)
 	return o, func() []pageVisit {
 		mu.Lock()
 		defer mu.Unlock()

@@ -279,3 +279,20 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\r\n")
 	return line
 }
+
+// serveAt serves h over plain HTTP on a port of loopback address ip until
+// the test ends (origins on addresses of their own: pauses, sites and the
+// egress guard tell them apart by host).
+func serveAt(t testing.TB, ip string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := httptest.NewUnstartedServer(h)
+	o.Listener.Close()
+	o.Listener = ln
+	o.Start()
+	t.Cleanup(o.Close)
+	return o
+}

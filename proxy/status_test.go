@@ -722,7 +722,7 @@ func checkHeadersDrawn(t *testing.T, img image.Image, l layoutProbe) {
 // the answer and the time left; the metrics count the pause by status and
 // the origin as paused now.
 func TestStatusPageListsPausedOrigins(t *testing.T) {
-	o := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o := serveAt(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			io.WriteString(w, "User-agent: *\nAllow: /\n")
 			return
@@ -730,14 +730,6 @@ func TestStatusPageListsPausedOrigins(t *testing.T) {
 		w.Header().Set("Retry-After", "300")
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.3:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Listener.Close()
-	o.Listener = ln
-	o.Start()
-	t.Cleanup(o.Close)
 	p := startProxy(t, testConfig(t, nil))
 	adminURL := startAdmin(t, p)
 	if resp, _ := get(t, p.client(), o.URL+"/busy"); resp.StatusCode != 429 {
