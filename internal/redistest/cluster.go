@@ -1,0 +1,64 @@
+package redistest
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// StartCluster starts n redis-servers with --cluster-enabled, gives each
+// an equal share of the hash slots (CLUSTER ADDSLOTSRANGE), joins them
+// (CLUSTER MEET) and waits, bounded, until every node says cluster_state:ok
+// and knows all n. No replicas: a cluster that does not fail over.
+func StartCluster(tb testing.TB, n int) []*Server {
+	tb.Helper()
+	nodes := make([]*Server, n)
+	for i := range nodes {
+		nodes[i] = StartWith(tb, Options{Args: []string{"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}})
+	}
+	ctx := context.Background()
+	for i, s := range nodes {
+		c := s.Client()
+		first, last := i*clusterSlots/n, (i+1)*clusterSlots/n-1
+		if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
+			tb.Fatalf("CLUSTER ADDSLOTSRANGE %d %d on %s: %v", first, last, s.Addr, err)
+		}
+		if i > 0 {
+			host, port, _ := net.SplitHostPort(nodes[0].Addr)
+			if err := c.ClusterMeet(ctx, host, port).Err(); err != nil {
+				tb.Fatalf("CLUSTER MEET from %s: %v", s.Addr, err)
+			}
+		}
+		c.Close()
+	}
+	for _, s := range nodes {
+		s.waitCluster(n, 60*time.Second)
+	}
+	return nodes
+}
+
+// waitCluster waits, at most timeout, until the node says the cluster is
+// ok and knows n nodes.
+func (s *Server) waitCluster(n int, timeout time.Duration) {
+	s.tb.Helper()
+	c := s.Client()
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		info, err := c.ClusterInfo(context.Background()).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.tb.Fatalf("cluster node %s not ok with %d nodes within %v: %v\n%s", s.Addr, n, timeout, err, info)
+		}
+		time.Sleep(20 * time.Millisecond) // polling CLUSTER INFO: the gossip has no event to wait for
+	}
+}
