@@ -98,7 +98,7 @@ func (r *Redis) GovernorShared() Shared { return redisGovernor{r} }
 
 type redisGovernor struct{ r *Redis }
 
-func (g redisGovernor) channel() string          { return g.r.prefix + governorChannel }
+func (g redisGovernor) channel() string { return g.r.prefix + governorChannel }
 func (g redisGovernor) key(origin string) string {
 	return g.r.prefix + pauseKeyPrefix + slotKey(origin)
 }
