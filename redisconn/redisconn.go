@@ -146,6 +146,7 @@ type Conn struct {
 	last      Failover
 
 	kick    chan struct{} // asks the watcher to read the topology now
+	read    chan struct{} // closed when the watcher has tried once
 	stop    context.CancelFunc
 	watched chan struct{} // closed when the watcher has returned
 	closed  atomic.Bool
@@ -161,7 +162,7 @@ func Open(opts Options) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{mode: mode, opts: opts, log: opts.Logger, ackTimeout: orDefault(opts.AckTimeout, DefaultAckTimeout),
-		replicas: map[string]int{}, kick: make(chan struct{}, 1), watched: make(chan struct{})}
+		replicas: map[string]int{}, kick: make(chan struct{}, 1), read: make(chan struct{}), watched: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -185,6 +186,7 @@ func Open(opts Options) (*Conn, error) {
 	c.stop = stop
 	if mode == ModeServer {
 		close(c.watched)
+		close(c.read)
 	} else {
 		go c.watch(ctx)
 	}
@@ -317,6 +319,11 @@ func (c *Conn) WriteNode(ctx context.Context, key string) (node redis.Cmdable, a
 	if c.opts.ReplicaAcks <= 0 || c.mode == ModeServer {
 		return c.client, 0, nil
 	}
+	select { // the first writes wait for the first look at the topology
+	case <-c.read:
+	case <-ctx.Done():
+		return nil, 0, fmt.Errorf("redisconn: the topology is not read yet: %w", ctx.Err())
+	}
 	if cc, ok := c.client.(*redis.ClusterClient); ok {
 		n, err := cc.MasterForKey(ctx, key)
 		if err != nil {
@@ -328,7 +335,7 @@ func (c *Conn) WriteNode(ctx context.Context, key string) (node redis.Cmdable, a
 }
 
 // acksFor is how many replicas of primary (Sentinel: "") a write waits
-// for. Before the topology is first read it is ReplicaAcks: as many as
+// for. While the topology could not be read it is ReplicaAcks: as many as
 // asked, which a Redis without replicas answers with none (the write is
 // then refused until the watcher has read that there are none).
 func (c *Conn) acksFor(primary string) int {

@@ -39,6 +39,11 @@ func (c *Conn) watch(ctx context.Context) {
 		}
 		cancel()
 		select {
+		case <-c.read:
+		default:
+			close(c.read)
+		}
+		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
