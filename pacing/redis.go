@@ -257,7 +257,7 @@ func (r *Redis) reserve(ctx context.Context, key string, interval, maxWait, floo
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	bound := r.MaxAhead()
-	vals, err := r.runDurable(ctx, reserveScript, r.key(key), micros(bound),
+	vals, err := r.runReserve(ctx, r.key(key), micros(bound),
 		micros(clampInterval(interval)), micros(clampWait(maxWait)), micros(clampInterval(floor)))
 	if err != nil {
 		return Reservation{}, redisFailure("reserve", key, err)

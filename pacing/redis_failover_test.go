@@ -92,3 +92,44 @@ func TestRedisSentinelFailoverKeepsEveryGrantedSlot(t *testing.T) {
 		}
 	}
 }
+
+// The time a reservation waits for its replica is not added to the hold:
+// the wait is counted from Redis' clock after WAIT. The replica is frozen
+// for 300 ms while a reservation 1 s ahead is made: it is acknowledged
+// when the replica thaws, and the hold is what is left of the second,
+// not a whole second more.
+func TestRedisWaitForTheReplicaIsNotAddedToTheHold(t *testing.T) {
+	primary := redistest.Start(t)
+	replica := redistest.StartReplica(t, primary)
+	sentinels := redistest.StartSentinels(t, primary, 1, redistest.SentinelOptions{Master: "ack", DownAfter: 10 * time.Second})
+	conn, err := redisconn.Open(redisconn.Options{Sentinel: &redisconn.Sentinel{Master: "ack", Addrs: []string{sentinels[0].Addr}},
+		ReplicaAcks: 1, AckTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	store, err := NewRedis(RedisOptions{Conn: conn, OpTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if r, err := store.Reserve(ctx, "https://b.example:443 *", time.Second, time.Minute); err != nil || !r.Granted {
+		t.Fatalf("first reservation: %+v %v", r, err)
+	}
+	replica.Freeze()
+	thawed := time.AfterFunc(300*time.Millisecond, replica.Thaw)
+	defer thawed.Stop()
+	start := time.Now()
+	r, err := store.Reserve(ctx, "https://b.example:443 *", time.Second, time.Minute)
+	took := time.Since(start)
+	if err != nil || !r.Granted {
+		t.Fatalf("second reservation: %+v %v", r, err)
+	}
+	if took < 300*time.Millisecond {
+		t.Fatalf("the second reservation took %v: it did not wait for the frozen replica", took)
+	}
+	if r.Wait > time.Second-took+elapsedSlack/10 {
+		t.Errorf("hold %v after %v waiting for the replica: the slot is 1 s after the first, so at most %v are left",
+			r.Wait.Round(time.Millisecond), took.Round(time.Millisecond), (time.Second - took).Round(time.Millisecond))
+	}
+}

@@ -171,8 +171,9 @@ func (s *Sentinel) Client() *redis.SentinelClient {
 }
 
 // waitPeers waits, at most timeout, until the sentinel knows peers other
-// sentinels and at least one replica of master (they discover each other
-// through the primary's hello channel, every 2 s).
+// sentinels (they discover each other through the primary's hello
+// channel, every 2 s) and has a replica of master it is connected to and
+// sees in sync: one it could promote.
 func (s *Sentinel) waitPeers(master string, peers int, timeout time.Duration) {
 	s.tb.Helper()
 	c := s.Client()
@@ -181,7 +182,7 @@ func (s *Sentinel) waitPeers(master string, peers int, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for {
 		m, err := c.Master(ctx, master).Result()
-		if err == nil && m["num-other-sentinels"] == strconv.Itoa(peers) && m["num-slaves"] != "0" {
+		if err == nil && m["num-other-sentinels"] == strconv.Itoa(peers) && s.promotable(c, master) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -189,6 +190,21 @@ func (s *Sentinel) waitPeers(master string, peers int, timeout time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling SENTINEL MASTER: discovery has no event to wait for
 	}
+}
+
+// promotable reports whether the sentinel sees a replica of master that
+// it could promote: flagged only "slave", its link to the primary up.
+func (s *Sentinel) promotable(c *redis.SentinelClient, master string) bool {
+	replicas, err := c.Replicas(context.Background(), master).Result()
+	if err != nil {
+		return false
+	}
+	for _, r := range replicas {
+		if r["flags"] == "slave" && r["master-link-status"] == "ok" {
+			return true
+		}
+	}
+	return false
 }
 
 // Master returns the address the sentinel says master is at.
