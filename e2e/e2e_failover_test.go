@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/robotsgate/robotsgate/internal/redistest"
 )
@@ -99,6 +102,40 @@ pacing:
 	return path
 }
 
+// fleetACL returns the ACL SETUSER command of docs/fleet.md for user with
+// password put in, as arguments.
+func fleetACL(t *testing.T, user, password string) []any {
+	t.Helper()
+	line := regexp.MustCompile(`(?m)^ACL SETUSER ` + regexp.QuoteMeta(user) + ` .*$`).FindString(readText(t, "../docs/fleet.md"))
+	if line == "" {
+		t.Fatalf("docs/fleet.md has no line starting ACL SETUSER %s", user)
+	}
+	var args []any
+	for _, f := range strings.Fields(line) {
+		if strings.HasPrefix(f, ">") {
+			f = ">" + password
+		}
+		args = append(args, f)
+	}
+	return args
+}
+
+// setACL runs docs/fleet.md's ACL SETUSER for user on each server (a
+// Redis node or a sentinel: ACLs are not shared between them).
+func setACL(t *testing.T, user, password string, clients ...interface {
+	Process(context.Context, redis.Cmder) error
+	Close() error
+}) {
+	t.Helper()
+	for _, c := range clients {
+		cmd := redis.NewCmd(context.Background(), fleetACL(t, user, password)...)
+		if err := c.Process(context.Background(), cmd); err != nil {
+			t.Fatalf("docs/fleet.md's ACL for %s: %v", user, err)
+		}
+		c.Close()
+	}
+}
+
 // outcome is one paced request's answer and when it came.
 type outcome struct {
 	through  int // the instance
@@ -179,8 +216,16 @@ func TestE2EFleetSurvivesASentinelFailover(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		return http.StatusTooManyRequests
 	})
+	// robotsgate logs in as docs/fleet.md's users: on the data nodes
+	// (both: ACLs are not replicated) and on the sentinels.
+	setACL(t, "robotsgate", "fleet-secret", primary.Client(), replica.Client())
+	setACL(t, "robotsgate-sentinel", "watch-secret", sentinels[0].Client(), sentinels[1].Client(), sentinels[2].Client())
 	dir := t.TempDir()
-	cfg := haConfig(t, dir, "sentinel", fmt.Sprintf("    sentinel:\n      master_name: fleet\n      addrs: [%s]\n", strings.Join(addrs, ", ")))
+	writeFile(t, filepath.Join(dir, "redis-password"), "fleet-secret\n")
+	writeFile(t, filepath.Join(dir, "sentinel-password"), "watch-secret\n")
+	cfg := haConfig(t, dir, "sentinel", fmt.Sprintf("    sentinel:\n      master_name: fleet\n      addrs: [%s]\n"+
+		"      username: robotsgate-sentinel\n      password_file: sentinel-password\n"+
+		"    username: robotsgate\n    password_file: redis-password\n", strings.Join(addrs, ", ")))
 	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
 	clients := []*http.Client{proxyClient(t, a.addr, ""), proxyClient(t, b.addr, "")}
 	admins := []string{adminOf(t, a), adminOf(t, b)}
@@ -311,9 +356,12 @@ func TestE2EFleetOnARedisCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
 	const delay = 500 * time.Millisecond
 	paced := startHAOrigin(t, fmt.Sprintf(fleetRobots, "0.5"))
+	setACL(t, "robotsgate", "fleet-secret", nodes[0].Client(), nodes[1].Client(), nodes[2].Client()) // docs/fleet.md's, on every node
 	dir := t.TempDir()
-	cfgA := haConfig(t, dir, "cluster-a", fmt.Sprintf("    cluster: {addrs: [%s]}\n", nodes[0].Addr))
-	cfgB := haConfig(t, dir, "cluster-b", fmt.Sprintf("    cluster: {addrs: [%s]}\n", nodes[2].Addr))
+	writeFile(t, filepath.Join(dir, "redis-password"), "fleet-secret\n")
+	login := "    username: robotsgate\n    password_file: redis-password\n"
+	cfgA := haConfig(t, dir, "cluster-a", fmt.Sprintf("    cluster: {addrs: [%s]}\n", nodes[0].Addr)+login)
+	cfgB := haConfig(t, dir, "cluster-b", fmt.Sprintf("    cluster: {addrs: [%s]}\n", nodes[2].Addr)+login)
 	a, b := startServe(t, dir, "-config", cfgA), startServe(t, dir, "-config", cfgB)
 	clients := []*http.Client{proxyClient(t, a.addr, ""), proxyClient(t, b.addr, "")}
 	admins := []string{adminOf(t, a), adminOf(t, b)}

@@ -65,10 +65,16 @@ func TestRedisSentinelFailoverKeepsEveryGrantedSlot(t *testing.T) {
 		t.Fatalf("CLIENT KILL TYPE replica: %v", err)
 	}
 	pc.Close()
+	start := time.Now()
 	r, err := reserve()
+	took := time.Since(start)
 	var ue *UnavailableError
 	if !errors.As(err, &ue) {
 		t.Errorf("a reservation no replica acknowledged: %+v, %v; want an *UnavailableError", r, err)
+	}
+	// docs/fleet.md: a replica has 250 ms to acknowledge.
+	if took < 250*time.Millisecond || took > time.Second {
+		t.Errorf("the reservation no replica acknowledged was refused after %v, want after the 250 ms a replica has", took)
 	}
 	watch := sentinels[0].WatchSwitch()
 	primary.Kill()

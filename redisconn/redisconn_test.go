@@ -154,3 +154,22 @@ func TestClusterStatus(t *testing.T) {
 		}
 	}
 }
+
+// Only the replicas Sentinel could promote count: not those it sees down
+// or cannot reach, nor those of replica priority 0.
+func TestPromotableReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		replicas []map[string]string
+		want     int
+	}{
+		{"none", nil, 0},
+		{"one up", []map[string]string{{"flags": "slave", "slave-priority": "100"}}, 1},
+		{"down, objectively down, unreachable", []map[string]string{{"flags": "s_down,slave"}, {"flags": "o_down,s_down,slave"}, {"flags": "slave,disconnected"}}, 0},
+		{"priority 0 is never promoted", []map[string]string{{"flags": "slave", "slave-priority": "0"}, {"flags": "slave", "slave-priority": "1"}}, 1},
+	} {
+		if got := promotable(tc.replicas); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
