@@ -19,9 +19,14 @@ const clusterSlots = 16384
 func StartCluster(tb testing.TB, n int) []*Server {
 	tb.Helper()
 	nodes := make([]*Server, n)
+	bus := make([]int, n)
 	for i := range nodes {
+		// The cluster bus gets a free port of its own: by default it is
+		// the port + 10000, which may be taken, or beyond 65535.
+		bus[i] = freePort(tb)
 		nodes[i] = StartWith(tb, Options{Args: []string{"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}})
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+			"--cluster-port", strconv.Itoa(bus[i])}})
 	}
 	ctx := context.Background()
 	for i, s := range nodes {
@@ -32,7 +37,7 @@ func StartCluster(tb testing.TB, n int) []*Server {
 		}
 		if i > 0 {
 			host, port, _ := net.SplitHostPort(nodes[0].Addr)
-			if err := c.ClusterMeet(ctx, host, port).Err(); err != nil {
+			if err := c.Do(ctx, "CLUSTER", "MEET", host, port, bus[0]).Err(); err != nil {
 				tb.Fatalf("CLUSTER MEET from %s: %v", s.Addr, err)
 			}
 		}
