@@ -62,6 +62,7 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	level.Set(cfg.Log.Level.SlogLevel())
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	applyMemoryLimit(cfg, logger)
 	useLegacyCA(&cfg, logger)
 	var ca *certs.CA
 	if cfg.MITM.Enabled {

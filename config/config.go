@@ -52,6 +52,12 @@ type Config struct {
 	// Basic credentials of a user of auth.htpasswd: for an admin listener
 	// that others can reach. Default false. Restart-only.
 	AdminAuth bool `yaml:"admin_auth"`
+	// MemoryLimit is the Go runtime's soft memory limit: MemoryLimitAuto
+	// (robots.cache_bytes + usage.cache_bytes + the RSL cache's 16 MiB, a
+	// quarter more, and 64 MiB), MemoryLimitOff, or a size of at least
+	// 32 MiB. GOMEMLIMIT in the environment wins over it. Default "auto".
+	// Restart-only.
+	MemoryLimit MemoryLimit `yaml:"memory_limit"`
 
 	Robots   Robots   `yaml:"robots"`
 	Egress   Egress   `yaml:"egress"`
@@ -776,6 +782,31 @@ func (l LogLevel) SlogLevel() slog.Level {
 // Duration is a time.Duration written in YAML as a Go duration string
 // ("1.5s", "10m", "24h"; "0" is zero).
 type Duration time.Duration
+
+// MemoryLimit is a soft memory limit: MemoryLimitAuto, MemoryLimitOff or
+// a number of bytes, written "auto", "off" or as a ByteSize.
+type MemoryLimit int64
+
+// The memory limits that are not sizes.
+const (
+	MemoryLimitAuto MemoryLimit = 0
+	MemoryLimitOff  MemoryLimit = -1
+)
+
+// MinMemoryLimit is the least memory_limit: below it the collector would
+// run all the time for the process' own needs.
+const MinMemoryLimit = 32 << 20
+
+// String is "auto", "off" or the size ("1GiB").
+func (m MemoryLimit) String() string {
+	switch {
+	case m == MemoryLimitAuto:
+		return "auto"
+	case m < 0:
+		return "off"
+	}
+	return ByteSize(m).String()
+}
 
 // ByteSize is a number of bytes, written as an integer or with a binary
 // unit: 512KiB, 256MiB, 1GiB (KB, MB, GB are taken as the same units).

@@ -135,6 +135,9 @@ func TestParseValid(t *testing.T) {
 			c.Pacing.Redis = Redis{Addr: "redis.internal:6380", Username: "robotsgate", PasswordFile: "/etc/robotsgate/redis-password",
 				DB: 3, KeyPrefix: "fleet-a:", ReplicaAcks: 1, TLS: RedisTLS{Enabled: true, CAFile: "/etc/robotsgate/redis-ca.pem"}}
 		}},
+		{name: "memory limit off", yaml: "memory_limit: off\n", want: func(c *Config) { c.MemoryLimit = MemoryLimitOff }},
+		{name: "memory limit size", yaml: "memory_limit: 1GiB\n", want: func(c *Config) { c.MemoryLimit = 1 << 30 }},
+		{name: "memory limit auto", yaml: "memory_limit: auto\n", want: func(c *Config) {}},
 		{name: "redis through sentinels", yaml: "pacing:\n  store: redis\n  redis:\n    sentinel:\n      master_name: robotsgate\n" +
 			"      addrs: [10.0.0.1:26379, 10.0.0.2:26379, 10.0.0.3:26379]\n      username: watcher\n      password_file: /etc/robotsgate/sentinel-password\n" +
 			"    replica_acks: 2\n", want: func(c *Config) {
@@ -355,6 +358,12 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet*"`},
 		{"space in redis key prefix", "pacing:\n  redis:\n    key_prefix: \"fleet a:\"\n",
 			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet a:"`},
+		{"memory limit below 32MiB", "listen: 127.0.0.1:8080\nmemory_limit: 16MiB\n",
+			`cfg.yaml:2: memory_limit: at least 32MiB, got 16MiB (or auto, or off)`},
+		{"memory limit zero", "memory_limit: 0\n",
+			`cfg.yaml:1: memory_limit: invalid memory limit "0" (want auto, off, or a size: 512MiB, 1GiB)`},
+		{"memory limit not a size", "memory_limit: plenty\n",
+			`cfg.yaml:1: memory_limit: invalid memory limit "plenty"`},
 		{"brace in redis key prefix", "pacing:\n  redis:\n    key_prefix: \"fleet{a}:\"\n",
 			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet{a}:"`},
 		{"redis addr beside sentinels", "pacing:\n  redis:\n    addr: 10.0.0.9:6379\n    sentinel: {master_name: m, addrs: [\"10.0.0.1:26379\"]}\n",

@@ -82,6 +82,9 @@ func (v *validator) validate(c *Config) {
 	if c.AdminAuth && c.Auth.Htpasswd == "" {
 		v.add("admin_auth", "needs auth.htpasswd: the admin listener's users are its users")
 	}
+	if c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit {
+		v.add("memory_limit", "at least %s, got %s (or auto, or off)", ByteSize(MinMemoryLimit), ByteSize(c.MemoryLimit))
+	}
 	v.listeners(c)
 	v.robots(&c.Robots)
 	v.egress(&c.Egress)

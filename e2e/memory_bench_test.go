@@ -23,13 +23,20 @@ import (
 // most robotsgate reads: a hostile or merely large population of sites. It
 // reports the binary's peak RSS (VmHWM) and the robots.txt cache's bytes
 // as its gauge measures them, which must stay within robots.cache_bytes
-// (256 MiB by default) whatever the number of origins. Run it once:
+// (256 MiB by default) whatever the number of origins, and the soft memory
+// limit the binary ran with (memory_limit: auto unless
+// ROBOTSGATE_MEMORY_LIMIT gives another value, e.g. off, as before there
+// was one; GOMEMLIMIT in the environment wins). Run it once:
 //
 //	go test -run '^$' -bench BinaryRobotsCacheMemory -benchtime 1x ./e2e/
 func BenchmarkBinaryRobotsCacheMemory(b *testing.B) {
 	origins := 10_000
 	if v, err := strconv.Atoi(os.Getenv("ROBOTSGATE_MEMORY_ORIGINS")); err == nil && v > 0 {
 		origins = v
+	}
+	limit := "auto"
+	if v := os.Getenv("ROBOTSGATE_MEMORY_LIMIT"); v != "" {
+		limit = v
 	}
 	dir := b.TempDir()
 	writeFile(b, filepath.Join(dir, "cfg.yaml"), `egress:
@@ -38,6 +45,7 @@ log:
   audit: ""
 archive:
   dir: ""
+memory_limit: `+limit+`
 `)
 	urls := startBigRobotsOrigins(b, origins)
 	p := startServe(b, dir, "-config", "cfg.yaml", "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
@@ -79,6 +87,9 @@ archive:
 		b.Errorf("the robots.txt cache holds %.0f bytes, above robots.cache_bytes (256 MiB)", cache)
 	}
 	b.ReportMetric(cache/(1<<20), "cache-MiB")
+	if soft := metricOf(b, "http://"+m[1]+"/metrics", "go_gc_gomemlimit_bytes"); soft < 1<<62 {
+		b.ReportMetric(soft/(1<<20), "limit-MiB")
+	}
 	b.ReportMetric(float64(peakRSS(b, p.cmd.Process.Pid))/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(origins), "origins")
 }

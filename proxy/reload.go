@@ -18,6 +18,7 @@ var restartOnly = []struct {
 	{"admin_listen", func(c *config.Config) any { return c.AdminListen }},
 	{"admin_hosts", func(c *config.Config) any { return c.AdminHosts }},
 	{"admin_auth", func(c *config.Config) any { return c.AdminAuth }},
+	{"memory_limit", func(c *config.Config) any { return c.MemoryLimit }},
 	{"mitm.enabled", func(c *config.Config) any { return c.MITM.Enabled }},
 	{"mitm.ca_cert", func(c *config.Config) any { return c.MITM.CACert }},
 	{"mitm.ca_key", func(c *config.Config) any { return c.MITM.CAKey }},

@@ -2,6 +2,8 @@ package redisconn
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"strings"
 	"testing"
@@ -172,4 +174,60 @@ func TestPromotableReplicas(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
+}
+
+// tlsTo trusts the CA of srv, for whatever host is dialled (ServerName
+// left empty, as pacing.redis.tls makes it for Sentinel and Cluster).
+func tlsTo(t *testing.T, srv *redistest.Server) *tls.Config {
+	t.Helper()
+	c := srv.ClientTLS()
+	c.ServerName = ""
+	return c
+}
+
+// Over TLS, Sentinel and a Cluster: the sentinels and every data node are
+// reached with TLS, each certificate verified for the host it is dialled
+// at; a CA that did not sign them is refused.
+func TestTLSToSentinelsAndClusterNodes(t *testing.T) {
+	ctx := context.Background()
+	t.Run("sentinel", func(t *testing.T) {
+		primary := redistest.StartWith(t, redistest.Options{TLS: true})
+		redistest.StartReplica(t, primary)
+		sentinels := redistest.StartSentinels(t, primary, 1, redistest.SentinelOptions{Master: "tls", DownAfter: 10 * time.Second})
+		c, err := Open(Options{Sentinel: &Sentinel{Master: "tls", Addrs: []string{sentinels[0].Addr}}, TLS: tlsTo(t, primary), ReplicaAcks: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Client().Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatalf("SET through sentinels over TLS: %v", err)
+		}
+		if st := c.Status(); len(st.Nodes) != 1 || st.Nodes[0] != primary.Addr {
+			t.Errorf("status %+v, want the primary %s", st, primary.Addr)
+		}
+		waitFor(t, "the sentinel is read over TLS", 10*time.Second, func() bool { return acks(t, c, "k") == 1 })
+		wrong, err := Open(Options{Sentinel: &Sentinel{Master: "tls", Addrs: []string{sentinels[0].Addr}},
+			TLS: &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wrong.Close()
+		if err := wrong.Client().Set(ctx, "k", "v", 0).Err(); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("a CA that signed nothing: %v, want a certificate error", err)
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		nodes := redistest.StartClusterWith(t, 3, true)
+		c, err := Open(Options{Cluster: []string{nodes[0].Addr}, TLS: tlsTo(t, nodes[0])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, key := range []string{"{a}", "{b}", "{c}", "{d}"} {
+			if err := c.Client().Set(ctx, key, "v", 0).Err(); err != nil {
+				t.Fatalf("SET %s on a cluster over TLS: %v", key, err)
+			}
+		}
+		waitFor(t, "the three primaries are read over TLS", 10*time.Second, func() bool { return len(c.Status().Nodes) == 3 })
+	})
 }

@@ -18,15 +18,29 @@ const clusterSlots = 16384
 // and knows all n. No replicas: a cluster that does not fail over.
 func StartCluster(tb testing.TB, n int) []*Server {
 	tb.Helper()
+	return StartClusterWith(tb, n, false)
+}
+
+// StartClusterWith is StartCluster, with useTLS serving TLS only (clients
+// and the cluster bus), every node with the first one's certificate.
+func StartClusterWith(tb testing.TB, n int, useTLS bool) []*Server {
+	tb.Helper()
 	nodes := make([]*Server, n)
 	bus := make([]int, n)
 	for i := range nodes {
 		// The cluster bus gets a free port of its own: by default it is
 		// the port + 10000, which may be taken, or beyond 65535.
 		bus[i] = freePort(tb)
-		nodes[i] = StartWith(tb, Options{Args: []string{"--cluster-enabled", "yes",
+		opts := Options{Args: []string{"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--cluster-port", strconv.Itoa(bus[i])}})
+			"--cluster-port", strconv.Itoa(bus[i])}}
+		if useTLS {
+			opts.TLS, opts.Args = true, append(opts.Args, "--tls-cluster", "yes")
+			if i > 0 {
+				opts.ShareTLS = nodes[0]
+			}
+		}
+		nodes[i] = StartWith(tb, opts)
 	}
 	ctx := context.Background()
 	for i, s := range nodes {

@@ -32,12 +32,18 @@ func SentinelBinary() (string, error) {
 	return "", fmt.Errorf("redis-sentinel is not on PATH nor in %v", sbinDirs)
 }
 
-// StartReplica starts a redis-server replicating primary and waits,
-// bounded, until its link to primary is up and the initial copy is done.
+// StartReplica starts a redis-server replicating primary (over TLS, with
+// primary's certificate, when primary serves TLS) and waits, bounded,
+// until its link to primary is up and the initial copy is done.
 func StartReplica(tb testing.TB, primary *Server) *Server {
 	tb.Helper()
 	host, port, _ := net.SplitHostPort(primary.Addr)
-	r := StartWith(tb, Options{Args: []string{"--replicaof", host, port}})
+	opts := Options{Args: []string{"--replicaof", host, port}}
+	if primary.opts.TLS {
+		opts.TLS, opts.ShareTLS = true, primary
+		opts.Args = append(opts.Args, "--tls-replication", "yes")
+	}
+	r := StartWith(tb, opts)
 	r.WaitReplicating(30 * time.Second)
 	return r
 }
@@ -61,11 +67,15 @@ func (s *Server) WaitReplicating(timeout time.Duration) {
 	}
 }
 
-// Client returns a plain go-redis client of the server (no TLS, no
-// password), for the test's own commands; close it.
+// Client returns a go-redis client of the server (TLS when it serves TLS;
+// no password), for the test's own commands; close it.
 func (s *Server) Client() *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2, DisableIdentity: true,
-		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1})
+	o := &redis.Options{Addr: s.Addr, Protocol: 2, DisableIdentity: true,
+		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1}
+	if s.opts.TLS {
+		o.TLSConfig = s.ClientTLS()
+	}
+	return redis.NewClient(o)
 }
 
 // Sentinel is a redis-sentinel process of one test.
@@ -73,6 +83,7 @@ type Sentinel struct {
 	tb testing.TB
 	// Addr is the sentinel's host:port.
 	Addr   string
+	tls    *Server // the primary whose certificate it serves, with TLS
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -91,10 +102,18 @@ type SentinelOptions struct {
 	Args []string
 }
 
+// tlsLines are the configuration lines of a sentinel that serves TLS only,
+// with primary's certificate, and speaks TLS to the data nodes.
+func tlsLines(primary *Server, port string) []string {
+	return []string{"port 0", "tls-port " + port, "tls-cert-file " + primary.certs.cert, "tls-key-file " + primary.certs.key,
+		"tls-ca-cert-file " + primary.certs.ca, "tls-auth-clients no", "tls-replication yes"}
+}
+
 // StartSentinels starts n sentinels monitoring primary (and so its
 // replicas) and waits, bounded, until each knows the others and every
-// replica: a failover can then happen. They are killed in cleanup; tb
-// skips when redis-sentinel is not installed.
+// replica: a failover can then happen. With a primary that serves TLS
+// they serve TLS only, with its certificate. They are killed in cleanup;
+// tb skips when redis-sentinel is not installed.
 func StartSentinels(tb testing.TB, primary *Server, n int, opts SentinelOptions) []*Sentinel {
 	tb.Helper()
 	path, err := SentinelBinary()
@@ -117,13 +136,16 @@ func StartSentinels(tb testing.TB, primary *Server, n int, opts SentinelOptions)
 			dir := tb.TempDir()
 			conf := filepath.Join(dir, "sentinel.conf") // sentinel rewrites its file: one each
 			_, p, _ := net.SplitHostPort(s.Addr)
-			lines := append([]string{
-				"port " + p, "bind 127.0.0.1", "daemonize no", "dir " + dir, "loglevel warning",
+			listen := []string{"port " + p}
+			if primary.opts.TLS {
+				s.tls, listen = primary, tlsLines(primary, p)
+			}
+			lines := append(append(listen, "bind 127.0.0.1", "daemonize no", "dir "+dir, "loglevel warning",
 				fmt.Sprintf("sentinel monitor %s %s %s %d", opts.Master, host, port, opts.Quorum),
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d", opts.Master, opts.DownAfter.Milliseconds()),
 				fmt.Sprintf("sentinel failover-timeout %s 10000", opts.Master),
 				fmt.Sprintf("sentinel parallel-syncs %s 1", opts.Master),
-			}, opts.Args...)
+			), opts.Args...)
 			if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 				tb.Fatal(err)
 			}
@@ -157,6 +179,9 @@ func (s *Sentinel) start(path, conf string) error {
 		close(exited)
 	}(s.cmd, s.exited)
 	srv := &Server{tb: s.tb, Addr: s.Addr, exited: s.exited}
+	if s.tls != nil {
+		srv.opts.TLS, srv.CAFile = true, s.tls.CAFile
+	}
 	if err := srv.waitReady(10 * time.Second); err != nil {
 		s.Kill()
 		return err
@@ -166,8 +191,12 @@ func (s *Sentinel) start(path, conf string) error {
 
 // Client returns a go-redis client of the sentinel; close it.
 func (s *Sentinel) Client() *redis.SentinelClient {
-	return redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Protocol: 2, DisableIdentity: true,
-		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1})
+	o := &redis.Options{Addr: s.Addr, Protocol: 2, DisableIdentity: true,
+		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1}
+	if s.tls != nil {
+		o.TLSConfig = s.tls.ClientTLS()
+	}
+	return redis.NewSentinelClient(o)
 }
 
 // waitPeers waits, at most timeout, until the sentinel knows peers other
