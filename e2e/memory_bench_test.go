@@ -21,7 +21,9 @@ import (
 // ROBOTSGATE_MEMORY_ORIGINS origins (default 10,000) through the real
 // binary, each origin answering a robots.txt of its own of 500 KiB, the
 // most robotsgate reads: a hostile or merely large population of sites. It
-// reports the binary's peak RSS (VmHWM) and the robots.txt cache's bytes
+// reports the binary's peak RSS (VmHWM), the CPU time it used (what the
+// collector's extra work under a memory limit costs, whatever the machine's
+// load does to the wall time) and the robots.txt cache's bytes
 // as its gauge measures them, which must stay within robots.cache_bytes
 // (256 MiB by default) whatever the number of origins, and the soft memory
 // limit the binary ran with (memory_limit: auto unless
@@ -91,6 +93,7 @@ memory_limit: `+limit+`
 		b.ReportMetric(soft/(1<<20), "limit-MiB")
 	}
 	b.ReportMetric(float64(peakRSS(b, p.cmd.Process.Pid))/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(cpuSeconds(b, p.cmd.Process.Pid), "binary-cpu-s")
 	b.ReportMetric(float64(origins), "origins")
 }
 
@@ -167,4 +170,24 @@ func peakRSS(tb testing.TB, pid int) int64 {
 	}
 	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return kb << 10
+}
+
+// cpuSeconds is the CPU time (user and system) a process has used, from
+// /proc/PID/stat in clock ticks of 1/100 s (Linux's USER_HZ).
+func cpuSeconds(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: utime and stime are the 14th and 15th fields of the line.
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		tb.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100
 }
