@@ -1,15 +1,15 @@
 # The one test command is `make test`: it installs what the tests need when it
-# is missing, checks formatting, vets, and runs every test with the race
-# detector. The tests run through internal/testreport, which prints go test's
+# is missing, checks formatting, vets, runs staticcheck (pinned as a tool in
+# go.mod), and runs every test with the race detector. The tests run through internal/testreport, which prints go test's
 # usual output, then every skipped test with its reason, and fails when a test
 # skipped that .ci/allowed-skips does not list (with why it may skip).
 GO ?= go
 BENCH_COUNT ?= 6
 MODULE := github.com/robotsgate/robotsgate
 
-.PHONY: test deps fmt-check vet bench fuzz
+.PHONY: test deps fmt-check vet staticcheck bench fuzz
 
-test: deps fmt-check vet
+test: deps fmt-check vet staticcheck
 	$(GO) run ./internal/testreport -go $(GO) -allow .ci/allowed-skips -- -race ./...
 
 # deps installs what the tests start, only what is missing (quick when all
@@ -104,6 +104,9 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+staticcheck:
+	$(GO) tool staticcheck ./...
 
 # bench runs the benchmarks side by side with their baselines and prints the
 # benchstat table (columns = implementation): the robots package's, the

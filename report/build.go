@@ -242,7 +242,6 @@ type fetchAgg struct {
 	statuses               []int
 	inRange, revalidations int64
 	lastFetch              archive.Fetch // the latest (its headers)
-	outcome                string
 }
 
 type paceAgg struct {

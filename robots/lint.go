@@ -524,7 +524,7 @@ func (l *linter) agentToken(num int, value []byte) (token []byte, ok bool) {
 		l.add(num, chkAgentNoToken, "user-agent %s names no crawler: Google reads the name up to the first character outside A-Z, a-z, '_' and '-', which leaves nothing%s",
 			quote(value, 40), hint)
 		return nil, false
-	case len(rest) > 0 && (rest[0] != '/' || bytes.IndexAny(rest, " \t") >= 0):
+	case len(rest) > 0 && (rest[0] != '/' || bytes.ContainsAny(rest, " \t")):
 		l.add(num, chkAgentToken, "user-agent %s is read as %q: Google cuts the name at the first character outside A-Z, a-z, '_' and '-'",
 			quote(value, 40), token)
 	}
@@ -561,7 +561,7 @@ func (l *linter) rule(num int, kind keyKind, value []byte) {
 
 // checkPattern reports allow/disallow patterns that cannot match as meant.
 func (l *linter) checkPattern(num int, name string, value []byte) {
-	if bytes.IndexAny(value, " \t") >= 0 {
+	if bytes.ContainsAny(value, " \t") {
 		l.add(num, chkSeveralPaths, "%s %s has whitespace inside: Google reads one pattern, not several paths, and no URL matches it (URLs encode spaces); write one path per line",
 			name, quote(value, 60))
 	}
