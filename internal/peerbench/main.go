@@ -434,10 +434,11 @@ func (e *env) prepare(ctx context.Context, cfg config) error {
 	bin := filepath.Join(e.dir, "bin")
 	build := func(out, pkg string) error {
 		logf("building %s", pkg)
+		var b strings.Builder
 		cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, pkg)
-		cmd.Dir = e.root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = e.root, &b, &b
+		if err := e.ps.run(cmd); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b.String())
 		}
 		return nil
 	}

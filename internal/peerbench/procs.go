@@ -82,6 +82,22 @@ func (ps *procs) start(name, cpus, logFile string, cred *syscall.Credential, arg
 	return p, nil
 }
 
+// run runs cmd to its end like cmd.Run, started from the spawning thread
+// with the parent-death signal set, so that it does not outlive this
+// program either (go build).
+func (ps *procs) run(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	done := make(chan error, 1)
+	ps.spawn <- spawnReq{cmd, done}
+	if err := <-done; err != nil {
+		return err
+	}
+	return cmd.Wait()
+}
+
 // pid is the process's ID.
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
