@@ -114,8 +114,7 @@ func proxyURL(addr string) *url.URL { return &url.URL{Scheme: "http", Host: addr
 // browsers; its documentation suggests 300) and default-server-timeout 60
 // (unset, Privoxy reuses no server connection whose server does not send
 // Keep-Alive: timeout=, as Go's does not: a new upstream connection per
-// request, half the throughput here; the origin keeps idle connections
-// 90 s).
+// request; the origin keeps idle connections 90 s).
 func startPrivoxy(e *env, name string) (*setup, error) {
 	dir, err := e.mkdir(name)
 	if err != nil {
@@ -160,11 +159,12 @@ func startPrivoxy(e *env, name string) (*setup, error) {
 // ports other than 443, which the loopback origin does not use). HTTPS is
 // bumped on a second port: peek at the client's hello, then bump, so the
 // leaf mimics the origin's certificate (its IP address in
-// subjectAltName); the leaf's key is the CA's (Squid's way), an ECDSA
-// P-256 one, and leaves are cached in memory (4 MB). It trusts the
+// subjectAltName; bumping at step 1 mints a leaf with a common name only,
+// which clients reject); the leaf's key is the CA's (Squid's way), an
+// ECDSA P-256 one, and leaves are cached in memory (4 MB). It trusts the
 // origin's CA upstream. Run as Debian's Squid user (proxy) when this
-// program runs as root. No DNS server is reachable (the origin is an IP
-// address), so Squid sends nothing off the machine.
+// program runs as root. Its DNS server is 127.0.0.1 (the origin is an IP
+// address: nothing to resolve), so Squid sends nothing off the machine.
 func startSquid(e *env, name string, withLog bool) (*setup, error) {
 	dir, err := e.mkdir(name)
 	if err != nil {
