@@ -144,7 +144,7 @@ bench:
 # ./internal/peerbench -help lists them.
 PEERBENCH_FLAGS ?=
 bench-peers:
-	GO=$(GO) $(GO) run ./internal/peerbench $(PEERBENCH_FLAGS)
+	@GO=$(GO) $(GO) run ./internal/peerbench $(PEERBENCH_FLAGS)
 
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).
 FUZZTIME ?= 30s
