@@ -7,7 +7,7 @@ GO ?= go
 BENCH_COUNT ?= 6
 MODULE := github.com/robotsgate/robotsgate
 
-.PHONY: test deps fmt-check vet staticcheck bench fuzz
+.PHONY: test deps fmt-check vet staticcheck bench bench-peers fuzz
 
 test: deps fmt-check vet staticcheck
 	$(GO) run ./internal/testreport -go $(GO) -allow .ci/allowed-skips -- -race ./...
@@ -133,6 +133,18 @@ bench:
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/compliance' bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress .name:DenyListLookup' -col /entries bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress .name:DenyListLoad' bench.out
+
+# bench-peers measures the real binary against Privoxy, Squid (plain and
+# ssl-bump) and a tuned goproxy, each a process pinned to one CPU, and prints
+# the markdown table of docs/benchmarks.md (Against the peers). It installs
+# wrk, privoxy and squid with apt-get when missing (as root), writes only
+# under a temporary directory and stops every process it started. Not part
+# of make test. PEERBENCH_FLAGS passes flags, e.g. PEERBENCH_FLAGS=-quick
+# (1 round of 2 s, to check the harness) or "-rounds 5 -setups all"; go run
+# ./internal/peerbench -help lists them.
+PEERBENCH_FLAGS ?=
+bench-peers:
+	@GO=$(GO) $(GO) run ./internal/peerbench $(PEERBENCH_FLAGS)
 
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).
 FUZZTIME ?= 30s
