@@ -145,8 +145,9 @@ type Decision struct {
 	// request (the evasion guard on or off), for replaying the decision.
 	StrictPaths bool
 	// ScanHTML is the usage.scan_html setting the response is to be judged
-	// with (ResponseJudge).
-	ScanHTML bool
+	// with (ResponseJudge); unknownAllow is usage.on_unknown: allow.
+	ScanHTML     bool
+	unknownAllow bool
 	// Limit is what rate-limited the request (RateLimited): one of
 	// pacing.ReasonSlot, ReasonConcurrency, ReasonOverMaxDelay.
 	Limit string
@@ -277,7 +278,7 @@ func (e *Engine) Realm() string { return e.clients.Realm() }
 // found no place in the client's cold gate is a FetchLimited decision.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML, licensing: e.licensing,
-		coldGate: resolver.ColdGateOf(ctx)}
+		unknownAllow: e.cfg.TDMUnknown == config.UsageUnknownAllow, coldGate: resolver.ColdGateOf(ctx)}
 	if note, skip := e.skipRobots(&req); skip {
 		d.Note = note
 		e.schedule(&d, 0)

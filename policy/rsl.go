@@ -11,7 +11,6 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
@@ -343,7 +342,7 @@ func (e *Engine) judgeRSL(ctx context.Context, d *Decision) error {
 // request that nothing can refuse (no purposes: /explain and check
 // listing a response's signals) the licences are listed as judged for the
 // known purposes, and refuse nothing. The only error is ctx's.
-func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head func() []htmlmeta.Link) (ResponseJudgement, error) {
+func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head func() Head) (ResponseJudgement, error) {
 	out := ResponseJudgement{Enforced: !j.monitor}
 	if j.licensing == nil {
 		return out, nil
@@ -357,7 +356,7 @@ func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head fu
 		refs = append(refs, licenceRef{source: "response header Link", ref: r})
 	}
 	if j.scanHTML && head != nil && len(refs) < rsl.MaxLicenses {
-		for _, l := range head() {
+		for _, l := range head().Links { // an unscanned head: Judge made it UsageUnknown
 			if rsl.IsLicenseLink(l.Rel, l.Type) {
 				refs = append(refs, licenceRef{source: `<link rel="license">`, ref: l.Href})
 			}

@@ -145,6 +145,11 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
+		if r := d.Response; r != nil && r.Signal.Unscanned { // judged on the response
+			e.Message = "The origin's response was withheld: " + r.Signal.Explain() + " (usage.on_unknown: refuse)."
+			e.Group, e.RobotsURL, e.RobotsInfo = "", "", ""
+			break
+		}
 		if e.licence(d) {
 			e.Message = d.Licence.Explain() + ", which refuses the purpose " + d.Licence.Purpose + " (usage.on_unknown: refuse)."
 			proxyError = robotsProxyError(d.Licence.Result.Cause())
