@@ -57,4 +57,10 @@ type UsageSignal struct {
 	// Server, the purposes it grants only with a token from that server
 	// (the others it refuses), in the order of Refuses; absent otherwise.
 	LicenseFor []string `json:"license_for,omitempty"`
+	// Terms are, for an rsl signal, the terms of the licences of its
+	// <content>, one line per licence: the usages, user types and
+	// countries they permit or prohibit ("not"), their payment and
+	// reporting terms ("license 1 (line 4): usage ai-train; user
+	// non-commercial; payment crawl (0.015 USD)"); absent otherwise.
+	Terms []string `json:"terms,omitempty"`
 }

@@ -408,6 +408,28 @@ type Client struct {
 	// currency, is relayed. Needs signing (bot_auth or signature_agent).
 	// Default "" (402s are relayed).
 	MaxPrice string `yaml:"max_price"`
+	// RSLUser is what this client is for the user terms of RSL licences
+	// (<permits type="user">, <prohibits type="user">): commercial,
+	// non-commercial, education, government or personal. Default ""
+	// (undeclared: a licence that permits only some user types, or
+	// prohibits any, refuses this client's purposes).
+	RSLUser string `yaml:"rsl_user"`
+	// Country is where this client operates, an ISO 3166-1 alpha-2 code
+	// (FR, US), for the geo terms of RSL licences (EU in a licence stands
+	// for its member states). Default "" (undeclared: a licence with geo
+	// terms refuses this client's purposes).
+	Country string `yaml:"country"`
+	// AcceptPayment are the RSL payment types (<payment type>) this client
+	// has settled or pays: purchase, subscription, training, crawl, use,
+	// contribution, attribution, or all (any payment, also one of no or
+	// another type). Default none: a licence that asks for payment refuses
+	// with 403 license-required, naming the term.
+	AcceptPayment []string `yaml:"accept_payment"`
+	// AcceptReporting are the reporting profiles (the profile URIs of RSL
+	// <reporting> terms) this client complies with, or all. Default none:
+	// a licence with a reporting obligation refuses with 403
+	// license-required.
+	AcceptReporting []string `yaml:"accept_reporting"`
 }
 
 // Site is one sites entry: a per-host override (docs/configuration.md). The first entry
@@ -465,6 +487,13 @@ type Usage struct {
 	// always forwarded. An RSL document that cannot be read follows
 	// on_unknown. Default "refuse".
 	OnLicenseServer UsageOnUnknown `yaml:"on_license_server"`
+	// RSLUnstatedUsage decides what an RSL licence grants that states no
+	// usage (no <permits type="usage"> nor <prohibits type="usage">: an
+	// empty <license/>, or one with only payment, legal, user or geo
+	// terms): "refuse" (it grants nothing: a use not permitted is not
+	// licensed) or "grant" (every usage it does not prohibit, on its other
+	// terms). Default "refuse".
+	RSLUnstatedUsage RSLUnstated `yaml:"rsl_unstated_usage"`
 	// CacheBytes bounds the memory the tdmrep.json cache keeps, as the
 	// parsed files measure it (its entries are bounded by
 	// robots.cache_entries). Must be >= 1MiB. Default 64MiB.
@@ -695,6 +724,15 @@ type UsageOnUnknown string
 const (
 	UsageUnknownRefuse UsageOnUnknown = "refuse"
 	UsageUnknownAllow  UsageOnUnknown = "allow"
+)
+
+// RSLUnstated is usage.rsl_unstated_usage.
+type RSLUnstated string
+
+// The usage.rsl_unstated_usage values.
+const (
+	RSLUnstatedRefuse RSLUnstated = "refuse"
+	RSLUnstatedGrant  RSLUnstated = "grant"
 )
 
 // OverMaxDelay says what happens when robots.txt asks for more than

@@ -25,6 +25,7 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/rsl"
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
@@ -203,6 +204,9 @@ type Config struct {
 	// (usage.on_unknown); LicenseServer is usage.on_license_server.
 	RSL           *rslcache.Cache
 	LicenseServer config.UsageOnUnknown
+	// RSLUnstated is usage.rsl_unstated_usage: what a licence that states
+	// no usage grants.
+	RSLUnstated config.RSLUnstated
 	// StrictPaths also judges the canonical path (robots.Group.DecideStrict).
 	StrictPaths bool
 	// ScanHTML reads the meta tags of HTML responses for their AI-usage
@@ -250,7 +254,8 @@ func New(cfg Config) (*Engine, error) {
 	clients.denyUnmatched = cfg.DenyUnmatched
 	e := &Engine{cfg: cfg, clients: clients, sites: newSites(cfg.Sites), trap: newTrapGuard(cfg.Trap)}
 	if cfg.RSL != nil {
-		e.licensing = &licensing{cache: cfg.RSL, onUnknown: cfg.TDMUnknown, onServer: cfg.LicenseServer, now: cfg.Now}
+		e.licensing = &licensing{cache: cfg.RSL, onUnknown: cfg.TDMUnknown, onServer: cfg.LicenseServer, now: cfg.Now,
+			opts: rsl.Options{GrantUnstated: cfg.RSLUnstated == config.RSLUnstatedGrant}}
 	}
 	return e, nil
 }
