@@ -628,4 +628,3 @@ func (p *parser) terms(se xml.StartElement) (Terms, error) {
 		}
 	}
 }
-
