@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -108,6 +109,26 @@ func (j ResponseJudge) Judge(h http.Header, head func() Head) ResponseJudgement 
 	found = append(found, metaFindings(hd.Metas, j.agent)...)
 	supersedeTDMHeader(found)
 	return j.outcome(found)
+}
+
+// JudgeResponse is the whole judgement of an origin's response, as the
+// relay, /explain and check make it: its header fields and HTML head
+// (Judge), then, when they refuse nothing, the RSL licences it names
+// (JudgeLicenses), whose signals are listed after the others. head reads
+// the head at most once for both (nil: not an HTML page with a body). The
+// only error is ctx's (the client left while a licence was fetched).
+func (j ResponseJudge) JudgeResponse(ctx context.Context, h http.Header, head func() Head) (ResponseJudgement, error) {
+	out := j.Judge(h, head)
+	if out.Refused {
+		return out, nil
+	}
+	lic, err := j.JudgeLicenses(ctx, h, head)
+	if err != nil {
+		return out, err
+	}
+	lic.Signals = append(out.Signals, lic.Signals...)
+	lic.notes = append(out.notes, lic.notes...)
+	return lic, nil
 }
 
 // unscannedRetry is the Retry-After of a page whose head could not be

@@ -90,24 +90,11 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 }
 
 // judgeResponseSignals judges the AI-usage signals of resp for the
-// request d allowed, as the relay, /explain and check all do: its header
-// fields and HTML head (ResponseJudge.Judge), then, when they refuse
-// nothing, the RSL licences it names (ResponseJudge.JudgeLicenses), whose
-// signals are listed after the others. The head is read once for both.
-// The only error is ctx's (the client left while a licence was fetched).
+// request d allowed (policy.ResponseJudge.JudgeResponse), as the relay,
+// /explain and check all do, reading its head at most once. The only error
+// is ctx's (the client left while a licence was fetched).
 func judgeResponseSignals(ctx context.Context, d *policy.Decision, resp *http.Response) (policy.ResponseJudgement, error) {
-	judge := d.ResponseJudge()
-	head := headOf(resp).read()
-	j := judge.Judge(resp.Header, head)
-	if j.Refused {
-		return j, nil
-	}
-	lj, err := judge.JudgeLicenses(ctx, resp.Header, head)
-	if err != nil {
-		return j, err
-	}
-	lj.Signals = append(j.Signals, lj.Signals...)
-	return lj, nil
+	return d.ResponseJudge().JudgeResponse(ctx, resp.Header, headOf(resp).read())
 }
 
 // headScan reads resp's HTML head at most once (scanHead), for its meta

@@ -116,6 +116,57 @@ func TestMatchNone(t *testing.T) {
 	}
 }
 
+// TestMatchCanonicalHosts: a full url names its site in any spelling the
+// origin package reads as the same (IDNA, trailing dot, case, default or
+// zero-padded port, IPv4 shorthands), and no other site.
+func TestMatchCanonicalHosts(t *testing.T) {
+	for _, tc := range []struct {
+		url, site string
+		match     bool
+	}{
+		{"https://bücher.example/", "https://xn--bcher-kva.example", true},
+		{"https://xn--bcher-kva.example/", "https://bücher.example", true},
+		{"http://localhost.:8080/", "http://localhost:8080", true},
+		{"https://example.com:0443/", "https://example.com", true},
+		{"https://EXAMPLE.com/", "https://example.com:443", true},
+		{"http://127.1:8080/", "http://127.0.0.1:8080", true},
+		{"https://example.com/", "http://example.com", false},
+		{"https://example.com:8443/", "https://example.com", false},
+		{"https://other.example/", "https://example.com", false},
+	} {
+		doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="` + tc.url + `"/></rsl>`))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		o, err := origin.Parse(tc.site)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := doc.Match(o, "/x", false); (m.Content != nil) != tc.match {
+			t.Errorf("<content url=%q> for %s: matched %v, want %v", tc.url, tc.site, m.Content != nil, tc.match)
+		}
+	}
+}
+
+// TestEmptyURLIsTheLinkingPage: <content url=""> matches the resource that
+// linked the document, before any pattern, and nothing for robots.txt.
+func TestEmptyURLIsTheLinkingPage(t *testing.T) {
+	doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="/*"/><content url=""/></rsl>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := origin.Origin{Scheme: "https", Host: "example.com", Port: 443}
+	if m := doc.Match(o, "/page", true); m.Content == nil || m.Content.Index != 1 {
+		t.Errorf("linked: matched %v, want the empty url", m.Content)
+	}
+	if m := doc.Match(o, "/page", false); m.Content == nil || m.Content.Index != 0 {
+		t.Errorf("from robots.txt: matched %v, want the pattern", m.Content)
+	}
+	if doc.HasEmptyURL() != &doc.Contents[1] {
+		t.Error("HasEmptyURL does not name it")
+	}
+}
+
 // TestParseRefusesWhatCannotBeJudged: every document that cannot be
 // judged as written is an error, never an empty licence.
 func TestParseRefusesWhatCannotBeJudged(t *testing.T) {
