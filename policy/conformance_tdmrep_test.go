@@ -20,7 +20,7 @@ func TestConformanceTDMRep(t *testing.T) {
 			files: file(`[{"location": "/a/open/", "tdm-reservation": 0}, {"location": "/a/", "tdm-reservation": 1}]`), want: Allow},
 		{name: "#sec-tdm-file a reserved location refuses the TDM purposes", target: "/a/x",
 			files: file(`[{"location": "/a/open/", "tdm-reservation": 0}, {"location": "/a/", "tdm-reservation": 1}]`),
-			want: UsageDenied, why: "tdm-reservation 1"},
+			want:  UsageDenied, why: "tdm-reservation 1"},
 		{name: "#sec-tdm-file no match leaves tdm-reservation unset", target: "/b/x", files: file(`[{"location": "/a/", "tdm-reservation": 1}]`), want: Allow},
 		{name: "#sec-tdm-reservation it concerns TDM: search is not refused", files: file(`[{"location": "/", "tdm-reservation": 1}]`),
 			purposes: []string{"search"}, want: Allow},
