@@ -458,12 +458,15 @@ type Site struct {
 // a refusing header means the response is withheld and the client gets
 // 403 usage-denied.
 type Usage struct {
-	// ScanHTML also reads the <meta> tags of text/html responses
-	// (tdm-reservation, robots noai/noml/noimageai) for clients whose purposes
-	// they concern, and their <link rel="license"> tags (RSL licences) for
-	// every client with purposes: the proxy holds back up to the first 64 KiB of the
-	// page (until </head> or <body>) while it reads them, which delays
-	// the first byte. Default false.
+	// ScanHTML also reads the <meta> tags of HTML responses (text/html,
+	// application/xhtml+xml, or no Content-Type: tdm-reservation, robots
+	// noai/noml/noimageai) for clients whose purposes they concern, and
+	// their <link rel="license"> tags (RSL licences) for every client with
+	// purposes: the proxy holds back up to the first 64 KiB of the page
+	// (until </head> or <body>) while it reads them, which delays the first
+	// byte. Such a client's requests ask only for the codings the scan
+	// decodes, and a page whose head cannot be read follows OnUnknown.
+	// Default false.
 	ScanHTML bool `yaml:"scan_html"`
 	// OnUnknown decides what happens to the requests of a client with a
 	// text-and-data-mining purpose (train-ai, train-genai, ai-train, tdm)
@@ -475,7 +478,8 @@ type Usage struct {
 	// clients. The same setting applies to an RSL licence a site names
 	// (robots.txt License, a Link header, an HTML <link rel="license">)
 	// that cannot be read (any answer but a 2xx with a valid RSL
-	// document), for a client with any purpose. Default "refuse".
+	// document), for a client with any purpose, and to an HTML page whose
+	// head cannot be read with ScanHTML. Default "refuse".
 	OnUnknown UsageOnUnknown `yaml:"on_unknown"`
 	// OnLicenseServer decides what happens to the request of a client
 	// with a purpose that an RSL licence grants only through a licence
