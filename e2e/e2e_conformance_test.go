@@ -23,12 +23,15 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/robotsgate/robotsgate/admin"
+	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/report"
 )
 
 // signalCase is one site and what a client gets from it.
@@ -302,4 +305,84 @@ func TestE2ESignalsAsTheirTextsSay(t *testing.T) {
 		{name: "RSL §3.4.1 (2nd-hand) a user type the client is not is refused", robots: byLicence, user: "declared",
 			files: licence("/", `<license><permits type="usage">ai-train</permits><permits type="user">education</permits></license>`), body: "PAGE-BODY", decision: "usage-denied"},
 	})
+}
+
+// TestE2ERSLTermsAreShown: a licence term the client does not meet is named
+// wherever the decision is: the refusal (license_term), the audit record
+// (its note and the licence's terms), check, /explain and the report.
+func TestE2ERSLTermsAreShown(t *testing.T) {
+	c := &signalCase{robots: byLicence, user: "trainer", body: "PAGE-BODY", files: licence("/",
+		`<license><permits type="usage">ai-train</permits><permits type="geo">FR DE</permits><payment type="training"><amount currency="EUR">0.02</amount></payment></license>`)}
+	const term, terms = `<payment type="training"> (0.02 EUR)`, "license 1 (line 1): usage ai-train; geo fr de; payment training (0.02 EUR)"
+	u := startSignalSite(t, c).URL + "/page"
+	dir := t.TempDir()
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e2eConfig{dir: dir, allowNetworks: "127.0.0.2/32"}
+	auditPath, cfgPath := filepath.Join(dir, "audit.log"), filepath.Join(dir, "cfg.yaml")
+	writeFile(t, cfgPath, cfg.yaml()+fmt.Sprintf(`clients:
+  - { user: trainer, password_bcrypt: %q, purposes: [train-ai], country: FR }
+archive:
+  dir: %q
+log:
+  audit: %q
+`, hash, filepath.Join(dir, "archive"), auditPath))
+	sp := &signalProxy{dir: dir, cfgPath: cfgPath, cfg: cfg}
+	sp.p = startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
+	m := regexp.MustCompile(`admin=(127\.0\.0\.1:\d+)`).FindStringSubmatch(sp.p.out.String())
+	if m == nil {
+		t.Fatalf("no admin address in the start-up log:\n%s", sp.p.out)
+	}
+
+	// The refusal.
+	client := proxyClient(t, sp.p.addr, cfg.caPath())
+	client.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("trainer", "pw"), Host: sp.p.addr})
+	r := tdmGet(t, client, u, true)
+	var e struct {
+		Decision, Message string
+		LicenseTerm       string `json:"license_term"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &e); err != nil || r.status != 403 || e.Decision != "license-required" || e.LicenseTerm != term ||
+		!strings.Contains(e.Message, "clients[].accept_payment") {
+		t.Errorf("refusal: %d %s, want 403 license-required naming %s", r.status, r.body, term)
+	}
+	// check and /explain.
+	out, _, code := runBin(t, dir, "check", "-config", cfgPath, "-client", "127.0.0.1", "-user", "trainer", "-fetch", u)
+	if code != 1 || !strings.HasPrefix(out, "LICENSE-REQUIRED") || !strings.Contains(out, term) || !strings.Contains(out, terms) {
+		t.Errorf("check: exit %d\n%s\nwant LICENSE-REQUIRED naming %s and listing %s", code, out, term, terms)
+	}
+	body := httpPost(t, "http://"+m[1]+"/explain", url.Values{"url": {u}, "client": {"127.0.0.1"}, "user": {"trainer"}})
+	var x admin.Explanation
+	if err := json.Unmarshal([]byte(body), &x); err != nil || x.Decision != "license-required" || !strings.Contains(x.Note, term) {
+		t.Errorf("/explain: %v %s", err, body)
+	}
+	found := false
+	for _, s := range x.UsageSignals {
+		found = found || s.Signal == "rsl" && slices.Contains(s.Terms, terms)
+	}
+	if !found {
+		t.Errorf("/explain lists no rsl signal with the terms %q: %+v", terms, x.UsageSignals)
+	}
+	// The audit record, and the report.
+	sp.p.stop(0)
+	rec, ok := waitRecord(auditPath, func(r *audit.Record) bool { return r.URL == u && r.Decision == "license-required" })
+	if !ok || !strings.Contains(rec.Note, term) || len(rec.Usage) == 0 || !slices.Contains(rec.Usage[len(rec.Usage)-1].Terms, terms) {
+		t.Errorf("audit record: %+v", rec)
+	}
+	stdout, stderr, code := runBin(t, dir, "report", "-config", cfgPath, "-format", "json")
+	var rep report.Report
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil {
+		t.Fatalf("report -format json: exit %d, stderr %s", code, stderr)
+	}
+	found = false
+	for _, o := range rep.Origins {
+		for _, s := range o.RefusedBySignal {
+			found = found || s.Signal == "rsl" && slices.Contains(s.Terms, terms)
+		}
+	}
+	if !found {
+		t.Errorf("the report lists no rsl refusal with the terms %q", terms)
+	}
 }

@@ -131,7 +131,8 @@ func TestAIPrefAliases(t *testing.T) {
 		every  = "[train-ai train-genai ai-train tdm search ai-input ai-use archive]"
 	)
 	for _, tt := range []struct{ label, want string }{
-		{"train-ai", train}, {"ai-use", use}, {"search", search}, // draft -08
+		{"train-ai", train}, {"search", search}, // vocab-07 (2026-08-19)
+		{"ai-use", use},                                         // -02
 		{"train-genai", train}, {"genai", train}, {"ai", train}, // earlier names of AI training
 		{"inference", use},                              // -01
 		{"ai-output", "[search ai-input ai-use]"},       // -04: search was part of it
