@@ -469,4 +469,4 @@ func (c *Content) Summary() []string {
 }
 
 // maxSummary bounds the licences Summary lists.
-const maxSummary = 8
+const maxSummary = 4

@@ -217,3 +217,23 @@ func TestPrefixedElements(t *testing.T) {
 		t.Fatalf("got %+v", v)
 	}
 }
+
+// TestSummaryIsBounded: the terms an audit record lists are bounded, in
+// licences (4, then a count) and in bytes per licence.
+func TestSummaryIsBounded(t *testing.T) {
+	doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="/">` +
+		strings.Repeat(`<license><permits type="usage">`+strings.Repeat("ai-train ", 100)+`</permits><payment type="crawl"><amount currency="USD">1</amount></payment></license>`, 10) +
+		`</content></rsl>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Contents[0].Summary()
+	if len(s) != 5 || s[4] != "… 6 more licences" || !strings.HasPrefix(s[0], "license 1 (line 1): usage ai-train ai-train") {
+		t.Fatalf("Summary = %q", s)
+	}
+	for _, l := range s {
+		if len(l) > maxQuoted+len("…") {
+			t.Errorf("a line of %d bytes", len(l))
+		}
+	}
+}
