@@ -313,6 +313,9 @@ func printSignals(w io.Writer, signals []audit.UsageSignal, fetchErr error, fetc
 			refuses += ")"
 		}
 		fmt.Fprintf(w, "          usage signal %s %q at %s: %s\n", sig.Signal, sig.Value, sig.Where, refuses)
+		for _, t := range sig.Terms { // an RSL licence's: payment, user types, countries
+			fmt.Fprintf(w, "            %s\n", t)
+		}
 	}
 	if fetch && fetchErr != nil {
 		fmt.Fprintf(w, "          response signals not read: %v\n", fetchErr)

@@ -408,6 +408,28 @@ type Client struct {
 	// currency, is relayed. Needs signing (bot_auth or signature_agent).
 	// Default "" (402s are relayed).
 	MaxPrice string `yaml:"max_price"`
+	// RSLUser is what this client is for the user terms of RSL licences
+	// (<permits type="user">, <prohibits type="user">): commercial,
+	// non-commercial, education, government or personal. Default ""
+	// (undeclared: a licence that permits only some user types, or
+	// prohibits any, refuses this client's purposes).
+	RSLUser string `yaml:"rsl_user"`
+	// Country is where this client operates, an ISO 3166-1 alpha-2 code
+	// (FR, US), for the geo terms of RSL licences (EU in a licence stands
+	// for its member states). Default "" (undeclared: a licence with geo
+	// terms refuses this client's purposes).
+	Country string `yaml:"country"`
+	// AcceptPayment are the RSL payment types (<payment type>) this client
+	// has settled or pays: purchase, subscription, training, crawl, use,
+	// contribution, attribution, or all (any payment, also one of no or
+	// another type). Default none: a licence that asks for payment refuses
+	// with 403 license-required, naming the term.
+	AcceptPayment []string `yaml:"accept_payment"`
+	// AcceptReporting are the reporting profiles (the profile URIs of RSL
+	// <reporting> terms) this client complies with, or all. Default none:
+	// a licence with a reporting obligation refuses with 403
+	// license-required.
+	AcceptReporting []string `yaml:"accept_reporting"`
 }
 
 // Site is one sites entry: a per-host override (docs/configuration.md). The first entry
@@ -436,12 +458,15 @@ type Site struct {
 // a refusing header means the response is withheld and the client gets
 // 403 usage-denied.
 type Usage struct {
-	// ScanHTML also reads the <meta> tags of text/html responses
-	// (tdm-reservation, robots noai/noml/noimageai) for clients whose purposes
-	// they concern, and their <link rel="license"> tags (RSL licences) for
-	// every client with purposes: the proxy holds back up to the first 64 KiB of the
-	// page (until </head> or <body>) while it reads them, which delays
-	// the first byte. Default false.
+	// ScanHTML also reads the <meta> tags of HTML responses (text/html,
+	// application/xhtml+xml, or no Content-Type: tdm-reservation, robots
+	// noai/noml/noimageai) for clients whose purposes they concern, and
+	// their <link rel="license"> tags (RSL licences) for every client with
+	// purposes: the proxy holds back up to the first 64 KiB of the page
+	// (until </head> or <body>) while it reads them, which delays the first
+	// byte. Such a client's requests ask only for the codings the scan
+	// decodes, and a page whose head cannot be read follows OnUnknown.
+	// Default false.
 	ScanHTML bool `yaml:"scan_html"`
 	// OnUnknown decides what happens to the requests of a client with a
 	// text-and-data-mining purpose (train-ai, train-genai, ai-train, tdm)
@@ -453,7 +478,8 @@ type Usage struct {
 	// clients. The same setting applies to an RSL licence a site names
 	// (robots.txt License, a Link header, an HTML <link rel="license">)
 	// that cannot be read (any answer but a 2xx with a valid RSL
-	// document), for a client with any purpose. Default "refuse".
+	// document), for a client with any purpose, and to an HTML page whose
+	// head cannot be read with ScanHTML. Default "refuse".
 	OnUnknown UsageOnUnknown `yaml:"on_unknown"`
 	// OnLicenseServer decides what happens to the request of a client
 	// with a purpose that an RSL licence grants only through a licence
@@ -465,6 +491,13 @@ type Usage struct {
 	// always forwarded. An RSL document that cannot be read follows
 	// on_unknown. Default "refuse".
 	OnLicenseServer UsageOnUnknown `yaml:"on_license_server"`
+	// RSLUnstatedUsage decides what an RSL licence grants that states no
+	// usage (no <permits type="usage"> nor <prohibits type="usage">: an
+	// empty <license/>, or one with only payment, legal, user or geo
+	// terms): "refuse" (it grants nothing: a use not permitted is not
+	// licensed) or "grant" (every usage it does not prohibit, on its other
+	// terms). Default "refuse".
+	RSLUnstatedUsage RSLUnstated `yaml:"rsl_unstated_usage"`
 	// CacheBytes bounds the memory the tdmrep.json cache keeps, as the
 	// parsed files measure it (its entries are bounded by
 	// robots.cache_entries). Must be >= 1MiB. Default 64MiB.
@@ -695,6 +728,15 @@ type UsageOnUnknown string
 const (
 	UsageUnknownRefuse UsageOnUnknown = "refuse"
 	UsageUnknownAllow  UsageOnUnknown = "allow"
+)
+
+// RSLUnstated is usage.rsl_unstated_usage.
+type RSLUnstated string
+
+// The usage.rsl_unstated_usage values.
+const (
+	RSLUnstatedRefuse RSLUnstated = "refuse"
+	RSLUnstatedGrant  RSLUnstated = "grant"
 )
 
 // OverMaxDelay says what happens when robots.txt asks for more than

@@ -407,6 +407,16 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:5: clients[0].max_price: invalid price "5 dollars" (want a currency code and an amount, e.g. USD 0.05)`},
 		{"max price without signing", "clients:\n  - cidr: 10.0.0.0/8\n    max_price: USD 0.05\n",
 			`cfg.yaml:3: clients[0].max_price: needs signing`},
+		{"bad rsl user", "clients:\n  - cidr: 10.0.0.0/8\n    rsl_user: business\n",
+			`cfg.yaml:3: clients[0].rsl_user: invalid user type "business" (want one of commercial, non-commercial, education, government, personal)`},
+		{"bad country", "clients:\n  - cidr: 10.0.0.0/8\n    country: fr\n",
+			`cfg.yaml:3: clients[0].country: invalid country "fr" (want an ISO 3166-1 alpha-2 code in upper case, e.g. FR)`},
+		{"bad payment type", "clients:\n  - cidr: 10.0.0.0/8\n    accept_payment: [crawl, free]\n",
+			`cfg.yaml:3: clients[0].accept_payment[1]: invalid payment type "free"`},
+		{"bad reporting profile", "clients:\n  - cidr: 10.0.0.0/8\n    accept_reporting:\n      - telemetry\n",
+			`cfg.yaml:4: clients[0].accept_reporting[0]: invalid reporting profile "telemetry" (want an absolute URI, or all)`},
+		{"bad rsl_unstated_usage", "usage:\n  rsl_unstated_usage: allow\n",
+			`cfg.yaml:2: usage.rsl_unstated_usage: invalid value "allow" (want refuse or grant)`},
 
 		// Other sections.
 		{"zero cache", "robots:\n  cache_entries: 0\n",

@@ -60,7 +60,9 @@ func Default() Config {
 			ScanHTML:        false, // it delays the first byte of HTML pages
 			OnUnknown:       UsageUnknownRefuse,
 			OnLicenseServer: UsageUnknownRefuse,
-			CacheBytes:      64 << 20,
+			// A use an RSL licence does not permit is not licensed.
+			RSLUnstatedUsage: RSLUnstatedRefuse,
+			CacheBytes:       64 << 20,
 		},
 		Trap: Trap{
 			Enabled:             false,

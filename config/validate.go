@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/rsl"
 )
 
 // Validate checks every value and every combination of values, and reports
@@ -102,6 +103,7 @@ func (v *validator) validate(c *Config) {
 	}
 	v.enum("usage.on_unknown", string(c.Usage.OnUnknown), UsageUnknownRefuse, UsageUnknownAllow)
 	v.enum("usage.on_license_server", string(c.Usage.OnLicenseServer), UsageUnknownRefuse, UsageUnknownAllow)
+	v.enum("usage.rsl_unstated_usage", string(c.Usage.RSLUnstatedUsage), RSLUnstatedRefuse, RSLUnstatedGrant)
 	if c.Usage.CacheBytes < 1<<20 {
 		v.add("usage.cache_bytes", "must be at least 1MiB, got %s", c.Usage.CacheBytes)
 	}
@@ -406,6 +408,34 @@ func (v *validator) client(key string, c *Client, htpasswd bool) {
 			v.add(fmt.Sprintf("%s.purposes[%d]", key, i), "invalid purpose %q (want a lower-case token such as train-ai or search)", p)
 		}
 	}
+	v.clientLicence(key, c)
+}
+
+// clientLicence checks what a clients entry declares for RSL terms.
+func (v *validator) clientLicence(key string, c *Client) {
+	if c.RSLUser != "" && !slices.Contains(rsl.UserTypes, c.RSLUser) {
+		v.add(key+".rsl_user", "invalid user type %q (want one of %s)", c.RSLUser, strings.Join(rsl.UserTypes, ", "))
+	}
+	if c.Country != "" && !isCountry(c.Country) {
+		v.add(key+".country", "invalid country %q (want an ISO 3166-1 alpha-2 code in upper case, e.g. FR)", c.Country)
+	}
+	for i, p := range c.AcceptPayment {
+		if p != rsl.PaymentAll && (p == "free" || !slices.Contains(rsl.PaymentTypes, p)) {
+			v.add(fmt.Sprintf("%s.accept_payment[%d]", key, i), "invalid payment type %q (want one of %s, or all)",
+				p, strings.Join(rsl.PaymentTypes[:len(rsl.PaymentTypes)-1], ", "))
+		}
+	}
+	for i, p := range c.AcceptReporting {
+		if u, err := url.Parse(p); p != rsl.ReportingAll && (err != nil || !u.IsAbs()) {
+			v.add(fmt.Sprintf("%s.accept_reporting[%d]", key, i), "invalid reporting profile %q (want an absolute URI, or all)", p)
+		}
+	}
+}
+
+// isCountry reports whether s is an ISO 3166-1 alpha-2 code: two
+// upper-case letters.
+func isCountry(s string) bool {
+	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
 }
 
 // botAuth checks the gateway's Web Bot Auth signing.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/rsl"
 )
 
 // Mode is how a client's requests are treated.
@@ -45,6 +46,9 @@ type Client struct {
 	Agent string
 	// Purposes are checked against the sites' AI-usage preferences.
 	Purposes []string
+	// Licence is what the client declares for the terms of RSL licences
+	// (clients[].rsl_user, country, accept_payment, accept_reporting).
+	Licence rsl.Client
 	// IgnoreBackoff: the client is never held for an origin's pause
 	// (clients[].backoff: ignore).
 	IgnoreBackoff bool
@@ -148,7 +152,8 @@ func NewClients(entries []config.Client, auth config.Auth) (*Clients, error) {
 
 func newClientRule(e config.Client, htpasswd map[string][]byte) (clientRule, error) {
 	r := clientRule{user: e.User, client: Client{Mode: parseMode(e.Mode), Agent: e.Agent, Purposes: e.Purposes,
-		IgnoreBackoff: e.Backoff == config.BackoffIgnore}}
+		IgnoreBackoff: e.Backoff == config.BackoffIgnore,
+		Licence:       rsl.Client{User: e.RSLUser, Country: e.Country, Payments: e.AcceptPayment, Reporting: e.AcceptReporting}}}
 	r.client.Name = e.User
 	if e.CIDR != "" {
 		p, err := netip.ParsePrefix(e.CIDR)

@@ -65,6 +65,10 @@ type explanation struct {
 	LicenseElement string `json:"license_element,omitempty"`
 	LicenseServer  string `json:"license_server,omitempty"`
 	LicenseError   string `json:"license_error,omitempty"`
+	// LicenseTerm is the licence's term the client does not meet (a
+	// payment, a reporting obligation, a user or geo term) when one
+	// refused.
+	LicenseTerm string `json:"license_term,omitempty"`
 }
 
 // licence fills in the RSL licence that refused, if one did; it reports
@@ -75,11 +79,13 @@ func (e *explanation) licence(d *policy.Decision) bool {
 		return false
 	}
 	e.LicenseURL, e.LicenseSource, e.LicenseElement = l.URL, l.Source, clip(l.Element())
-	if d.Verdict == policy.LicenseRequired {
+	if u := l.Verdict.Unmet; u != nil {
+		e.LicenseTerm = clip(u.Element)
+	} else if d.Verdict == policy.LicenseRequired {
 		e.LicenseServer = clip(l.Verdict.Server)
 	}
 	if l.Unknown {
-		e.LicenseError = clip(l.Result.Cause())
+		e.LicenseError = clip(l.Cause())
 	}
 	return true
 }
@@ -126,7 +132,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusForbidden
 		if e.licence(d) {
 			e.Message = "The site's RSL licence refuses this client's purpose: " + d.Licence.Explain() + "."
-			if d.Verdict == policy.LicenseRequired {
+			if d.Verdict == policy.LicenseRequired && d.Licence.Verdict.Unmet == nil {
 				e.Message += " (usage.on_license_server: refuse)"
 			}
 			if d.Response != nil {
@@ -145,9 +151,14 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
+		if r := d.Response; r != nil && r.Signal.Unscanned { // judged on the response
+			e.Message = "The origin's response was withheld: " + r.Signal.Explain() + " (usage.on_unknown: refuse)."
+			e.Group, e.RobotsURL, e.RobotsInfo = "", "", ""
+			break
+		}
 		if e.licence(d) {
 			e.Message = d.Licence.Explain() + ", which refuses the purpose " + d.Licence.Purpose + " (usage.on_unknown: refuse)."
-			proxyError = robotsProxyError(d.Licence.Result.Cause())
+			proxyError = robotsProxyError(d.Licence.Cause())
 			break
 		}
 		e.tdmRep(d)

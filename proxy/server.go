@@ -416,6 +416,7 @@ func (s *Server) Reload(cfg config.Config) error {
 		TDMUnknown:    cfg.Usage.OnUnknown,
 		RSL:           s.rsl,
 		LicenseServer: cfg.Usage.OnLicenseServer,
+		RSLUnstated:   cfg.Usage.RSLUnstatedUsage,
 		StrictPaths:   cfg.Robots.StrictPaths,
 		ScanHTML:      cfg.Usage.ScanHTML,
 		Clients:       cfg.Clients,

@@ -215,7 +215,7 @@ func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
 				// The licence named by a response (a Link header, a <link>
 				// tag) refused after the origin answered.
 				c.TDMRepSHA256, c.License, c.LicenseSHA256, c.Server = "", s.License, s.SHA256, s.Server
-				c.LicenseFor = slices.Clone(s.LicenseFor)
+				c.LicenseFor, c.Terms = slices.Clone(s.LicenseFor), slices.Clone(s.Terms)
 				c.OriginAnswered = !strings.HasPrefix(s.Where, "robots.txt")
 			}
 			o.signals[key] = c

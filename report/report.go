@@ -273,6 +273,10 @@ type SignalCount struct {
 	// LicenseFor are the purposes Server's token is needed for (a
 	// license-required refusal is for one of them).
 	LicenseFor []string `json:"license_for,omitempty"`
+	// Terms are the terms of the licences of the RSL <content> that
+	// applied (audit.UsageSignal.Terms): usages, user types, countries,
+	// payment and reporting terms.
+	Terms []string `json:"terms,omitempty"`
 	// OriginAnswered: read from the origin's response (a header, a meta
 	// tag), so the origin saw the request; the client got none of its
 	// response. Otherwise the origin never saw it.

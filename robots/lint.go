@@ -607,15 +607,24 @@ func (l *linter) groupExtension(num int, kind keyKind, value []byte) {
 }
 
 // checkPrefs reports a content-usage or content-signal line that states no
-// preference.
+// preference: one that is not an RFC 9651 dictionary (for content-usage,
+// draft-ietf-aipref-vocab-07 §6.5.1 makes that "no preference"), or one
+// whose values are none the vocabulary defines (y or n; yes or no).
 func (l *linter) checkPrefs(num int, kind keyKind, value []byte) {
-	prefs := value
+	var s Statement
 	if kind == keyContentUsage {
 		u, _ := parseContentUsage(value, 0)
-		prefs = []byte(u.prefs)
+		s = u.stmt
+	} else {
+		s = ParseContentSignal([]string{string(value)}, 0)
 	}
-	if len(appendPrefs(nil, prefs, 0)) == 0 {
-		l.add(num, chkInvalidPrefs, "%s %s states no preference (name=value, such as train-ai=n): it is ignored", keyNames[kind], quote(value, 60))
+	switch {
+	case s.Err != nil && kind == keyContentUsage:
+		l.add(num, chkInvalidPrefs, "%s %s is not an RFC 9651 dictionary (lower-case names, token values: train-ai=n): it states no preference", keyNames[kind], quote(value, 60))
+	case s.Err != nil:
+		l.add(num, chkInvalidPrefs, "%s %s is not an RFC 9651 dictionary (lower-case names, token values: ai-train=no): readers may ignore it", keyNames[kind], quote(value, 60))
+	case len(s.Prefs) == 0:
+		l.add(num, chkInvalidPrefs, "%s %s states no preference (name=value, such as train-ai=n or ai-train=no): it is ignored", keyNames[kind], quote(value, 60))
 	}
 }
 
