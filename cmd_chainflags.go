@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -96,7 +95,7 @@ func (o chainOptions) chainOptions() (compliance.ChainOptions, error) {
 		return nil
 	}
 	if strings.HasPrefix(o.witness, "https://") || strings.HasPrefix(o.witness, "http://") {
-		roots, err := witnessRoots(o.witnessCA)
+		roots, err := witness.Roots(o.witnessCA)
 		if err != nil {
 			return co, err
 		}
@@ -118,23 +117,4 @@ func (o chainOptions) chainOptions() (compliance.ChainOptions, error) {
 	}
 	co.Witness = w
 	return co, nil
-}
-
-// witnessRoots is the system's roots and the PEM file's, "" for none.
-func witnessRoots(file string) (*x509.CertPool, error) {
-	if file == "" {
-		return nil, nil
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("witness CA: %w", err)
-	}
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("witness CA %s: no PEM certificate", file)
-	}
-	return pool, nil
 }

@@ -135,6 +135,26 @@ func NewHTTPClient(roots *x509.CertPool, dial func(ctx context.Context, network,
 	}
 }
 
+// Roots returns the system's roots with those of the PEM file added, nil
+// (the system's) for "".
+func Roots(file string) (*x509.CertPool, error) {
+	if file == "" {
+		return nil, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("witness CA: %w", err)
+	}
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("witness CA %s: no PEM certificate", file)
+	}
+	return pool, nil
+}
+
 // Submit queues a checkpoint to be witnessed. It never blocks (the audit
 // writer calls it holding its lock).
 func (c *Client) Submit(cp audit.Checkpoint) {
