@@ -102,7 +102,7 @@ func (o chainOptions) chainOptions() (compliance.ChainOptions, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), witnessFetchTimeout)
 		defer cancel()
 		if err := witness.FetchReceipts(ctx, witness.NewHTTPClient(roots, nil), o.witness, log, o.witnessKey, add); err != nil {
-			return co, fmt.Errorf("witness: %w", err)
+			return co, err
 		}
 	} else {
 		f, err := os.Open(o.witness)

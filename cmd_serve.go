@@ -68,6 +68,9 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	}
 	defer locks.release()
 	useLegacyCA(&cfg, logger)
+	if err := checkKeyModes(cfg, logger); err != nil {
+		return err
+	}
 	var ca *certs.CA
 	if cfg.MITM.Enabled {
 		var created bool
