@@ -1,6 +1,7 @@
 package compliance
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -32,25 +33,37 @@ type coverPoint struct {
 // run is the records after a checkpoint that covers lines, up to the
 // next one.
 type run struct {
-	n           int64
-	file        string
-	line        int
-	first, last time.Time // their earliest and latest times
+	n    int64
+	file string
+	line int
+	// first and last are their earliest and latest times (to the
+	// second), timed whether any had one.
+	first, last second
+	timed       bool
 }
 
-func (u *run) add(file string, n int, t time.Time) {
+func (u *run) add(file string, n int, t second, ok bool) {
 	if u.n == 0 {
 		u.file, u.line = file, n
 	}
 	u.n++
-	if !t.IsZero() {
-		if u.first.IsZero() || t.Before(u.first) {
-			u.first = t
-		}
-		if t.After(u.last) {
-			u.last = t
-		}
+	switch {
+	case !ok:
+	case !u.timed:
+		u.first, u.last, u.timed = t, t, true
+	case bytes.Compare(t[:], u.first[:]) < 0:
+		u.first = t
+	case bytes.Compare(t[:], u.last[:]) > 0:
+		u.last = t
 	}
+}
+
+// times returns the run's earliest and latest times (zero if none).
+func (u *run) times() (first, last time.Time) {
+	if !u.timed {
+		return time.Time{}, time.Time{}
+	}
+	return u.first.time(), u.last.time()
 }
 
 // covered closes the run of records before checkpoint cp (at place),
@@ -85,9 +98,9 @@ func (c *chainCheck) checkRun(until string) {
 	case iv.Records > 0 && u.n > iv.Records:
 		what = fmt.Sprintf("%d records%s between the checkpoint at %s and %s, more than the %d it promised",
 			u.n, unseen, p.place, until, iv.Records)
-	case iv.Every > 0 && u.last.After(p.time.Add(iv.Every+clockSlack)):
+	case iv.Every > 0 && u.timed && u.last.time().After(p.time.Add(iv.Every+clockSlack)):
 		what = fmt.Sprintf("a record of %s%s between the checkpoint at %s (%s) and %s, later than the %s it promised",
-			u.last.UTC().Format(time.RFC3339), unseen, p.place, p.time.UTC().Format(time.RFC3339), until, iv.Every)
+			u.last.time().Format(time.RFC3339), unseen, p.place, p.time.UTC().Format(time.RFC3339), until, iv.Every)
 	default:
 		return
 	}
@@ -116,7 +129,7 @@ func (c *chainCheck) end() {
 	} else {
 		c.checkRun("the end of the log")
 		c.r.Tail = c.cover.interval
-		c.r.UnsignedFrom, c.r.UnsignedTo = c.run.first, c.run.last
+		c.r.UnsignedFrom, c.r.UnsignedTo = c.run.times()
 	}
 	if w := c.o.Witness; w != nil {
 		c.r.WitnessMissing, c.r.WitnessBefore = w.missing(c.found, c.r.Start != "", c.firstTime)
