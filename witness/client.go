@@ -280,7 +280,7 @@ func (c *Client) run() {
 		}
 		c.failures.Add(1)
 		c.failing.Store(&err)
-		if now := time.Now(); now.Sub(lastLogged) >= failureLogEvery || refused != nil {
+		if now := time.Now(); now.Sub(lastLogged) >= failureLogEvery {
 			c.log.Error("witness: a checkpoint was not witnessed", "err", err, "witness", c.o.URL,
 				"checkpoint", cp.Time.UTC().Format(time.RFC3339Nano), "pending", c.Pending())
 			lastLogged = now
