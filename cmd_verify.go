@@ -171,11 +171,15 @@ func verify(files []string, dir string, allowMissing bool, accept compliance.Acc
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		fmt.Fprintf(s.errOut, "robotsgate verify: warning: the archive %s is not a readable directory: every decision that rests on robots.txt is unverifiable\n", dir)
 	}
+	co, err := o.chainOptions() // the witness read before the long replay
+	if err != nil {
+		return exitVerifyUnreadable, err
+	}
 	out := bufio.NewWriterSize(s.out, 64<<10)
 	defer out.Flush()
 	bodies := compliance.NewBodies(dir)
 	var n verifyCounts
-	err := compliance.VerifyAudit(files, bodies, 0, func(rec *audit.Record, file string, line int, v compliance.Verification) error {
+	err = compliance.VerifyAudit(files, bodies, 0, func(rec *audit.Record, file string, line int, v compliance.Verification) error {
 		n.records++
 		switch v.Outcome {
 		case compliance.Verified:
@@ -203,11 +207,6 @@ func verify(files []string, dir string, allowMissing bool, accept compliance.Acc
 	if err != nil {
 		out.Flush()
 		return exitVerifyUnreadable, fmt.Errorf("audit log: %w", err)
-	}
-	co, err := o.chainOptions()
-	if err != nil {
-		out.Flush()
-		return exitVerifyUnreadable, err
 	}
 	chain, err := compliance.CheckChain(files, co)
 	if err != nil {
