@@ -17,7 +17,7 @@ import (
 
 // writeChained writes n records through an audit.Writer signing with key,
 // a checkpoint every 4 records, and returns the log's path.
-func writeChained(t *testing.T, dir string, key ed25519.PrivateKey, n int) string {
+func writeChained(t testing.TB, dir string, key ed25519.PrivateKey, n int) string {
 	t.Helper()
 	path, w := writeUnclosed(t, dir, key, n)
 	if err := w.Close(); err != nil {
@@ -29,7 +29,7 @@ func writeChained(t *testing.T, dir string, key ed25519.PrivateKey, n int) strin
 // writeUnclosed is writeChained without the Close, as a crash leaves it:
 // no last checkpoint, the head kept beside the log that of the last
 // checkpoint.
-func writeUnclosed(t *testing.T, dir string, key ed25519.PrivateKey, n int) (string, *audit.Writer) {
+func writeUnclosed(t testing.TB, dir string, key ed25519.PrivateKey, n int) (string, *audit.Writer) {
 	t.Helper()
 	path := filepath.Join(dir, "audit.log")
 	w, err := audit.Open(path, audit.Options{Key: key, CheckpointRecords: 4, CheckpointEvery: time.Hour})
@@ -44,7 +44,7 @@ func writeUnclosed(t *testing.T, dir string, key ed25519.PrivateKey, n int) (str
 	return path, w
 }
 
-func newKey(t *testing.T) ed25519.PrivateKey {
+func newKey(t testing.TB) ed25519.PrivateKey {
 	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

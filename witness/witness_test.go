@@ -19,7 +19,9 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 )
 
-func newKey(t *testing.T) ed25519.PrivateKey {
+func newKey(t *testing.T) ed25519.PrivateKey { return newKeyTB(t) }
+
+func newKeyTB(t testing.TB) ed25519.PrivateKey {
 	t.Helper()
 	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -87,6 +89,10 @@ func (ws *witnessServer) post(t *testing.T, cp *audit.Checkpoint) (int, string) 
 
 // checkpoint signs a checkpoint of head at t with key.
 func checkpoint(t *testing.T, key ed25519.PrivateKey, head string, at time.Time) *audit.Checkpoint {
+	return checkpointTB(t, key, head, at)
+}
+
+func checkpointTB(t testing.TB, key ed25519.PrivateKey, head string, at time.Time) *audit.Checkpoint {
 	t.Helper()
 	obj, err := audit.CheckpointObject(key, head, 1, at, audit.Interval{Records: 10, Every: time.Minute})
 	if err != nil {
