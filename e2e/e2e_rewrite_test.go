@@ -162,3 +162,31 @@ func TestE2EAuditRewriteWithoutTheKeyFails(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EACrashLeavesANamedTail: a serve killed (SIGKILL) after some
+// requests leaves them after its last checkpoint, the one written when it
+// opened the log: verify accepts them, as what a crash leaves within the
+// interval, and says how many, from when, after which checkpoint; the
+// next run's opening checkpoint covers them.
+func TestE2EACrashLeavesANamedTail(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := startOrigin(t, false)
+	p := serveWithStateDir(t, dir)
+	c := dialProxy(t, p.addr)
+	for _, path := range []string{"/a", "/b", "/c"} {
+		c.get(o.URL + path)
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	out, errOut, code := runBin(t, dir, "verify")
+	tail := regexp.MustCompile(`the last at robotsgate-state/audit\.log:1 \(\S+\); 3 lines after it, from \S+ to \S+, which no checkpoint covers yet \(what a crash leaves: at most 10000 records, arrived within 1m0s of it\)`)
+	if code != 0 || !tail.MatchString(out) {
+		t.Errorf("verify after a crash: exit %d, want 0 naming the 3 lines after the checkpoint at line 1\n%s%s", code, out, errOut)
+	}
+	p = serveWithStateDir(t, dir)
+	p.stop(0)
+	if out, errOut, code := runBin(t, dir, "verify"); code != 0 || strings.Contains(out, "after it") {
+		t.Errorf("verify after the next run: exit %d, want the crash's lines covered\n%s%s", code, out, errOut)
+	}
+}
