@@ -168,6 +168,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLinkLicenses$$' -fuzztime $(FUZZTIME) ./rsl/
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAudit$$' -fuzztime $(FUZZTIME) ./compliance/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckChain$$' -fuzztime $(FUZZTIME) ./compliance/
+	$(GO) test -run '^$$' -fuzz '^FuzzWitness$$' -fuzztime $(FUZZTIME) ./witness/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/
 	$(GO) test -run '^$$' -fuzz '^FuzzCoveredFields$$' -fuzztime $(FUZZTIME) ./botauth/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./paycrawl/

@@ -62,7 +62,15 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	level.Set(cfg.Log.Level.SlogLevel())
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	locks, err := lockState(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer locks.release()
 	useLegacyCA(&cfg, logger)
+	if err := checkKeyModes(cfg, logger); err != nil {
+		return err
+	}
 	var ca *certs.CA
 	if cfg.MITM.Enabled {
 		var created bool

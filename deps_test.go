@@ -39,6 +39,9 @@ var forbiddenImports = []struct {
 	{from: "robots/resolver/doccache", to: "tdmrep", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "robots/resolver/doccache", to: "rsl", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
+	{from: "witness", to: "...", except: []string{"audit"},
+		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses)"},
+	{from: "statelock", to: "...", why: "statelock locks directories for serve, ca init and the witness: a leaf"},
 }
 
 // moduleDeps returns, for every non-test package of the module, the
@@ -119,7 +122,7 @@ func TestEvidencePackagesDoNotDependOnTheProxy(t *testing.T) {
 		"github.com/redis/go-redis/v9",
 		"github.com/prometheus/client_golang/prometheus",
 	}
-	for _, pkg := range []string{"./audit", "./compliance", "./report"} {
+	for _, pkg := range []string{"./audit", "./compliance", "./report", "./witness"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)

@@ -69,7 +69,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{serveCommand, checkCommand, lintCommand, refreshCommand, verifyCommand, reportCommand, evidenceKeyCommand, botAuthCommand, caCommand, versionCommand, helpCommand}
+	commands = []*command{serveCommand, checkCommand, lintCommand, refreshCommand, verifyCommand, reportCommand, evidenceKeyCommand, witnessCommand, botAuthCommand, caCommand, versionCommand, helpCommand}
 }
 
 func lookupCommand(name string) *command {

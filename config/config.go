@@ -52,6 +52,13 @@ type Config struct {
 	// Basic credentials of a user of auth.htpasswd: for an admin listener
 	// that others can reach. Default false. Restart-only.
 	AdminAuth bool `yaml:"admin_auth"`
+	// KeyPermissions is what serve does with a private key file (the CA's,
+	// the evidence key, the Web Bot Auth keys) that group or others may
+	// read or write: "warn" names the file and its mode in the log and
+	// goes on, "refuse" does not start. Default "warn": keys created by
+	// older tools or copied with a permissive umask keep working, and the
+	// warning says how to fix them. Restart-only.
+	KeyPermissions KeyPermissions `yaml:"key_permissions"`
 
 	Robots   Robots   `yaml:"robots"`
 	Egress   Egress   `yaml:"egress"`
@@ -639,7 +646,34 @@ type Log struct {
 	// whichever comes first. Defaults 1m and 10000.
 	CheckpointEvery   Duration `yaml:"checkpoint_every"`
 	CheckpointRecords int      `yaml:"checkpoint_records"`
+	// Witness sends the head of every checkpoint to a witness that the
+	// operator of robotsgate does not control alone, so that whoever holds
+	// the evidence key cannot rewrite the log's history unnoticed
+	// (docs/operations.md). Restart-only.
+	Witness Witness `yaml:"witness"`
 }
+
+// Witness is log.witness: where checkpoints are witnessed.
+type Witness struct {
+	// URL is the witness's https:// base URL (`robotsgate witness`
+	// serves one). "" sends checkpoints nowhere. Default "".
+	URL string `yaml:"url"`
+	// Key is the witness's public key (base64 Ed25519, as it prints it):
+	// receipts it does not verify are not kept. Required with URL.
+	Key string `yaml:"key"`
+	// CA is a PEM file of roots for the witness's certificate, beside the
+	// system's. Default "".
+	CA string `yaml:"ca"`
+}
+
+// KeyPermissions is what happens to a private key that others may read.
+type KeyPermissions string
+
+// The key_permissions values.
+const (
+	KeyPermissionsWarn   KeyPermissions = "warn"
+	KeyPermissionsRefuse KeyPermissions = "refuse"
+)
 
 // AuditOnError is what happens to requests while the audit log cannot be
 // written.

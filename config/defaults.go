@@ -13,9 +13,10 @@ import (
 // Empty lists are nil.
 func Default() Config {
 	c := Config{
-		StateDir:    DefaultStateDir,
-		Listen:      "127.0.0.1:8080",
-		AdminListen: "127.0.0.1:9090",
+		StateDir:       DefaultStateDir,
+		Listen:         "127.0.0.1:8080",
+		AdminListen:    "127.0.0.1:9090",
+		KeyPermissions: KeyPermissionsWarn,
 		Robots: Robots{
 			FetchUserAgent:       "robotsgate/1.0",
 			FetchTimeout:         Duration(10 * time.Second),

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"fmt"
 	"github.com/robotsgate/robotsgate/botauth"
 	"github.com/robotsgate/robotsgate/paycrawl"
@@ -128,11 +129,38 @@ func (v *validator) validate(c *Config) {
 	if c.Log.Audit != "" && c.Log.Audit != "-" && c.Log.EvidenceKey == "" {
 		v.add("log.evidence_key", "required with an audit log file: it signs the log's checkpoints")
 	}
+	v.witness(&c.Log)
+	v.enum("key_permissions", string(c.KeyPermissions), KeyPermissionsWarn, KeyPermissionsRefuse)
 	if c.Auth.FailureLimit < 0 {
 		v.add("auth.failure_limit", "must be >= 0 (0: no limit), got %d", c.Auth.FailureLimit)
 	}
 	v.enum("log.level", string(c.Log.Level), LevelDebug, LevelInfo, LevelWarn, LevelError)
 	v.enum("log.audit_on_error", string(c.Log.AuditOnError), AuditContinue, AuditRefuse)
+}
+
+// witness checks log.witness: an https URL to a host, the witness's key,
+// and an audit log with an evidence key whose checkpoints it witnesses.
+func (v *validator) witness(l *Log) {
+	w := &l.Witness
+	if w.URL == "" {
+		if w.Key != "" || w.CA != "" {
+			v.add("log.witness.url", "required with log.witness.key and log.witness.ca")
+		}
+		return
+	}
+	u, err := url.Parse(w.URL)
+	switch {
+	case err != nil || u.Scheme != "https" || u.Host == "" || u.Hostname() == "":
+		v.add("log.witness.url", "want an https:// URL of the witness, got %q", w.URL)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		v.add("log.witness.url", "want a base URL without credentials, query or fragment, got %q", w.URL)
+	}
+	if raw, err := base64.StdEncoding.DecodeString(w.Key); w.Key == "" || err != nil || len(raw) != 32 {
+		v.add("log.witness.key", "want the witness's public key, base64 of 32 bytes as `robotsgate witness` prints it, got %q", w.Key)
+	}
+	if l.Audit == "" || l.EvidenceKey == "" {
+		v.add("log.witness.url", "needs an audit log (log.audit) and its evidence key (log.evidence_key): it witnesses their checkpoints")
+	}
 }
 
 // listeners checks the SOCKS5 and transparent listeners' addresses: each

@@ -42,6 +42,11 @@ func (s *Server) Ready(ctx context.Context) error {
 	if err := s.auditLog.Failing(); err != nil {
 		return fmt.Errorf("the audit log cannot be written: %w", err)
 	}
+	if s.witness != nil {
+		if err := s.witness.Failing(); err != nil {
+			return fmt.Errorf("the witness did not acknowledge the last checkpoint (requests are served): %w", err)
+		}
+	}
 	if s.ready != nil {
 		return s.ready(ctx)
 	}

@@ -56,6 +56,7 @@ import (
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 	"github.com/robotsgate/robotsgate/transparent"
+	"github.com/robotsgate/robotsgate/witness"
 )
 
 // Timeouts. Upstream ones bound each phase of talking to an origin; client
@@ -113,6 +114,7 @@ type Server struct {
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
 	auditLog            *audit.Writer
+	witness             *witness.Client
 	coldGates           coldGates    // robots.cold_fetches_per_client
 	authFails           authFailures // auth.failure_limit
 	auditFails          auditFailures
@@ -182,6 +184,9 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	if err := s.newResolver(cfg, roots); err != nil {
 		return nil, err
+	}
+	if err := s.openWitness(cfg); err != nil {
+		return nil, fmt.Errorf("proxy: log.witness: %w", err)
 	}
 	if err := s.openAudit(cfg.Log, key); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -623,6 +628,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.resolver.Close()
 	s.upstream.close()
 	s.auditLog.Close()
+	s.closeWitness()
 	if s.archive != nil {
 		s.archive.Close()
 	}

@@ -43,7 +43,13 @@ type Options struct {
 	// Partial accepts audit logs whose first line links to a line that is
 	// not among them (rotated logs whose predecessors are gone); without
 	// it such a chain is not whole, since its first lines may have been cut.
-	Partial bool
+	// Legacy accepts lines without a link (written before the chain).
+	Partial, Legacy bool
+	// Interval is the checkpoint interval assumed for checkpoints that
+	// state none (the configuration's); Witness, when set, what a witness
+	// saw of the audit log (compliance.ChainOptions).
+	Interval audit.Interval
+	Witness  *compliance.Witnessed
 }
 
 // Build reads the audit logs once and the archive's fetch logs once and
@@ -61,18 +67,19 @@ func Build(opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	chain, err := compliance.CheckChain(opts.Audit, opts.Key)
+	co := compliance.ChainOptions{Key: opts.Key, Interval: opts.Interval, Witness: opts.Witness}
+	chain, err := compliance.CheckChain(opts.Audit, co)
 	if err != nil {
 		return nil, err
 	}
 	fetches := &compliance.ChainResult{}
 	if opts.Archive != "" {
-		if fetches, err = compliance.CheckFetchLogs(opts.Archive, opts.Key); err != nil {
+		if fetches, err = compliance.CheckFetchLogs(opts.Archive, co); err != nil {
 			return nil, err
 		}
 	}
 	r := a.report()
-	r.Chain = chainSummary(chain, fetches, opts.Partial)
+	r.Chain = chainSummary(chain, fetches, compliance.Accept{Partial: opts.Partial, Legacy: opts.Legacy})
 	return r, nil
 }
 
@@ -929,16 +936,28 @@ func timePtr(t time.Time) *time.Time {
 // maxChainListed bounds the places of a broken chain the report names.
 const maxChainListed = 20
 
-// chainSummary is the report's view of the audit logs' hash chain.
-func chainSummary(c, fetches *compliance.ChainResult, partial bool) Chain {
-	s := Chain{Lines: c.Lines, Chained: c.Chained, Whole: c.Whole() && (partial || c.Start == "") && fetches.Whole(), Checkpoints: c.Checkpoints,
-		Key: c.Key, LastCheckpoint: c.LastCheckpoint, Unsigned: c.Unsigned, Start: c.Start,
-		FetchLines: fetches.Lines, FetchCheckpoints: fetches.Checkpoints, FetchLogsWhole: fetches.Whole()}
-	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.BadCheckpoints, c.Torn, fetches.Breaks, fetches.BadCheckpoints, fetches.Torn} {
+// chainSummary is the report's view of the audit logs' hash chain: whole
+// only when compliance says the logs are evidence (ChainResult.Failures).
+func chainSummary(c, fetches *compliance.ChainResult, accept compliance.Accept) Chain {
+	failures := c.Failures(accept)
+	fetchFailures := fetches.Failures(compliance.Accept{Legacy: accept.Legacy})
+	s := Chain{Lines: c.Lines, Chained: c.Chained, Whole: len(failures) == 0 && len(fetchFailures) == 0,
+		Linked: c.Whole(), Checkpoints: c.Checkpoints, Key: c.Key, LastCheckpoint: c.LastCheckpoint, Unsigned: c.Unsigned,
+		Start: c.Start, Witness: c.Witness, Witnessed: c.Witnessed, Legacy: accept.Legacy && c.Chained == 0,
+		LastCheckpointTime: timePtr(c.LastCheckpointTime), UnsignedFrom: timePtr(c.UnsignedFrom), UnsignedTo: timePtr(c.UnsignedTo),
+		FetchLines: fetches.Lines, FetchCheckpoints: fetches.Checkpoints, FetchLogsWhole: len(fetchFailures) == 0}
+	s.Failures = append(failures, fetchFailures...)
+	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.BadCheckpoints, c.Torn, c.Uncovered, c.Gaps,
+		fetches.Breaks, fetches.BadCheckpoints, fetches.Torn, fetches.Uncovered, fetches.Gaps} {
 		for _, p := range list {
 			if len(s.Problems) < maxChainListed {
 				s.Problems = append(s.Problems, p.String())
 			}
+		}
+	}
+	for _, m := range c.WitnessMissing {
+		if len(s.Problems) < maxChainListed {
+			s.Problems = append(s.Problems, m)
 		}
 	}
 	return s

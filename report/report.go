@@ -97,17 +97,35 @@ type Chain struct {
 	// Lines counts the lines read, Chained those carrying a link.
 	Lines   int64 `json:"lines"`
 	Chained int64 `json:"chained"`
-	// Whole: no break, every checkpoint verified, and the chain starts in
-	// the files read (unless Options.Partial).
-	Whole bool `json:"whole"`
+	// Whole: the logs are evidence that they are as written
+	// (compliance.ChainResult.Failures finds nothing, for the audit logs
+	// and the fetch logs): no break, every record covered by a checkpoint
+	// verified with the key (and seen by the witness, when one was
+	// checked) but for the last interval's, the chain starting in the files
+	// read (unless Options.Partial). Failures say why not.
+	Whole    bool     `json:"whole"`
+	Failures []string `json:"failures,omitempty"`
+	// Linked: no line breaks the chain, and no checkpoint fails to verify
+	// (which proves nothing when the chain was recomputed).
+	Linked bool `json:"linked"`
+	// Legacy: the lines carry no link, accepted as written before the
+	// chain (Options.Legacy).
+	Legacy bool `json:"legacy,omitempty"`
 	// Checkpoints counts the checkpoints verified, by the key of
 	// fingerprint Key ("" when none was given: counted, not verified);
-	// LastCheckpoint is where the last is, Unsigned how many lines follow
-	// it.
-	Checkpoints    int64  `json:"checkpoints"`
-	Key            string `json:"key,omitempty"`
-	LastCheckpoint string `json:"last_checkpoint,omitempty"`
-	Unsigned       int64  `json:"unsigned_lines"`
+	// Witnessed those a witness saw, when one was checked (Witness).
+	// LastCheckpoint is where the last that covers the lines before it
+	// is, and when it was signed; Unsigned how many lines follow it, and
+	// the times of the first and last of them.
+	Checkpoints        int64      `json:"checkpoints"`
+	Key                string     `json:"key,omitempty"`
+	Witness            bool       `json:"witness,omitempty"`
+	Witnessed          int64      `json:"witnessed,omitempty"`
+	LastCheckpoint     string     `json:"last_checkpoint,omitempty"`
+	LastCheckpointTime *time.Time `json:"last_checkpoint_time,omitempty"`
+	Unsigned           int64      `json:"unsigned_lines"`
+	UnsignedFrom       *time.Time `json:"unsigned_from,omitempty"`
+	UnsignedTo         *time.Time `json:"unsigned_to,omitempty"`
 	// FetchLines and FetchCheckpoints count the lines and good checkpoints
 	// of the archive's fetch logs, each a chain of its own;
 	// FetchLogsWhole says none is broken (Whole requires it too).
