@@ -35,6 +35,7 @@ import (
 	"net/netip"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -119,7 +120,10 @@ type Server struct {
 	stats               *stats
 	archive             *archive.Writer // nil: archive.dir is ""
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
-	serving             atomic.Bool
+	// caPath is the CA certificate clients must trust (mitm.ca_cert,
+	// absolute), which the messages on failed handshakes name.
+	caPath  string
+	serving atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration), and governor the origins'
 	// pauses and response times, whose parameters a reload changes.
@@ -165,6 +169,10 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.roots = roots
+	s.caPath = cfg.MITM.CACert
+	if abs, err := filepath.Abs(s.caPath); err == nil {
+		s.caPath = abs
+	}
 	if cfg.MITM.Enabled {
 		if opts.CA == nil {
 			return nil, errors.New("proxy: mitm.enabled needs a CA")
