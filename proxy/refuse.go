@@ -168,7 +168,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Message = s.rateLimitMessage(d, e.RetryAfter)
 	case policy.OriginPaused:
 		e.Status = http.StatusTooManyRequests
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = seconds(pauseLeft(d, time.Now()))
 		e.Message = fmt.Sprintf("The origin asked to slow down: %s; retry after %d s.", d.Note, e.RetryAfter)
 	case policy.OutsideVisitTime:
 		e.Status = http.StatusTooManyRequests
@@ -180,6 +180,20 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, proxyError)
+}
+
+// pauseLeft is the Retry-After of a refusal for a paused origin: what is
+// left of the pause when the refusal is written, not the whole pause (an
+// origin's Retry-After: 120 seen 30 s ago is 90 s away), whatever the
+// pacer computed it from. A pause that is over (its probe's answer is
+// awaited) keeps the decision's.
+func pauseLeft(d *policy.Decision, now time.Time) time.Duration {
+	if d.Pause != nil {
+		if left := d.Pause.Until.Sub(now); left > 0 {
+			return left
+		}
+	}
+	return d.RetryAfter
 }
 
 // upperFirst capitalises the first letter of an ASCII sentence.
