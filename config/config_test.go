@@ -393,6 +393,8 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:3: clients[0].user: invalid user name "a:b"`},
 		{"bad agent token", "clients:\n  - cidr: 10.0.0.0/8\n    agent: ResearchBot/1.0\n",
 			`cfg.yaml:3: clients[0].agent: invalid agent "ResearchBot/1.0" (want a product token`},
+		{"monitor_header without monitor mode", "clients:\n  - cidr: 10.0.0.0/8\n    monitor_header: true\n",
+			"cfg.yaml:3: clients[0].monitor_header: only with mode: monitor (this entry is enforce)"},
 		{"bad purpose", "clients:\n  - cidr: 10.0.0.0/8\n    purposes:\n      - train-ai\n      - Train AI\n",
 			`cfg.yaml:5: clients[0].purposes[1]: invalid purpose "Train AI"`},
 		{"signature agent not https", "bot_auth:\n  signature_agent: http://gate.example/keys\n",

@@ -398,6 +398,9 @@ func (v *validator) client(key string, c *Client, htpasswd bool) {
 		v.add(key+".password_bcrypt", "required for user %q (or set auth.htpasswd)", c.User)
 	}
 	v.enum(key+".mode", string(c.Mode), ModeEnforce, ModeMonitor, ModeBypass)
+	if c.MonitorHeader && c.Mode != ModeMonitor {
+		v.add(key+".monitor_header", "only with mode: monitor (this entry is %s)", c.Mode)
+	}
 	if c.Agent != "" && !isProductToken(c.Agent) {
 		v.add(key+".agent", "invalid agent %q (want a product token of letters, '-' and '_', e.g. ResearchBot)", c.Agent)
 	}

@@ -182,6 +182,24 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 	return render(req, &e, proxyError)
 }
 
+// wouldRefuseHeader tells a monitored client (clients[].monitor_header)
+// what the proxy would have answered its request: the decision, the status
+// and the explanation of Proxy-Status's details, as an RFC 9651
+// dictionary-like list item ("disallow; status=403; details=\"...\"").
+const wouldRefuseHeader = "X-Robotsgate-Would-Refuse"
+
+// wouldRefuse is the X-Robotsgate-Would-Refuse value of a monitored
+// decision: what the refusal it stands for says, rendered by the one
+// function that renders refusals.
+func (s *Server) wouldRefuse(req *http.Request, d *policy.Decision) string {
+	plain := req.Clone(req.Context())
+	plain.Header = http.Header{} // the text of the refusal, not JSON
+	r := s.refusal(plain, d)
+	r.Body.Close()
+	_, details, _ := strings.Cut(r.Header.Get("Proxy-Status"), "; details=")
+	return fmt.Sprintf("%s; status=%d; details=%s", r.Header.Get("X-Robotsgate-Decision"), r.StatusCode, details)
+}
+
 // pauseLeft is the Retry-After of a refusal for a paused origin: what is
 // left of the pause when the refusal is written, not the whole pause (an
 // origin's Retry-After: 120 seen 30 s ago is 90 s away), whatever the

@@ -206,7 +206,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	for _, d := range audit.Decisions() { // every decision's counters without a lock per request
 		decisions = append(decisions, d.Name)
 	}
-	s.metrics.PrepareRequests(decisions...)
+	s.metrics.PrepareRequests(append(decisions, monitoredDecision)...)
 	for _, kind := range audit.SignalKinds { // every label shown from the start, at 0
 		s.metrics.UsageRefusals.WithLabelValues(kind)
 	}
