@@ -42,6 +42,11 @@ test: deps fmt-check vet
 #     e2e/webbotauth/package-lock.json, into ROBOTSGATE_WBA_DIR (default
 #     ~/.cache/robotsgate-e2e/webbotauth; e2e/webbotauth_test.go looks
 #     there), the same way.
+#   - npm packages of the independent PAC evaluator (pac-resolver and its
+#     QuickJS sandbox, quickjs-wasi), at the exact versions of
+#     e2e/pac/package-lock.json, into ROBOTSGATE_PAC_DIR (default
+#     ~/.cache/robotsgate-e2e/pac; e2e/pac_test.go looks there), the same
+#     way.
 DEPS_BINARIES = curl wget chromium certutil
 DEPS_SERVERS = redis-server squid nft
 DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
@@ -55,6 +60,9 @@ export ROBOTSGATE_NODE_DIR
 WBA_VERIFIER = e2e/webbotauth
 ROBOTSGATE_WBA_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/webbotauth
 export ROBOTSGATE_WBA_DIR
+PAC_EVALUATOR = e2e/pac
+ROBOTSGATE_PAC_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/pac
+export ROBOTSGATE_PAC_DIR
 
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
@@ -96,6 +104,15 @@ deps:
 		cp $(WBA_VERIFIER)/package.json $(WBA_VERIFIER)/package-lock.json "$(ROBOTSGATE_WBA_DIR)/" && \
 		npm ci --prefix "$(ROBOTSGATE_WBA_DIR)" --no-audit --no-fund --loglevel=error && \
 		cp $(WBA_VERIFIER)/package-lock.json "$(ROBOTSGATE_WBA_DIR)/installed-package-lock.json"; \
+	fi
+	@if ! cmp -s $(PAC_EVALUATOR)/package-lock.json "$(ROBOTSGATE_PAC_DIR)/installed-package-lock.json" || \
+		[ ! -d "$(ROBOTSGATE_PAC_DIR)/node_modules" ]; then \
+		echo "installing the PAC evaluator's npm packages into $(ROBOTSGATE_PAC_DIR)"; \
+		mkdir -p "$(ROBOTSGATE_PAC_DIR)" && \
+		rm -f "$(ROBOTSGATE_PAC_DIR)/installed-package-lock.json" && \
+		cp $(PAC_EVALUATOR)/package.json $(PAC_EVALUATOR)/package-lock.json "$(ROBOTSGATE_PAC_DIR)/" && \
+		npm ci --prefix "$(ROBOTSGATE_PAC_DIR)" --no-audit --no-fund --loglevel=error && \
+		cp $(PAC_EVALUATOR)/package-lock.json "$(ROBOTSGATE_PAC_DIR)/installed-package-lock.json"; \
 	fi
 
 fmt-check:
@@ -156,3 +173,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/
 	$(GO) test -run '^$$' -fuzz '^FuzzCoveredFields$$' -fuzztime $(FUZZTIME) ./botauth/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./paycrawl/
+	$(GO) test -run '^$$' -fuzz '^FuzzGlobRegexpAgreesWithPathMatch$$' -fuzztime $(FUZZTIME) ./pac/

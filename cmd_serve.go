@@ -91,6 +91,7 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	srv.Listening(ln.Addr()) // for the PAC file, which the admin listener may serve first
 	inbound, err := listenInbound(cfg, srv)
 	if err != nil {
 		ln.Close()

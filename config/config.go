@@ -52,6 +52,12 @@ type Config struct {
 	// Basic credentials of a user of auth.htpasswd: for an admin listener
 	// that others can reach. Default false. Restart-only.
 	AdminAuth bool `yaml:"admin_auth"`
+	// PACProxy is the host:port the admin listener's /proxy.pac sends
+	// browsers to: the name clients reach the proxy by. Default "": the
+	// listen address, or when the proxy listens on every address
+	// (0.0.0.0, [::]), the host the PAC file was fetched from with the
+	// listen port. A reload applies it.
+	PACProxy string `yaml:"pac_proxy"`
 
 	Robots   Robots   `yaml:"robots"`
 	Egress   Egress   `yaml:"egress"`

@@ -393,6 +393,8 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:3: clients[0].user: invalid user name "a:b"`},
 		{"bad agent token", "clients:\n  - cidr: 10.0.0.0/8\n    agent: ResearchBot/1.0\n",
 			`cfg.yaml:3: clients[0].agent: invalid agent "ResearchBot/1.0" (want a product token`},
+		{"pac_proxy without a host", "pac_proxy: \":8080\"\n", `cfg.yaml:1: pac_proxy: ":8080" names no host`},
+		{"pac_proxy without a port", "pac_proxy: proxy.corp.example\n", `cfg.yaml:1: pac_proxy: invalid address "proxy.corp.example"`},
 		{"monitor_header without monitor mode", "clients:\n  - cidr: 10.0.0.0/8\n    monitor_header: true\n",
 			"cfg.yaml:3: clients[0].monitor_header: only with mode: monitor (this entry is enforce)"},
 		{"bad purpose", "clients:\n  - cidr: 10.0.0.0/8\n    purposes:\n      - train-ai\n      - Train AI\n",

@@ -79,6 +79,13 @@ func (v *validator) validate(c *Config) {
 		}
 	}
 	v.globs("admin_hosts", c.AdminHosts)
+	if c.PACProxy != "" {
+		if msg := checkHostPort(c.PACProxy, 1); msg != "" {
+			v.add("pac_proxy", "%s", msg)
+		} else if host, _, _ := net.SplitHostPort(c.PACProxy); host == "" {
+			v.add("pac_proxy", "%q names no host: clients need the proxy's name or address", c.PACProxy)
+		}
+	}
 	if c.AdminAuth && c.Auth.Htpasswd == "" {
 		v.add("admin_auth", "needs auth.htpasswd: the admin listener's users are its users")
 	}

@@ -122,8 +122,11 @@ type Server struct {
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
 	// caPath is the CA certificate clients must trust (mitm.ca_cert,
 	// absolute), which the messages on failed handshakes name.
-	caPath  string
-	serving atomic.Bool
+	caPath string
+	// listening is the proxy port's address once Serve runs (listen's
+	// port 0 resolved), for the PAC file.
+	listening atomic.Pointer[string]
+	serving   atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration), and governor the origins'
 	// pauses and response times, whose parameters a reload changes.
@@ -582,6 +585,7 @@ func (s *Server) AddSelf(addr net.Addr) {
 // to ln's address are refused (a request to the proxy itself would loop).
 func (s *Server) Serve(ln net.Listener) error {
 	s.setSelf(ln.Addr())
+	s.Listening(ln.Addr())
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
@@ -590,6 +594,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// Listening tells the server the proxy port's address before Serve runs
+// (the PAC file names it; the admin listener may answer first).
+func (s *Server) Listening(addr net.Addr) {
+	a := addr.String()
+	s.listening.Store(&a)
 }
 
 // warnIfOpen warns when the proxy listens beyond loopback for anyone: no
