@@ -24,7 +24,9 @@ test: deps fmt-check vet
 #     network namespace of their own), and for the Python clients of
 #     e2e/clients_test.go Debian's python3-requests, -httpx, -h2, -aiohttp,
 #     -scrapy and -socks (PySocks: requests through SOCKS5), which are for
-#     Debian's /usr/bin/python3 (PyPI is not used). A binary counts when it
+#     Debian's /usr/bin/python3 (PyPI is not used), and systemd, whose
+#     systemd-analyze and systemd-sysusers check deploy/'s unit
+#     (e2e/deploy_systemd_test.go; nothing is started with them). A binary counts when it
 #     is on PATH; redis-server, squid and nft also in /usr/local/sbin,
 #     /usr/sbin or /sbin, which a non-root PATH lacks (Debian's squid and
 #     nft are in /usr/sbin), where their tests look as well. Installing
@@ -47,11 +49,11 @@ test: deps fmt-check vet
 #     e2e/pac/package-lock.json, into ROBOTSGATE_PAC_DIR (default
 #     ~/.cache/robotsgate-e2e/pac; e2e/pac_test.go looks there), the same
 #     way.
-DEPS_BINARIES = curl wget chromium certutil
+DEPS_BINARIES = curl wget chromium certutil systemd-analyze
 DEPS_SERVERS = redis-server squid nft
 DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
 DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools nftables \
-	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks
+	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks systemd
 DEPS_PYTHON = /usr/bin/python3
 DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy socks
 NODE_CLIENTS = e2e/testdata/clients
