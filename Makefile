@@ -26,7 +26,10 @@ test: deps fmt-check vet
 #     -scrapy and -socks (PySocks: requests through SOCKS5), which are for
 #     Debian's /usr/bin/python3 (PyPI is not used), and systemd, whose
 #     systemd-analyze and systemd-sysusers check deploy/'s unit
-#     (e2e/deploy_systemd_test.go; nothing is started with them). A binary counts when it
+#     (e2e/deploy_systemd_test.go; nothing is started with them), and
+#     buildah, podman and runc, which build the container image without a
+#     daemon (deploy/build-image.sh) and run it (e2e/deploy_image_test.go;
+#     runc, since crun refuses this machine's cgroup hybrid). A binary counts when it
 #     is on PATH; redis-server, squid and nft also in /usr/local/sbin,
 #     /usr/sbin or /sbin, which a non-root PATH lacks (Debian's squid and
 #     nft are in /usr/sbin), where their tests look as well. Installing
@@ -49,11 +52,12 @@ test: deps fmt-check vet
 #     e2e/pac/package-lock.json, into ROBOTSGATE_PAC_DIR (default
 #     ~/.cache/robotsgate-e2e/pac; e2e/pac_test.go looks there), the same
 #     way.
-DEPS_BINARIES = curl wget chromium certutil systemd-analyze
+DEPS_BINARIES = curl wget chromium certutil systemd-analyze buildah podman runc
 DEPS_SERVERS = redis-server squid nft
 DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
 DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools nftables \
-	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks systemd
+	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks systemd \
+	buildah podman runc ca-certificates
 DEPS_PYTHON = /usr/bin/python3
 DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy socks
 NODE_CLIENTS = e2e/testdata/clients
