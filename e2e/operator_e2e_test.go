@@ -4,13 +4,19 @@ package e2e
 // the real binary as the operator did.
 
 import (
+	"bufio"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // TestCLIHelpServeNamesTheStateDirCA: `help serve` says where the CA is
@@ -167,5 +173,60 @@ func TestCLIEvidenceKeyOneLiner(t *testing.T) {
 	forged := strings.Replace(keyOut, "fingerprint ", "fingerprint 0", 1)
 	if _, errOut, code := runBin(t, dir, "verify", "-config", "cfg.yaml", "-key", forged); code == 0 || !strings.Contains(errOut, "is not the key's") {
 		t.Errorf("verify -key with a fingerprint that is not the key's: exit %d, stderr %q; want a refusal", code, errOut)
+	}
+}
+
+// TestCLIPasswdAtATerminal: at a terminal (script(1) gives it one),
+// passwd asks twice and the password is not echoed; the line it prints
+// checks against the password.
+func TestCLIPasswdAtATerminal(t *testing.T) {
+	t.Parallel()
+	scriptBin := needTool(t, "script")
+	const password = "hunter2-at-a-tty"
+	cmd := exec.Command(scriptBin, "-qec", binary(t)+" passwd alice", "/dev/null")
+	cmd.Env = binEnv()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	timer := time.AfterFunc(requestTimeout, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	out := bufio.NewReader(outPipe)
+	var seen strings.Builder
+	// Type each line only once the prompt is there: echo is off by then.
+	waitFor := func(prompt string) {
+		t.Helper()
+		for !strings.HasSuffix(seen.String(), prompt) {
+			b, err := out.ReadByte()
+			if err != nil {
+				t.Fatalf("waiting for %q: %v; the terminal showed %q", prompt, err, seen.String())
+			}
+			seen.WriteByte(b)
+		}
+	}
+	waitFor("Password: ")
+	io.WriteString(in, password+"\n")
+	waitFor("Again: ")
+	io.WriteString(in, password+"\n")
+	rest, _ := io.ReadAll(out)
+	seen.Write(rest)
+	cmd.Wait()
+	shown := seen.String()
+	line := ""
+	for _, l := range strings.Split(shown, "\n") {
+		if h, ok := strings.CutPrefix(strings.TrimSpace(l), "alice:"); ok {
+			line = h
+		}
+	}
+	if strings.Contains(shown, password) || bcrypt.CompareHashAndPassword([]byte(line), []byte(password)) != nil {
+		t.Errorf("the terminal showed %q; want no password and a hash of it", shown)
 	}
 }
