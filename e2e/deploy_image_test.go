@@ -13,7 +13,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,14 +149,8 @@ func TestContainerImageProxiesARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(etc, 0o755)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	writeFile(t, filepath.Join(etc, "config.yaml"), fmt.Sprintf(
-		"state_dir: /var/lib/robotsgate\nlisten: %s\nadmin_listen: \"\"\negress:\n  allow_networks: [127.0.0.1/32]\n", addr))
+	writeFile(t, filepath.Join(etc, "config.yaml"),
+		"state_dir: /var/lib/robotsgate\nlisten: 127.0.0.1:0\nadmin_listen: \"\"\negress:\n  allow_networks: [127.0.0.1/32]\n")
 	os.Chmod(filepath.Join(etc, "config.yaml"), 0o644)
 	args := append(append(storage, podmanRun(t)...), "-v", etc+":/etc/robotsgate:ro", "-v", state+":/var/lib/robotsgate", tag)
 	cmd := exec.Command(tools["podman"], args...)
@@ -177,8 +170,14 @@ func TestContainerImageProxiesARequest(t *testing.T) {
 			<-done
 		}
 	})
-	if !logs.waitFor(2*startTimeout, done, func(s string) bool { return strings.Contains(s, "proxy on "+addr) }) {
-		t.Fatalf("the container did not start its proxy on %s:\n%s", addr, logs)
+	var addr string
+	if !logs.waitFor(2*startTimeout, done, func(s string) bool {
+		if m := proxyOnRE.FindStringSubmatch(s); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	}) {
+		t.Fatalf("the container did not start its proxy:\n%s", logs)
 	}
 	o := startOrigin(t, false)
 	c := dialProxy(t, addr)
