@@ -35,6 +35,7 @@ var forbiddenImports = []struct {
 	{from: "rsl", to: "...", except: []string{"robots", "origin", "internal/editdist"},
 		why: "rsl parses and judges RSL documents without I/O: it imports only robots (its URL matcher), origin (canonical hosts) and what they import"},
 	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
+	{from: "pac", to: "...", why: "pac writes PAC files: a leaf that imports no other package of the module"},
 	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "robots/resolver/doccache", to: "tdmrep", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "robots/resolver/doccache", to: "rsl", why: "doccache is the machinery its document caches share: it knows no document of its own"},

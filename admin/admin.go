@@ -60,6 +60,21 @@ type KeyPublisher interface {
 	SignatureAgentCard() []byte
 }
 
+// PACSource is a Source that writes the proxy auto-config file browsers
+// fetch from /proxy.pac.
+type PACSource interface {
+	// PAC returns the file for a request that reached the admin listener
+	// by host (its Host header, without the port), or why it cannot.
+	PAC(host string) ([]byte, error)
+}
+
+// pacPath is where the PAC file is served; pacType is its media type
+// (Netscape's, which browsers expect).
+const (
+	pacPath = "/proxy.pac"
+	pacType = "application/x-ns-proxy-autoconfig"
+)
+
 // Options are how the admin listener protects itself.
 type Options struct {
 	// Log receives the status page's rendering errors.
@@ -91,6 +106,9 @@ func Handler(src Source, opts Options) http.Handler {
 	if _, ok := src.(Refresher); ok {
 		mux.HandleFunc("POST /refresh", h.refresh)
 	}
+	if ps, ok := src.(PACSource); ok {
+		mux.HandleFunc("GET "+pacPath, servePAC(ps))
+	}
 	if kp, ok := src.(KeyPublisher); ok {
 		// For operators who publish the key directory from here (behind
 		// their https name): its well-known path, and the card.
@@ -98,6 +116,27 @@ func Handler(src Source, opts Options) http.Handler {
 		mux.HandleFunc("GET /signature-agent-card", publish(kp.SignatureAgentCard, "application/json"))
 	}
 	return h.guard(mux)
+}
+
+// servePAC serves the PAC file. Browsers fetch it without credentials,
+// so it is the one path admin_auth does not cover (guard): it tells only
+// what every client configured with it learns, the proxy's address and
+// the hosts reached without it.
+func servePAC(ps PACSource) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		body, err := ps.PAC(strings.Trim(host, "[]"))
+		if err != nil {
+			http.Error(w, "500 Internal Server Error: "+err.Error()+"\n", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", pacType)
+		w.Header().Set("Cache-Control", "max-age=300")
+		w.Write(body)
+	}
 }
 
 // publish serves what doc returns with contentType, 404 when it returns
@@ -132,7 +171,7 @@ func (h *handler) guard(next http.Handler) http.Handler {
 				http.StatusMisdirectedRequest)
 			return
 		}
-		if h.opts.Authenticate != nil {
+		if h.opts.Authenticate != nil && r.URL.Path != pacPath {
 			user, pass, ok := r.BasicAuth()
 			if !ok || !h.opts.Authenticate(user, pass) {
 				w.Header().Set("WWW-Authenticate", `Basic realm="robotsgate admin"`)

@@ -59,6 +59,12 @@ type Config struct {
 	// older tools or copied with a permissive umask keep working, and the
 	// warning says how to fix them. Restart-only.
 	KeyPermissions KeyPermissions `yaml:"key_permissions"`
+	// PACProxy is the host:port the admin listener's /proxy.pac sends
+	// browsers to: the name clients reach the proxy by. Default "": the
+	// listen address, or when the proxy listens on every address
+	// (0.0.0.0, [::]), the host the PAC file was fetched from with the
+	// listen port. A reload applies it.
+	PACProxy string `yaml:"pac_proxy"`
 
 	Robots   Robots   `yaml:"robots"`
 	Egress   Egress   `yaml:"egress"`
@@ -381,6 +387,12 @@ type Client struct {
 	// (decide and log, never refuse or hold: a dry run) or "bypass" (no
 	// robots checks; the egress guard still applies). Default "enforce".
 	Mode Mode `yaml:"mode"`
+	// MonitorHeader, in monitor mode, adds X-Robotsgate-Would-Refuse to
+	// the responses of requests the proxy would have refused: the
+	// decision, its status and why, so that the client's operator sees
+	// what enforcing would change without reading the proxy's log.
+	// Default false (a dry run adds nothing to what the client gets).
+	MonitorHeader bool `yaml:"monitor_header"`
 	// Agent is a fixed product token ([A-Za-z_-]+, e.g. "ResearchBot") to
 	// judge this client's requests by, instead of their User-Agent header.
 	// Default "" (use the header).

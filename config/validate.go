@@ -81,6 +81,13 @@ func (v *validator) validate(c *Config) {
 		}
 	}
 	v.globs("admin_hosts", c.AdminHosts)
+	if c.PACProxy != "" {
+		if msg := checkHostPort(c.PACProxy, 1); msg != "" {
+			v.add("pac_proxy", "%s", msg)
+		} else if host, _, _ := net.SplitHostPort(c.PACProxy); host == "" {
+			v.add("pac_proxy", "%q names no host: clients need the proxy's name or address", c.PACProxy)
+		}
+	}
 	if c.AdminAuth && c.Auth.Htpasswd == "" {
 		v.add("admin_auth", "needs auth.htpasswd: the admin listener's users are its users")
 	}
@@ -428,6 +435,9 @@ func (v *validator) client(key string, c *Client, htpasswd bool) {
 		v.add(key+".password_bcrypt", "required for user %q (or set auth.htpasswd)", c.User)
 	}
 	v.enum(key+".mode", string(c.Mode), ModeEnforce, ModeMonitor, ModeBypass)
+	if c.MonitorHeader && c.Mode != ModeMonitor {
+		v.add(key+".monitor_header", "only with mode: monitor (this entry is %s)", c.Mode)
+	}
 	if c.Agent != "" && !isProductToken(c.Agent) {
 		v.add(key+".agent", "invalid agent %q (want a product token of letters, '-' and '_', e.g. ResearchBot)", c.Agent)
 	}

@@ -22,8 +22,12 @@ type Metrics struct {
 	requests map[string]map[string]prometheus.Counter // read-only after PrepareRequests
 
 	// Requests counts decisions by decision ("allow", "disallow"...) and
-	// method.
+	// method; a monitor-mode client's would-be refusal as "monitored".
 	Requests *prometheus.CounterVec
+	// MonitoredRequests counts the refusals only logged (clients in
+	// monitor mode, whose requests went on), by the decision enforcing
+	// would have made; Requests counts them under decision "monitored".
+	MonitoredRequests *prometheus.CounterVec
 	// RobotsFetches counts robots.txt fetches by outcome ("ok",
 	// "unavailable", "unreachable").
 	RobotsFetches *prometheus.CounterVec
@@ -87,6 +91,7 @@ func New() *Metrics {
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{registry: r}
 	m.Requests = counterVec(r, "robotsgate_requests_total", "Requests judged by the proxy, by decision and method.", "decision", "method")
+	m.MonitoredRequests = counterVec(r, "robotsgate_monitored_requests_total", "Requests of clients in monitor mode that would have been refused (forwarded), by the decision enforcing would have made.", "decision")
 	m.RobotsFetches = counterVec(r, "robotsgate_robots_fetches_total", "robots.txt fetches by outcome.", "outcome")
 	m.RobotsFetchSeconds = histogram(r, "robotsgate_robots_fetch_duration_seconds", "Duration of robots.txt fetches.",
 		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10})

@@ -52,6 +52,9 @@ type Client struct {
 	// IgnoreBackoff: the client is never held for an origin's pause
 	// (clients[].backoff: ignore).
 	IgnoreBackoff bool
+	// MonitorHeader: a monitored client's responses say what would have
+	// been refused (clients[].monitor_header).
+	MonitorHeader bool
 	// Entry is the position of the matched clients entry in the
 	// configuration, counted from 1; 0 for requests that matched none
 	// (what the proxy reads of the entry beyond the decision: its signing
@@ -152,8 +155,8 @@ func NewClients(entries []config.Client, auth config.Auth) (*Clients, error) {
 
 func newClientRule(e config.Client, htpasswd map[string][]byte) (clientRule, error) {
 	r := clientRule{user: e.User, client: Client{Mode: parseMode(e.Mode), Agent: e.Agent, Purposes: e.Purposes,
-		IgnoreBackoff: e.Backoff == config.BackoffIgnore,
-		Licence:       rsl.Client{User: e.RSLUser, Country: e.Country, Payments: e.AcceptPayment, Reporting: e.AcceptReporting}}}
+		IgnoreBackoff: e.Backoff == config.BackoffIgnore, MonitorHeader: e.MonitorHeader,
+		Licence: rsl.Client{User: e.RSLUser, Country: e.Country, Payments: e.AcceptPayment, Reporting: e.AcceptReporting}}}
 	r.client.Name = e.User
 	if e.CIDR != "" {
 		p, err := netip.ParsePrefix(e.CIDR)

@@ -213,7 +213,12 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)
-	s.metrics.CountRequest(rec.Decision, r.Method)
+	if monitored(rec) {
+		s.metrics.CountRequest(monitoredDecision, r.Method)
+		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()
+	} else {
+		s.metrics.CountRequest(rec.Decision, r.Method)
+	}
 	if kind := slot.d.RefusedBy(); slot.decided && kind != "" {
 		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()
 	}

@@ -179,7 +179,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Message = s.rateLimitMessage(d, e.RetryAfter)
 	case policy.OriginPaused:
 		e.Status = http.StatusTooManyRequests
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = seconds(pauseLeft(d, time.Now()))
 		e.Message = fmt.Sprintf("The origin asked to slow down: %s; retry after %d s.", d.Note, e.RetryAfter)
 	case policy.OutsideVisitTime:
 		e.Status = http.StatusTooManyRequests
@@ -191,6 +191,38 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, proxyError)
+}
+
+// wouldRefuseHeader tells a monitored client (clients[].monitor_header)
+// what the proxy would have answered its request: the decision, the status
+// and the explanation of Proxy-Status's details, as an RFC 9651
+// dictionary-like list item ("disallow; status=403; details=\"...\"").
+const wouldRefuseHeader = "X-Robotsgate-Would-Refuse"
+
+// wouldRefuse is the X-Robotsgate-Would-Refuse value of a monitored
+// decision: what the refusal it stands for says, rendered by the one
+// function that renders refusals.
+func (s *Server) wouldRefuse(req *http.Request, d *policy.Decision) string {
+	plain := req.Clone(req.Context())
+	plain.Header = http.Header{} // the text of the refusal, not JSON
+	r := s.refusal(plain, d)
+	r.Body.Close()
+	_, details, _ := strings.Cut(r.Header.Get("Proxy-Status"), "; details=")
+	return fmt.Sprintf("%s; status=%d; details=%s", r.Header.Get("X-Robotsgate-Decision"), r.StatusCode, details)
+}
+
+// pauseLeft is the Retry-After of a refusal for a paused origin: what is
+// left of the pause when the refusal is written, not the whole pause (an
+// origin's Retry-After: 120 seen 30 s ago is 90 s away), whatever the
+// pacer computed it from. A pause that is over (its probe's answer is
+// awaited) keeps the decision's.
+func pauseLeft(d *policy.Decision, now time.Time) time.Duration {
+	if d.Pause != nil {
+		if left := d.Pause.Until.Sub(now); left > 0 {
+			return left
+		}
+	}
+	return d.RetryAfter
 }
 
 // upperFirst capitalises the first letter of an ASCII sentence.

@@ -80,6 +80,9 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	slot.d.ApplyResponse(j, resp.StatusCode)
 	d := &slot.d
 	if !j.Enforced {
+		if d.Request.Client.MonitorHeader {
+			resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(resp.Request, d))
+		}
 		s.log.Info("response would be refused (monitor mode): delivered", "url", d.Request.Origin.URL(d.Request.Target),
 			"signal", j.Refusal.String(), "purpose", j.Refusal.Purpose, "client", resp.Request.RemoteAddr, "client_rule", d.Request.Client.Name)
 		return nil

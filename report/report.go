@@ -60,13 +60,17 @@ type Report struct {
 	// Decisions counts them by decision, in the order of the README's
 	// list of decisions (proxy.Decisions), unknown values last.
 	Decisions []DecisionCount `json:"decisions"`
-	// Clients and Agents are who sent the requests, busiest first. Each
-	// list keeps at most 1,000 entries; OtherClients and OtherAgents count
-	// the records of those left out.
-	Clients      []Client `json:"clients"`
-	OtherClients int64    `json:"other_clients"`
-	Agents       []Agent  `json:"agents"`
-	OtherAgents  int64    `json:"other_agents"`
+	// Clients and Agents are who sent the requests, busiest first: their
+	// Requests add up to Totals.Requests with OtherClients (OtherAgents),
+	// and the clients' Tunnels to Totals.Tunnels with OtherClientTunnels.
+	// Each list keeps at most 1,000 entries (the clients' twice that, by
+	// requests and by tunnels); the Other fields count the records of
+	// those left out. An operator's refresh is in neither.
+	Clients            []Client `json:"clients"`
+	OtherClients       int64    `json:"other_clients"`
+	OtherClientTunnels int64    `json:"other_client_tunnels"`
+	Agents             []Agent  `json:"agents"`
+	OtherAgents        int64    `json:"other_agents"`
 	// Timeline counts the records over the period, by arrival time.
 	Timeline Timeline `json:"timeline"`
 	// Pacing sums up every origin's pacing figures: the gaps counted,
@@ -160,6 +164,10 @@ type Counts struct {
 	// Tunnels are the CONNECTs (and SOCKS5 and transparent openings),
 	// counted apart: none is a request, and none is in the figures above.
 	Tunnels Tunnels `json:"tunnels"`
+	// Refreshes are operators' refreshes of an origin (robotsgate
+	// refresh): its robots.txt fetched again. Not requests of a client,
+	// and in no other figure.
+	Refreshes int64 `json:"refreshes"`
 }
 
 // Tunnels says what became of tunnels.
@@ -189,6 +197,9 @@ type DecisionCount struct {
 	// (audit.DecisionInfo.Refusal).
 	Refusal bool  `json:"refusal"`
 	Count   int64 `json:"count"`
+	// Monitored are those of Count only logged (a client in monitor mode,
+	// its request forwarded): not refusals.
+	Monitored int64 `json:"monitored"`
 }
 
 // Client is one client: its address (without the port), the proxy user
@@ -198,6 +209,9 @@ type Client struct {
 	User     string `json:"user,omitempty"`
 	Rule     string `json:"client_rule,omitempty"`
 	Requests int64  `json:"requests"`
+	// Tunnels counts its CONNECTs (and SOCKS5 openings), apart from the
+	// requests in them.
+	Tunnels int64 `json:"tunnels"`
 }
 
 // Agent is what requests were judged as (the audit record's agent: a

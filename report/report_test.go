@@ -250,10 +250,11 @@ func TestBuild(t *testing.T) {
 	if got := strings.Join(decisions, " "); got != "allow=9 disallow=5 upstream-error=1" {
 		t.Errorf("decisions %s", got)
 	}
-	if len(r.Clients) != 2 || r.Clients[0] != (Client{Address: "10.0.0.5", Requests: 15}) || r.Clients[1].Address != "10.0.0.9" {
+	// The CONNECT is its client's tunnel, not a request, and no agent's.
+	if len(r.Clients) != 2 || r.Clients[0] != (Client{Address: "10.0.0.5", Requests: 15}) || r.Clients[1] != (Client{Address: "10.0.0.9", Tunnels: 1}) {
 		t.Errorf("clients %+v", r.Clients)
 	}
-	if len(r.Agents) != 3 || r.Agents[0].Agent != "ResearchBot/2.0" || r.Agents[0].Requests != 14 {
+	if len(r.Agents) != 2 || r.Agents[0].Agent != "ResearchBot/2.0" || r.Agents[0].Requests != 14 {
 		t.Errorf("agents %+v", r.Agents)
 	}
 	var tlTotal int64
@@ -541,9 +542,14 @@ func TestBuildCountsTunnelsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tunnel that carried plain HTTP counts under the http:// origin
+	// its requests were judged as, not under https://a.example.
 	want := Counts{Requests: 1, Allowed: 1, Forwarded: 1, Tunnels: Tunnels{Intercepted: 2, Blind: 1, Refused: 1, Failed: 1}}
-	if r.Totals != want || r.Origins[0].Counts != want {
-		t.Errorf("totals %+v, origin %+v; want %+v", r.Totals, r.Origins[0].Counts, want)
+	wantHTTPS := Counts{Requests: 1, Allowed: 1, Forwarded: 1, Tunnels: Tunnels{Intercepted: 1, Blind: 1, Refused: 1, Failed: 1}}
+	wantHTTP := Counts{Tunnels: Tunnels{Intercepted: 1}}
+	if len(r.Origins) != 2 || r.Totals != want || r.Origins[0].Origin != "https://a.example" || r.Origins[0].Counts != wantHTTPS ||
+		r.Origins[1].Origin != "http://a.example:443" || r.Origins[1].Counts != wantHTTP {
+		t.Errorf("totals %+v, origins %+v; want %+v, https://a.example %+v and http://a.example:443 %+v", r.Totals, r.Origins, want, wantHTTPS, wantHTTP)
 	}
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, r); err != nil {
