@@ -446,7 +446,6 @@ func (v *validator) botAuth(b *BotAuth) {
 	}
 }
 
-
 // clientBotAuth checks a clients entry's own signing and maximum price;
 // gateway says whether bot_auth signs for it otherwise.
 func (v *validator) clientBotAuth(key string, c *Client, gateway bool) {
