@@ -109,7 +109,7 @@ func (s *Signer) Agent() Agent { return s.agent }
 // Sign adds robotsgate's Signature-Agent, Signature-Input and Signature to
 // req, created at now and expiring Lifetime later, covering @authority, its
 // own Signature-Agent member and the fields named in also (lower-case,
-// e.g. "crawler-max-price"; each must be present on req, and is covered
+// e.g. "crawler-exact-price"; each must be present on req, and is covered
 // with its values as req carries them). It replaces an earlier signature
 // of robotsgate's (a redirect hop, a retry): callers pass a request a
 // client signed itself through untouched (ClientSigned) instead.

@@ -429,9 +429,9 @@ type Client struct {
 	// MaxPrice is the most this client pays per request under pay per
 	// crawl, as "USD 0.05" (a currency code and an amount with at most six
 	// decimals): an origin's 402 with a crawler-price within it is retried
-	// once, signed, offering crawler-max-price; a higher price, or another
-	// currency, is relayed. Needs signing (bot_auth or signature_agent).
-	// Default "" (402s are relayed).
+	// once, signed, with crawler-exact-price set to that price; a higher
+	// price, or another currency, is relayed. Needs signing (bot_auth or
+	// signature_agent). Default "" (402s are relayed).
 	MaxPrice string `yaml:"max_price"`
 }
 
