@@ -289,7 +289,7 @@ func FuzzCoveredFields(f *testing.F) {
 // BenchmarkSign is the cost of signing one request: building the
 // signature base and one Ed25519 signature, and setting the three fields.
 func BenchmarkSign(b *testing.B) {
-	s, _ := NewSigner(testKey(b), mustAgent(b, "https://gate.example", FormTyped))
+	s, _ := NewSigner(testKey(b), mustAgent(b, "https://gate.example/.well-known/http-message-signatures-directory", FormURL))
 	req, _ := http.NewRequest("GET", "https://origin.example/some/page", nil)
 	now := time.Now()
 	b.ReportAllocs()

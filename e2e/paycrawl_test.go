@@ -31,8 +31,9 @@ import (
 // verifies (with pub, the key robotsgate printed) and covers
 // crawler-exact-price, equal to the price, without crawler-max-price;
 // /overcharge then says it charged USD 0.05, /failed answers 403 with
-// crawler-error: PaymentFailed. Everything else gets 402 with
-// crawler-price. robots.txt asks a Crawl-delay of 1s.
+// crawler-error: PaymentFailed. /blocked is always 403 with crawler-error:
+// CrawlerForbidden. Everything else gets 402 with crawler-price.
+// robots.txt asks a Crawl-delay of 1s.
 type payOrigin struct {
 	*captureOrigin
 	pub      atomic.Pointer[ed25519.PublicKey]
@@ -52,6 +53,12 @@ func startPayOrigin(t *testing.T) *payOrigin {
 		o.mu.Lock()
 		o.arrivals[r.URL.Path] = append(o.arrivals[r.URL.Path], time.Now())
 		o.mu.Unlock()
+		if r.URL.Path == "/blocked" { // Cloudflare's answer to a crawler the site blocks
+			w.Header().Set(paycrawl.HeaderError, "CrawlerForbidden")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "forbidden")
+			return
+		}
 		price := prices[r.URL.Path]
 		exact, maxOffer := r.Header.Get(paycrawl.HeaderExactPrice), r.Header.Get(paycrawl.HeaderMaxPrice)
 		if exact != "" || maxOffer != "" {
@@ -118,8 +125,9 @@ type payAudit struct {
 // line records the price and crawler-charged. /overcharge, which charges
 // USD 0.05 for a quote of USD 0.01, is flagged (crawler_overcharged, the
 // robotsgate_crawler_overcharges_total metric); /failed records the
-// origin's crawler-error. /expensive (USD 5.00) is not retried: the
-// client gets the 402.
+// origin's crawler-error, as does /blocked, answered 403 with a
+// crawler-error at once. /expensive (USD 5.00) is not retried: the client
+// gets the 402.
 func TestPayPerCrawlPaysWithinMaxPrice(t *testing.T) {
 	dir := t.TempDir()
 	o := startPayOrigin(t)
@@ -159,6 +167,7 @@ func TestPayPerCrawlPaysWithinMaxPrice(t *testing.T) {
 		{"/overcharge", http.StatusOK, "paid content /overcharge", 2, "USD 0.01", "USD 0.05", true, ""},
 		{"/failed", http.StatusForbidden, "payment failed", 2, "USD 0.01", "", false, "PaymentFailed"},
 		{"/expensive", http.StatusPaymentRequired, "payment required", 1, "USD 5.00", "", false, ""},
+		{"/blocked", http.StatusForbidden, "forbidden", 1, "", "", false, "CrawlerForbidden"},
 	} {
 		t.Run(strings.TrimPrefix(tc.path, "/"), func(t *testing.T) {
 			r := get(t, c, o.URL+tc.path)

@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -217,6 +219,25 @@ func readPublished(t *testing.T, dir, url string) dirResponse {
 	return d
 }
 
+// signatureLifetime is expires - created of a directory response's
+// signature.
+func signatureLifetime(t *testing.T, d dirResponse) int64 {
+	t.Helper()
+	for _, h := range d.Headers {
+		if strings.EqualFold(h[0], "Signature-Input") {
+			m := regexp.MustCompile(`;created=(\d+);expires=(\d+);`).FindStringSubmatch(h[1])
+			if m == nil {
+				t.Fatalf("Signature-Input %s", h[1])
+			}
+			created, _ := strconv.ParseInt(m[1], 10, 64)
+			expires, _ := strconv.ParseInt(m[2], 10, 64)
+			return expires - created
+		}
+	}
+	t.Fatalf("no Signature-Input in %v", d.Headers)
+	return 0
+}
+
 // wbaConfig is the e2e configuration with gateway signing, an audit log,
 // identification that would change a signed request, and extra: the
 // audit log is auditLog ("-": the process's output).
@@ -335,6 +356,13 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 		}
 	}
 	responses := []dirResponse{served, readPublished(t, published, wbaAgentURL)}
+	// The admin listener signs for a day, -publish for -valid's default,
+	// a week.
+	for i, want := range []int64{24 * 3600, 7 * 24 * 3600} {
+		if got := signatureLifetime(t, responses[i]); got != want {
+			t.Errorf("directory signature %d is valid for %d s, want %d", i, got, want)
+		}
+	}
 	verdicts := verifyWithNode(t, dir, wbaInput{Directory: directory, Requests: signed, Responses: responses})
 	for i, v := range verdicts[:len(signed)] {
 		if !v.OK {

@@ -71,14 +71,25 @@ func (s *Server) observeFailure(req *http.Request, err error) {
 	if slot == nil || req.Context().Err() != nil {
 		return
 	}
+	if a, ok := failureAnswer(err, time.Now()); ok {
+		s.tellGovernor(req.Context(), slot, a)
+	}
+}
+
+// failureAnswer is the governor's view of an upstream error at at: a
+// connection error, a timeout among them (which counts towards
+// pacing.backoff.failures); ok is false for errors that say nothing of the
+// origin (the egress guard's refusals, DNS, TLS).
+func failureAnswer(err error, at time.Time) (pacing.Answer, bool) {
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
-		return
+		return pacing.Answer{}, false
 	}
 	switch cause := egress.Cause(err); cause {
 	case egress.CauseRefused, egress.CauseTimeout, egress.CauseUnreachable:
-		s.tellGovernor(req.Context(), slot, pacing.Answer{ConnectionError: true, Timeout: cause == egress.CauseTimeout, At: time.Now()})
+		return pacing.Answer{ConnectionError: true, Timeout: cause == egress.CauseTimeout, At: at}, true
 	}
+	return pacing.Answer{}, false
 }
 
 // tellGovernor passes a to the policy engine for the slot's decision.

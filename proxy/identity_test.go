@@ -1,12 +1,22 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/robotsgate/robotsgate/botauth"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
@@ -114,5 +124,51 @@ func TestCardClaimsComplianceOnlyWhenEveryRequestIsJudged(t *testing.T) {
 				t.Errorf("card facts %+v; want compliance %v, token %s", f, tc.compliant, tc.token)
 			}
 		})
+	}
+}
+
+// An upstream error that is a timeout (a dial or a response header that
+// did not come in time) is a connection error the governor counts as a
+// timeout (pacing.backoff.failures.timeouts); a refused connection is a
+// connection error but no timeout; a refusal of the egress guard or a DNS
+// failure is nothing the origin answered.
+func TestFailureAnswerTellsTimeoutsApart(t *testing.T) {
+	at := time.Now()
+	for _, tc := range []struct {
+		name        string
+		err         error
+		ok, timeout bool
+	}{
+		{"dial timeout", &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}, true, true},
+		{"response header timeout", fmt.Errorf("round trip: %w", context.DeadlineExceeded), true, true},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true, false},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true, false},
+		{"dns", &net.DNSError{Err: "no such host", Name: "a.example", IsNotFound: true}, false, false},
+		{"egress guard", &egress.DeniedError{}, false, false},
+	} {
+		a, ok := failureAnswer(tc.err, at)
+		if ok != tc.ok || a.Timeout != tc.timeout || ok && (!a.ConnectionError || !a.At.Equal(at)) {
+			t.Errorf("%s: %+v %v, want ok %v timeout %v", tc.name, a, ok, tc.ok, tc.timeout)
+		}
+	}
+}
+
+// The key directory the admin listener serves is signed for the
+// signature agent's authority, valid for DirectoryLifetime (24 h), with
+// one signature for the gateway key over "@authority";req and
+// content-digest.
+func TestKeyDirectoryIsSignedForADay(t *testing.T) {
+	cfg := testConfig(t, nil)
+	cfg.BotAuth.SignatureAgent = "https://gate.example"
+	cfg.BotAuth.Key = filepath.Join(t.TempDir(), "bot-auth-key.pem")
+	p := startProxy(t, cfg)
+	now := time.Unix(1_800_000_000, 0)
+	body, h := p.srv.KeyDirectory(now)
+	if body == nil || h.Get("Content-Digest") != botauth.ContentDigest(body) {
+		t.Fatalf("directory %s, headers %v", body, h)
+	}
+	want := `binding=("@authority";req "content-digest");created=1800000000;expires=1800086400;keyid="`
+	if in := h.Get("Signature-Input"); !strings.HasPrefix(in, want) || !strings.HasSuffix(in, `";tag="http-message-signatures-directory"`) {
+		t.Errorf("Signature-Input %s\nwant %s...", in, want)
 	}
 }
