@@ -211,51 +211,6 @@ func (g *Governor) Observe(ctx context.Context, origin string, a Answer) (Pause,
 	return p, true
 }
 
-// fail counts a failure of origin at at, through the shared store when
-// there is one (falling back to this process when it fails), and returns
-// the failures in a row.
-func (g *Governor) fail(ctx context.Context, origin string, at time.Time, params *BackoffParams) int {
-	if g.shared != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-		n, err := g.shared.Fail(ctx, origin, params)
-		cancel()
-		if err == nil {
-			g.Failed(origin, n, at)
-			return n
-		}
-		slog.Warn("pacing: the shared store did not count a failure: this instance counts it alone", "origin", origin, "err", err)
-	}
-	e := g.entry(origin)
-	e.mu.Lock()
-	if e.fails == 0 || at.Sub(e.failAt) >= params.Max {
-		e.fails = 0
-	}
-	e.fails++
-	e.failAt = at
-	n := e.fails
-	e.mu.Unlock()
-	return n
-}
-
-// Failed makes n origin's failures in a row in this process, the last at
-// at (the shared store calls it with what any instance counted).
-func (g *Governor) Failed(origin string, n int, at time.Time) {
-	e := g.entry(origin)
-	e.mu.Lock()
-	e.fails, e.failAt = n, at
-	e.mu.Unlock()
-}
-
-// entry returns origin's entry, creating it.
-func (g *Governor) entry(origin string) *pauseEntry {
-	v, loaded := g.pauses.LoadOrStore(origin, &pauseEntry{})
-	if !loaded {
-		g.active.Add(1)
-		g.bound()
-	}
-	return v.(*pauseEntry)
-}
-
 // pause records a pausing answer (failures: the failures in a row that
 // made it one, 0 for a pausing status), through the shared store when
 // there is one (falling back to this process when it fails).
