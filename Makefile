@@ -155,4 +155,5 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAudit$$' -fuzztime $(FUZZTIME) ./compliance/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/
 	$(GO) test -run '^$$' -fuzz '^FuzzCoveredFields$$' -fuzztime $(FUZZTIME) ./botauth/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAgent$$' -fuzztime $(FUZZTIME) ./botauth/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./paycrawl/

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // rfc9421Ed25519 is the Ed25519 test key of RFC 9421 Appendix B.1.4, the
@@ -485,4 +487,55 @@ func TestCardFollowsTheRegistryDraft(t *testing.T) {
 		!strings.Contains(string(raw), `"rfc9309-compliance": false`) {
 		t.Errorf("a card with nothing stated: %s", raw)
 	}
+}
+
+// FuzzParseAgent: any configured value and form parses or fails without
+// panic; what parses names an https key set, and its Signature-Agent is a
+// structured field of the form's shape (RFC 9651: a String, or a
+// Dictionary whose sig1 member is a String) that reads back as the
+// member's value, an origin for the typed form of a well-known directory.
+func FuzzParseAgent(f *testing.F) {
+	for _, s := range []string{"https://gate.example", "https://gate.example:8443/keys.json", "https://[::1]/", "https://a/.well-known/http-message-signatures-directory", "https://a/%22", "https://a/?", "http://a"} {
+		for _, form := range Forms {
+			f.Add(s, string(form))
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw, form string) {
+		a, err := ParseAgent(raw, Form(form))
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(a.DirectoryURL(), "https://") || !strings.HasPrefix(a.Origin(), "https://") {
+			t.Fatalf("%q: directory %q, origin %q", raw, a.DirectoryURL(), a.Origin())
+		}
+		field := a.Field(Label)
+		var value any
+		if a.Form() == FormString {
+			item, err := httpsfv.UnmarshalItem([]string{field})
+			if err != nil {
+				t.Fatalf("%q: Signature-Agent %s is not an Item: %v", raw, field, err)
+			}
+			value = item.Value
+		} else {
+			dict, err := httpsfv.UnmarshalDictionary([]string{field})
+			if err != nil {
+				t.Fatalf("%q: Signature-Agent %s is not a Dictionary: %v", raw, field, err)
+			}
+			m, ok := dict.Get(Label)
+			item, isItem := m.(httpsfv.Item)
+			if !ok || !isItem {
+				t.Fatalf("%q: no member %s in %s", raw, Label, field)
+			}
+			value = item.Value
+		}
+		s, ok := value.(string)
+		switch {
+		case !ok:
+			t.Fatalf("%q: the value of %s is not a String", raw, field)
+		case a.Form() == FormTyped && a.WellKnown() && s != a.Origin():
+			t.Fatalf("%q: typed member %q is not the origin %q", raw, s, a.Origin())
+		case !(a.Form() == FormTyped && a.WellKnown()) && s != a.DirectoryURL():
+			t.Fatalf("%q: member %q is not the key set %q", raw, s, a.DirectoryURL())
+		}
+	})
 }
