@@ -195,5 +195,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzWitness$$' -fuzztime $(FUZZTIME) ./witness/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/
 	$(GO) test -run '^$$' -fuzz '^FuzzCoveredFields$$' -fuzztime $(FUZZTIME) ./botauth/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAgent$$' -fuzztime $(FUZZTIME) ./botauth/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./paycrawl/
 	$(GO) test -run '^$$' -fuzz '^FuzzGlobRegexpAgreesWithPathMatch$$' -fuzztime $(FUZZTIME) ./pac/

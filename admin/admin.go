@@ -54,8 +54,10 @@ type Refresher interface {
 // publishes what verifiers fetch: the key directory and the signature
 // agent card, nil when signing is not configured.
 type KeyPublisher interface {
-	// KeyDirectory is the JSON Web Key Set of the gateway's signing key.
-	KeyDirectory() []byte
+	// KeyDirectory is the JSON Web Key Set of the gateway's signing key
+	// and the header fields that sign it at now (Content-Digest,
+	// Signature-Input, Signature), served with it.
+	KeyDirectory(now time.Time) ([]byte, http.Header)
 	// SignatureAgentCard is the signature agent card.
 	SignatureAgentCard() []byte
 }
@@ -112,8 +114,8 @@ func Handler(src Source, opts Options) http.Handler {
 	if kp, ok := src.(KeyPublisher); ok {
 		// For operators who publish the key directory from here (behind
 		// their https name): its well-known path, and the card.
-		mux.HandleFunc("GET "+botauth.WellKnownPath, publish(kp.KeyDirectory, botauth.MediaType))
-		mux.HandleFunc("GET /signature-agent-card", publish(kp.SignatureAgentCard, "application/json"))
+		mux.HandleFunc("GET "+botauth.WellKnownPath, publish(func() ([]byte, http.Header) { return kp.KeyDirectory(time.Now()) }, botauth.MediaType))
+		mux.HandleFunc("GET /signature-agent-card", publish(func() ([]byte, http.Header) { return kp.SignatureAgentCard(), nil }, "application/json"))
 	}
 	return h.guard(mux)
 }
@@ -139,14 +141,19 @@ func servePAC(ps PACSource) http.HandlerFunc {
 	}
 }
 
-// publish serves what doc returns with contentType, 404 when it returns
-// nil (signing is not configured).
-func publish(doc func() []byte, contentType string) http.HandlerFunc {
+// publish serves what doc returns with contentType and the header fields
+// it returns (the directory's signature), 404 when it returns nil (signing
+// is not configured). The body goes out byte for byte: its Content-Digest
+// covers it.
+func publish(doc func() ([]byte, http.Header), contentType string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		body := doc()
+		body, h := doc()
 		if body == nil {
 			http.Error(w, "404 Not Found: no Web Bot Auth signing is configured (bot_auth.signature_agent)\n", http.StatusNotFound)
 			return
+		}
+		for k, v := range h {
+			w.Header()[k] = v
 		}
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", "max-age=300")

@@ -104,8 +104,10 @@ type Archive struct {
 
 // Robots configures how robots.txt files are fetched and cached (docs/decisions.md, step 3).
 type Robots struct {
-	// FetchUserAgent is the User-Agent header of the proxy's own robots.txt
-	// fetches. Default "robotsgate/1.0".
+	// FetchUserAgent is the User-Agent header of the proxy's own fetches
+	// (robots.txt, tdmrep.json, licences): a product token and a URL that
+	// says who fetches and why (the crawler best-practices draft asks for
+	// both). Default "robotsgate/1.0 (+https://github.com/robotsgate/robotsgate)".
 	FetchUserAgent string `yaml:"fetch_user_agent"`
 	// FetchTimeout bounds one whole robots.txt fetch: connecting, redirects,
 	// headers and body. Must be > 0. Default 10s.
@@ -254,18 +256,22 @@ type Pacing struct {
 }
 
 // Backoff configures the pause of an origin that answered 429 or 503 (or
-// another configured status): every request to it, whatever its group or
-// client, is held until the pause ends (at most pacing.max_wait) or
-// refused with 429 origin-backoff (docs/configuration.md, Politeness).
+// another configured status), or failed several times in a row: every
+// request to it, whatever its group or client, is held until the pause
+// ends (at most pacing.max_wait) or refused with 429 origin-backoff
+// (docs/configuration.md, Politeness).
 type Backoff struct {
 	// Enabled turns the pauses on. Default true.
 	Enabled bool `yaml:"enabled"`
-	// Statuses are the origin's answers that pause it: 429 and 5xx codes.
-	// Default [429, 503].
+	// Statuses are the origin's answers that pause it at once: 429 and 5xx
+	// codes. Default [429, 503].
 	Statuses []int `yaml:"statuses"`
-	// ConnectionErrors also pauses an origin that cannot be connected to or
-	// times out (an upstream-error). Default false.
+	// ConnectionErrors also pauses at once an origin that cannot be
+	// connected to or times out (an upstream-error). Default false (a
+	// timeout counts towards Failures instead).
 	ConnectionErrors bool `yaml:"connection_errors"`
+	// Failures are answers that pause an origin only several in a row.
+	Failures Failures `yaml:"failures"`
 	// Initial is the first pause when the answer has no Retry-After; each
 	// further answer in a row multiplies it by Factor (plus up to 10 %
 	// jitter, never less), up to Max. Default 5s.
@@ -273,10 +279,29 @@ type Backoff struct {
 	// Factor multiplies the pause at each answer in a row. Must be >= 1.
 	// Default 2.
 	Factor Factor `yaml:"factor"`
-	// Max caps every pause, a Retry-After's included; a success, or Max
-	// without such an answer, starts the series again from Initial.
-	// Default 1h.
+	// Max caps the computed pauses (those of answers without a
+	// Retry-After); a success, or Max without such an answer, starts the
+	// series again from Initial. Default 1h.
 	Max Duration `yaml:"max"`
+	// RetryAfterMax caps a pause an answer's own Retry-After asks for: it
+	// is obeyed in full up to this bound, which is not Max. Must be >= Max.
+	// Default 24h.
+	RetryAfterMax Duration `yaml:"retry_after_max"`
+}
+
+// Failures are the answers that pause an origin once InARow of them came
+// in a row (no success in between, each within Backoff.Max of the
+// previous): one broken URL does not pause a site, a failing site does.
+type Failures struct {
+	// Statuses are the 5xx statuses that count. Default [500, 502, 504].
+	Statuses []int `yaml:"statuses"`
+	// Timeouts counts a request the origin did not answer in time (or whose
+	// connection timed out). Default true.
+	Timeouts bool `yaml:"timeouts"`
+	// InARow is how many failures in a row pause the origin; each further
+	// one pauses it again, for the next term of the series. 0 counts
+	// none. Default 3.
+	InARow int `yaml:"in_a_row"`
 }
 
 // Adaptive configures pacing by response time: the interval of an origin
@@ -423,9 +448,9 @@ type Client struct {
 	// MaxPrice is the most this client pays per request under pay per
 	// crawl, as "USD 0.05" (a currency code and an amount with at most six
 	// decimals): an origin's 402 with a crawler-price within it is retried
-	// once, signed, offering crawler-max-price; a higher price, or another
-	// currency, is relayed. Needs signing (bot_auth or signature_agent).
-	// Default "" (402s are relayed).
+	// once, signed, with crawler-exact-price set to that price; a higher
+	// price, or another currency, is relayed. Needs signing (bot_auth or
+	// signature_agent). Default "" (402s are relayed).
 	MaxPrice string `yaml:"max_price"`
 	// RSLUser is what this client is for the user terms of RSL licences
 	// (<permits type="user">, <prohibits type="user">): commercial,
@@ -548,8 +573,10 @@ type Trap struct {
 // made (the decision uses the client's own User-Agent), for crawlers that
 // must say who runs them.
 type Identify struct {
-	// From is the value of a From header added to forwarded requests: a
-	// mail address, e.g. "crawler-admin@example.org". Default "" (none).
+	// From is the value of a From header added to forwarded requests and
+	// to robotsgate's own fetches: a mail address, e.g.
+	// "crawler-admin@example.org". Default "" (none; own fetches then carry
+	// bot_auth.contact's mailto: address, if any).
 	From string `yaml:"from"`
 	// UserAgentSuffix is appended, after a space, to the User-Agent of
 	// forwarded requests, e.g. "(+https://example.org/bot)". Default "".
@@ -558,25 +585,42 @@ type Identify struct {
 
 // BotAuth signs the requests robotsgate sends upstream for Web Bot Auth
 // (RFC 9421 HTTP Message Signatures as draft-ietf-webbotauth-httpsig-
-// protocol-01 profiles them; docs/webbotauth.md): every request of every
+// protocol-00 profiles them; docs/webbotauth.md): every request of every
 // client (unless the client signed it itself, or has its own key:
 // clients[].signature_agent), and the robots.txt and tdmrep.json fetches.
 // A reload applies all of it (a key file that is missing is then
 // created, one that cannot be read rejects the reload).
 type BotAuth struct {
-	// SignatureAgent is the HTTPS URL of the key directory that publishes
-	// the gateway key's public half (robotsgate bot-auth prints it; the
-	// admin listener serves it at
-	// /.well-known/http-message-signatures-directory), named in every
-	// signed request's Signature-Agent. Default "" (no gateway signing).
+	// SignatureAgent is where the gateway key's public half is published,
+	// as operators publish it: an https origin ("https://crawler.example",
+	// whose key directory is at /.well-known/http-message-signatures-
+	// directory; robotsgate bot-auth writes it, the admin listener serves
+	// it), that well-known URL, or the https URL of a key set served
+	// elsewhere. Default "" (no gateway signing).
 	SignatureAgent string `yaml:"signature_agent"`
+	// SignatureAgentForm is how Signature-Agent names it: "typed" (the
+	// origin, or the URL with ;type=jwks_uri: draft-ietf-webbotauth-
+	// httpsig-protocol-00), "url" (the key set's URL: the working group's
+	// editor's copy of 9 October 2026) or "string" (the pre-working-group
+	// bare String that Cloudflare's documentation and web-bot-auth 0.1.3
+	// verify). Default "typed".
+	SignatureAgentForm string `yaml:"signature_agent_form"`
 	// Key is the file of the gateway's Ed25519 signing key (PKCS #8 PEM).
 	// Created on first start when signature_agent is set. Default
 	// state_dir/bot-auth-key.pem.
 	Key string `yaml:"key"`
+	// ProductToken is the robots.txt product token the signature agent
+	// card states (rfc9309-product-token), e.g. "ResearchBot". Default ""
+	// (none: robotsgate judges each client by its own User-Agent).
+	ProductToken string `yaml:"product_token"`
+	// Purpose is what the card says the fetched data is used for (purpose,
+	// an aipref vocabulary label such as "search" or "train-ai"). Default
+	// "" (none stated).
+	Purpose string `yaml:"purpose"`
 	// Contact is a URI to reach the operator, e.g.
 	// "mailto:crawler-admin@example.org", stated in the signature agent
-	// card. Default "" (none).
+	// card; a mailto: address is also the From of robotsgate's own fetches
+	// when identify.from is not set. Default "" (none).
 	Contact string `yaml:"contact"`
 }
 

@@ -353,6 +353,21 @@ func (v *validator) backoff(b *Backoff) {
 	if b.Max < b.Initial {
 		v.add("pacing.backoff.max", "%s is shorter than pacing.backoff.initial (%s)", b.Max, b.Initial)
 	}
+	if b.RetryAfterMax < b.Max {
+		v.add("pacing.backoff.retry_after_max", "%s is shorter than pacing.backoff.max (%s): an origin's own Retry-After would be cut below a computed pause", b.RetryAfterMax, b.Max)
+	}
+	for i, s := range b.Failures.Statuses {
+		key := fmt.Sprintf("pacing.backoff.failures.statuses[%d]", i)
+		switch {
+		case s < 500 || s > 599:
+			v.add(key, "%d is not a 5xx status", s)
+		case slices.Contains(b.Statuses, s):
+			v.add(key, "%d is also in pacing.backoff.statuses, which pause at the first answer", s)
+		}
+	}
+	if b.Failures.InARow < 0 {
+		v.add("pacing.backoff.failures.in_a_row", "must be >= 0 (0 counts none), got %d", b.Failures.InARow)
+	}
 }
 
 func (v *validator) upstream(u *Upstream) {
@@ -478,10 +493,17 @@ func isCountry(s string) bool {
 
 // botAuth checks the gateway's Web Bot Auth signing.
 func (v *validator) botAuth(b *BotAuth) {
+	v.enum("bot_auth.signature_agent_form", b.SignatureAgentForm, botauth.FormTyped, botauth.FormURL, botauth.FormString)
+	if t := b.ProductToken; t != "" && !isProductToken(t) {
+		v.add("bot_auth.product_token", "invalid product token %q (RFC 9309 Section 2.2.1: letters, '_' and '-' only)", t)
+	}
+	if p := b.Purpose; p != "" && !isPurpose(p) {
+		v.add("bot_auth.purpose", "invalid purpose %q (want a lower-case token such as search or train-ai)", p)
+	}
 	if b.SignatureAgent == "" {
 		return
 	}
-	if err := botauth.CheckAgentURL(b.SignatureAgent); err != nil {
+	if _, err := botauth.ParseAgent(b.SignatureAgent, botauth.FormTyped); err != nil {
 		v.add("bot_auth.signature_agent", "%v", strings.TrimPrefix(err.Error(), "botauth: "))
 	}
 	if b.Key == "" {
@@ -497,7 +519,7 @@ func (v *validator) botAuth(b *BotAuth) {
 func (v *validator) clientBotAuth(key string, c *Client, gateway bool) {
 	switch {
 	case c.SignatureAgent != "":
-		if err := botauth.CheckAgentURL(c.SignatureAgent); err != nil {
+		if _, err := botauth.ParseAgent(c.SignatureAgent, botauth.FormTyped); err != nil {
 			v.add(key+".signature_agent", "%v", strings.TrimPrefix(err.Error(), "botauth: "))
 		}
 		if c.SignKey == "" {

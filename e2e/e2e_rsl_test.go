@@ -83,7 +83,7 @@ func (s *rslServer) count(target string) int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, r := range s.requests {
-		if _, got, _ := strings.Cut(r, " "); got == target {
+		if _, got := splitRequest(r); got == target {
 			n++
 		}
 	}

@@ -82,7 +82,7 @@ func (o *tdmE2EOrigin) count(ua, target string) int {
 	defer o.mu.Unlock()
 	n := 0
 	for _, r := range o.requests {
-		gotUA, gotTarget, _ := strings.Cut(r, " ")
+		gotUA, gotTarget := splitRequest(r)
 		if gotTarget == target && (ua == "" || gotUA == ua) {
 			n++
 		}

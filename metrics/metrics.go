@@ -78,6 +78,9 @@ type Metrics struct {
 	// currency units, by currency: only the currencies of clients'
 	// max_price, so its labels are bounded by the configuration.
 	CrawlerCharged *prometheus.CounterVec
+	// CrawlerOvercharges counts paid retries whose crawler-charged is
+	// above the crawler-price quoted, in another currency, or unreadable.
+	CrawlerOvercharges prometheus.Counter
 	// ReloadSuccessful is 1 when the last configuration reload applied
 	// (or none was tried), 0 when it was rejected; ReloadTimestamp is when
 	// the configuration last applied (start or reload), in Unix seconds.
@@ -109,6 +112,7 @@ func New() *Metrics {
 	m.SignedRequests = counterVec(r, "robotsgate_signed_requests_total", "Requests sent upstream with robotsgate's Web Bot Auth signature, by kind (proxied, fetch).", "kind")
 	m.PriceAnswers = counterVec(r, "robotsgate_crawler_price_answers_total", "Origins' 402 answers with a crawler-price (pay per crawl), by what robotsgate did.", "outcome")
 	m.CrawlerCharged = counterVec(r, "robotsgate_crawler_charged_total", "What origins charged under pay per crawl (crawler-charged), in currency units, by currency.", "currency")
+	m.CrawlerOvercharges = counter(r, "robotsgate_crawler_overcharges_total", "Paid retries whose crawler-charged is above the crawler-price quoted (or cannot be read).")
 	m.ReloadSuccessful = gauge(r, "robotsgate_config_last_reload_successful", "Whether the last configuration reload applied (1) or was rejected (0).")
 	m.ReloadTimestamp = gauge(r, "robotsgate_config_last_reload_success_timestamp_seconds", "When the configuration last applied, at start or by a reload.")
 	m.ReloadSuccessful.Set(1)

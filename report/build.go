@@ -155,6 +155,7 @@ type originAgg struct {
 	pauses   pauseAgg
 	paid     map[string]*paidAgg // by currency
 	unread   int64               // charges not read, or beyond maxPaidCurrencies
+	over     int64               // charges above the price quoted
 }
 
 // maxPaidCurrencies bounds the currencies summed per origin: the values
@@ -377,6 +378,9 @@ func (a *aggregator) record(rec *audit.Record) error {
 	o.pauses.record(rec, rec.Decision == "allow" && forwarded && pacedRecord(rec))
 	if rec.CrawlerCharged != "" {
 		o.charge(rec.CrawlerCharged)
+	}
+	if rec.CrawlerOvercharged {
+		o.over++
 	}
 	return nil
 }
@@ -898,7 +902,7 @@ func (a *aggregator) originReport(o *originAgg) (Origin, gapStats) {
 		out.Paid = append(out.Paid, Paid{Amount: paycrawl.Price{Currency: cur, Amount: p.amount}.String(), Requests: p.requests})
 	}
 	slices.SortFunc(out.Paid, func(x, y Paid) int { return cmp.Compare(x.Amount[:3], y.Amount[:3]) })
-	out.UnreadCharges = o.unread
+	out.UnreadCharges, out.Overcharged = o.unread, o.over
 	return out, all
 }
 

@@ -270,9 +270,11 @@ type Origin struct {
 	// Paid sums what the origin charged under pay per crawl (the audit
 	// records' crawler_charged), per currency, at most maxPaidCurrencies;
 	// UnreadCharges counts the charges that could not be read or were in
-	// a currency beyond them.
+	// a currency beyond them; Overcharged counts the charges flagged as
+	// above the price the origin quoted (crawler_overcharged).
 	Paid          []Paid `json:"paid,omitempty"`
 	UnreadCharges int64  `json:"unread_charges,omitempty"`
+	Overcharged   int64  `json:"overcharged,omitempty"`
 }
 
 // Paid is what an origin charged in one currency.

@@ -706,3 +706,35 @@ func TestBuildSumsWhatWasPaidPerOrigin(t *testing.T) {
 		t.Errorf("the HTML does not show what was paid:\n%s", buf.String())
 	}
 }
+
+// TestBuildFlagsChargesAboveTheQuote: records the proxy flagged
+// (crawler_overcharged: a crawler-charged above the crawler-price quoted)
+// are counted per origin, and the HTML says so.
+func TestBuildFlagsChargesAboveTheQuote(t *testing.T) {
+	paid := func(url, price, charged string, over bool, arrival time.Duration) audit.Record {
+		r := allowed(url, "", arrival, 0)
+		r.CrawlerPrice, r.CrawlerCharged, r.CrawlerOvercharged = price, charged, over
+		return r
+	}
+	recs := []audit.Record{
+		paid("https://a.example/1", "USD 0.01", "USD 0.01", false, 0),
+		paid("https://a.example/2", "USD 0.01", "USD 0.05", true, sec),
+		paid("https://b.example/1", "USD 0.01", "USD 0.01", false, 0),
+	}
+	r, err := Build(Options{Audit: []string{writeAudit(t, t.TempDir(), "audit.log", recs)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range r.Origins {
+		if want := int64(map[string]int{"https://a.example": 1}[o.Origin]); o.Overcharged != want {
+			t.Errorf("%s: %d overcharges, want %d", o.Origin, o.Overcharged, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(buf.String(), "above the price the origin quoted"); got != 1 {
+		t.Errorf("the HTML flags %d origins' charges as above the quote, want 1", got)
+	}
+}
