@@ -29,10 +29,11 @@ func TestE2EFleetOnARedisCluster(t *testing.T) {
 	setACL(t, "robotsgate", "fleet-secret", nodes[0].Client(), nodes[1].Client(), nodes[2].Client()) // docs/fleet.md's, on every node
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "redis-password"), "fleet-secret\n")
-	login := "    username: robotsgate\n    password_file: redis-password\n"
+	login := fmt.Sprintf("    username: robotsgate\n    password_file: %q\n", filepath.Join(dir, "redis-password"))
 	cfgA := haConfig(t, dir, "cluster-a", fmt.Sprintf("    cluster: {addrs: [%s]}\n", nodes[0].Addr)+login)
 	cfgB := haConfig(t, dir, "cluster-b", fmt.Sprintf("    cluster: {addrs: [%s]}\n", nodes[2].Addr)+login)
-	a, b := startServe(t, dir, "-config", cfgA), startServe(t, dir, "-config", cfgB)
+	// A state directory each (one instance per state directory).
+	a, b := startServe(t, t.TempDir(), "-config", cfgA), startServe(t, t.TempDir(), "-config", cfgB)
 	clients := []*http.Client{proxyClient(t, a.addr, ""), proxyClient(t, b.addr, "")}
 	admins := []string{adminOf(t, a), adminOf(t, b)}
 
@@ -73,7 +74,7 @@ func TestE2EFleetOnARedisCluster(t *testing.T) {
 			t.Fatalf("the second instance never counted the origins as paused; output:\n%s", b.out)
 		}
 	}
-	c := startServe(t, dir, "-config", cfgA)
+	c := startServe(t, t.TempDir(), "-config", cfgA)
 	for _, o := range paused {
 		for i, cl := range []*http.Client{clients[1], proxyClient(t, c.addr, "")} {
 			if r := get(t, cl, o.URL+"/again"); r.status != 429 || r.header.Get("X-Robotsgate-Decision") != "origin-backoff" {

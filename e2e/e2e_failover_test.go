@@ -224,9 +224,11 @@ func TestE2EFleetSurvivesASentinelFailover(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "redis-password"), "fleet-secret\n")
 	writeFile(t, filepath.Join(dir, "sentinel-password"), "watch-secret\n")
 	cfg := haConfig(t, dir, "sentinel", fmt.Sprintf("    sentinel:\n      master_name: fleet\n      addrs: [%s]\n"+
-		"      username: robotsgate-sentinel\n      password_file: sentinel-password\n"+
-		"    username: robotsgate\n    password_file: redis-password\n", strings.Join(addrs, ", ")))
-	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+		"      username: robotsgate-sentinel\n      password_file: %q\n"+
+		"    username: robotsgate\n    password_file: %q\n", strings.Join(addrs, ", "),
+		filepath.Join(dir, "sentinel-password"), filepath.Join(dir, "redis-password")))
+	// A state directory each (one instance per state directory).
+	a, b := startServe(t, t.TempDir(), "-config", cfg), startServe(t, t.TempDir(), "-config", cfg)
 	clients := []*http.Client{proxyClient(t, a.addr, ""), proxyClient(t, b.addr, "")}
 	admins := []string{adminOf(t, a), adminOf(t, b)}
 	warmUp(t, &pacedOrigin{Server: paced.Server}, clients...)
@@ -321,7 +323,7 @@ func TestE2EFleetSurvivesASentinelFailover(t *testing.T) {
 
 	// A third instance, started on the promoted replica: the pause and
 	// the robots.txt record are there.
-	c := startServe(t, dir, "-config", cfg)
+	c := startServe(t, t.TempDir(), "-config", cfg)
 	cc := proxyClient(t, c.addr, "")
 	if r := get(t, cc, paused.URL+"/third"); r.status != 429 || r.header.Get("X-Robotsgate-Decision") != "origin-backoff" {
 		t.Errorf("the paused origin through an instance started after the failover: %d %q, want 429 origin-backoff",

@@ -32,7 +32,7 @@ func TestE2EMemoryLimit(t *testing.T) {
 		{"off", "off.yaml", nil, 1<<63 - 1, `msg="no soft memory limit (memory_limit: off): the heap may grow to twice what is live" source="memory_limit: off"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := tryStartServeEnv(t, nil, append(slices.Clone(noLimit), tc.env...), dir, "-config", tc.config,
+			p, err := tryStartServeEnv(t, nil, append(slices.Clone(noLimit), tc.env...), t.TempDir(), "-config", filepath.Join(dir, tc.config),
 				"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
