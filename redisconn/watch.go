@@ -97,6 +97,9 @@ func promotable(replicas []map[string]string) int {
 // no failed replica) and records a slot range whose primary changed as a
 // failover.
 func (c *Conn) readCluster(ctx context.Context, owners map[int]string) {
+	// CLUSTER SLOTS, not CLUSTER SHARDS: go-redis routes commands by it
+	// (its node addresses are these), and the ACL needs one command.
+	//lint:ignore SA1019 the addresses must be those go-redis routes by
 	slots, err := c.client.(*redis.ClusterClient).ClusterSlots(ctx).Result()
 	if err != nil || len(slots) == 0 {
 		return
