@@ -61,6 +61,10 @@ func Default() Config {
 			OnUnknown:       UsageUnknownRefuse,
 			OnLicenseServer: UsageUnknownRefuse,
 			CacheBytes:      64 << 20,
+			// A site names one or two licences; these bound what a page
+			// naming many URLs on another site can make robotsgate send.
+			LicenseFetchesPerResponse: 4,
+			LicenseFetchesPerOrigin:   10,
 		},
 		Trap: Trap{
 			Enabled:             false,
@@ -73,6 +77,7 @@ func Default() Config {
 			ClientIdle:   Duration(90 * time.Second),
 			ClientBody:   Duration(60 * time.Second),
 		},
+		Connections: Connections{MaxPerListener: 4096, MaxPerClient: 256},
 		Log: Log{
 			Level:             LevelInfo,
 			AuditOnError:      AuditContinue,

@@ -48,6 +48,7 @@ import (
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -135,6 +136,8 @@ type Server struct {
 	redis                   redisClients   // the same clients, for metrics
 	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
 	inbound                 listeners      // SOCKS5 and transparent listeners
+	listeners               guardedListeners
+	caps                    listener.Caps // every listener's (connections)
 }
 
 // settings is the part of the server that a configuration reload replaces.
@@ -192,6 +195,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
+	s.caps = s.connectionCaps(&cfg)
 	s.startDenyListWatch()
 	s.registerGauges()
 	var decisions []string
@@ -533,8 +537,6 @@ func (s *Server) selfAddrs() []netip.AddrPort {
 	return *p
 }
 
-func (s *Server) setSelf(addr net.Addr) { s.AddSelf(addr) }
-
 // AddSelf adds an address robotsgate listens on (the proxy's, the admin
 // listener's; every local interface's for an unspecified one) to those
 // the egress guard refuses: a request to it would loop through the proxy,
@@ -573,11 +575,11 @@ func (s *Server) AddSelf(addr net.Addr) {
 // Serve accepts proxy connections on ln until Shutdown. Destinations equal
 // to ln's address are refused (a request to the proxy itself would loop).
 func (s *Server) Serve(ln net.Listener) error {
-	s.setSelf(ln.Addr())
+	g := s.guard(ln, "proxy")
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxySrv.Serve(newProxyListener(ln, s))
+	err := s.proxySrv.Serve(newProxyListener(g, s))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

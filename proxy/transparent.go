@@ -29,7 +29,7 @@ import (
 
 // ServeTransparent accepts connections redirected to ln until Shutdown.
 func (s *Server) ServeTransparent(ln net.Listener) error {
-	return s.acceptLoop(ln, s.serveTransparent)
+	return s.acceptLoop(ln, "transparent", s.serveTransparent)
 }
 
 func (s *Server) serveTransparent(conn net.Conn) {
