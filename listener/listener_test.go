@@ -29,8 +29,8 @@ func newLogSignal(words ...string) *logSignal {
 }
 
 func (l *logSignal) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logSignal) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logSignal) WithGroup(string) slog.Handler           { return l }
+func (l *logSignal) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logSignal) WithGroup(string) slog.Handler            { return l }
 func (l *logSignal) Handle(_ context.Context, r slog.Record) error {
 	for w, ch := range l.words {
 		if strings.Contains(r.Message, w) {
