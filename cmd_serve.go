@@ -82,6 +82,9 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// Each listener is guarded as soon as it exists: from then on its
+	// address is refused by the egress guard, before any of them serves.
+	ln = srv.Guard(ln, "proxy")
 	inbound, err := listenInbound(cfg, srv)
 	if err != nil {
 		ln.Close()
@@ -159,7 +162,8 @@ func listenInbound(cfg config.Config, srv *proxy.Server) (inboundListeners, erro
 			out.close()
 			return nil, fmt.Errorf("%s: %w", l.key, err)
 		}
-		l.ln = ln
+		kind, _, _ := strings.Cut(l.key, ".") // socks, transparent
+		l.ln = srv.Guard(ln, kind)
 		out = append(out, l)
 	}
 	return out, nil
