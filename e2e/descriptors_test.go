@@ -129,11 +129,20 @@ func (e *limitedEnv) viaSOCKS(t *testing.T, path string) (int, error) {
 func (e *limitedEnv) metric(t *testing.T, series string) float64 {
 	t.Helper()
 	_, body := adminStatus(t, e.admin+"/metrics")
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
+	return seriesValue(body, series)
+}
+
+// seriesValue is the value of one series (name and labels, exactly as
+// exposed) in a Prometheus text exposition; -1 when absent.
+func seriesValue(exposition, series string) float64 {
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(exposition)
 	if m == nil {
 		return -1
 	}
-	v, _ := strconv.ParseFloat(m[1], 64)
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return -1
+	}
 	return v
 }
 

@@ -49,10 +49,14 @@ func (g *guardedListeners) err() error {
 	return nil
 }
 
-// connectionCaps are the caps of every listener: the configuration's,
+// prepareListeners sets the caps of every listener: the configuration's,
 // lowered to what the descriptor limit holds for the listeners it asks
-// for (listener.Fit), with a warning when they are.
-func (s *Server) connectionCaps(cfg *config.Config) listener.Caps {
+// for (listener.Fit), with a warning when they are; and registers the
+// count of transparent self-loops (ownconns.go).
+func (s *Server) prepareListeners(cfg *config.Config) {
+	s.metrics.CounterFunc("robotsgate_transparent_self_loops_total",
+		"Transparent connections closed because they came from robotsgate's own upstream connections (a firewall rule that redirects them back).",
+		func() float64 { return float64(s.own.loops.Load()) })
 	want := listener.Caps{PerListener: cfg.Connections.MaxPerListener, PerClient: cfg.Connections.MaxPerClient}
 	n := 0
 	for _, addr := range []string{cfg.Listen, cfg.AdminListen, cfg.SOCKS.Listen, cfg.Transparent.HTTPListen, cfg.Transparent.TLSListen} {
@@ -69,7 +73,7 @@ func (s *Server) connectionCaps(cfg *config.Config) listener.Caps {
 			"connections.max_per_listener", want.PerListener, "lowered_to", caps.PerListener,
 			"connections.max_per_client", want.PerClient, "client_lowered_to", caps.PerClient)
 	}
-	return caps
+	s.caps = caps
 }
 
 // Guard returns ln behind a listener.Listener of this kind ("proxy",

@@ -137,6 +137,7 @@ type Server struct {
 	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
 	inbound                 listeners      // SOCKS5 and transparent listeners
 	listeners               guardedListeners
+	own                     *ownConns // robotsgate's own upstream connections
 	caps                    listener.Caps // every listener's (connections)
 }
 
@@ -163,6 +164,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		// keeps them from being redirected back to robotsgate.
 		s.dialOpt = transparent.MarkedDialer(uint32(cfg.Transparent.Mark), dialTimeout).DialContext
 	}
+	s.own = newOwnConns()
+	s.dialOpt = s.own.wrap(s.dialOpt) // every upstream connection known, for transparent self-loops
 	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
 	if err != nil {
 		return nil, err
@@ -195,7 +198,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
-	s.caps = s.connectionCaps(&cfg)
+	s.prepareListeners(&cfg)
 	s.startDenyListWatch()
 	s.registerGauges()
 	var decisions []string

@@ -42,6 +42,9 @@ func (s *Server) serveTransparent(conn net.Conn) {
 		conn.Close()
 		return
 	}
+	if s.refuseSelfLoop(conn, dest) {
+		return
+	}
 	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
 	conn = &prefixConn{Conn: conn, prefix: first}
 	switch proto {
