@@ -76,6 +76,12 @@ type Request struct {
 	// licence server's content then needs no refusal for: the origin
 	// checks the token.
 	LicenseToken bool
+	// At, when valid, is the address the request goes to whatever its
+	// name resolves to (a transparent client's original destination): its
+	// robots.txt is the one served there (resolver.ResolveAt), so that a
+	// name with several addresses never lets one server's robots.txt
+	// judge a request to another.
+	At netip.AddrPort
 }
 
 // Agent returns what the request is judged as: the client's fixed agent
@@ -287,7 +293,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 		d.Verdict, d.Note = TrapDenied, note
 		return d, nil
 	}
-	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
+	res, err := e.cfg.Resolver.ResolveAt(ctx, req.Origin, req.At)
 	if err != nil {
 		return d, coldLimited(&d, err)
 	}
@@ -563,7 +569,7 @@ func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) 
 		d.Note = note
 		return d, nil
 	}
-	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
+	res, err := e.cfg.Resolver.ResolveAt(ctx, req.Origin, req.At)
 	if err != nil {
 		return d, coldLimited(&d, err)
 	}
