@@ -481,7 +481,7 @@ type Usage struct {
 	// fetches from one origin in any minute, whoever names them; beyond
 	// it a licence is unknown (on_unknown). Every licence fetch also obeys
 	// the licence origin's robots.txt, Crawl-delay and pauses, as
-	// robotsgate's own agent (robots.fetch_user_agent). Must be >= 1.
+	// robotsgate's own agent (robots.fetch_user_agent). Must be 1..100.
 	// Default 10.
 	LicenseFetchesPerOrigin int `yaml:"license_fetches_per_origin"`
 }

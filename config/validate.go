@@ -108,8 +108,8 @@ func (v *validator) validate(c *Config) {
 	if c.Usage.LicenseFetchesPerResponse < 1 {
 		v.add("usage.license_fetches_per_response", "must be >= 1, got %d", c.Usage.LicenseFetchesPerResponse)
 	}
-	if c.Usage.LicenseFetchesPerOrigin < 1 {
-		v.add("usage.license_fetches_per_origin", "must be >= 1, got %d", c.Usage.LicenseFetchesPerOrigin)
+	if n := c.Usage.LicenseFetchesPerOrigin; n < 1 || n > 100 {
+		v.add("usage.license_fetches_per_origin", "must be 1..100, got %d", n)
 	}
 	if c.Connections.MaxPerListener < 0 {
 		v.add("connections.max_per_listener", "must be >= 0 (0: no cap), got %d", c.Connections.MaxPerListener)

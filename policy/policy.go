@@ -379,15 +379,19 @@ func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 	if p == nil || d.Verdict != Allow || d.Request.Client.Mode != Enforce {
 		return pacing.Permit{}, nil
 	}
-	if d.Interval <= 0 && !p.Limited() && !e.cfg.Governor.Pausing() {
+	// robotsgate's own fetches (OwnFetch) are not counted in
+	// pacing.max_concurrency: a licence a response names on its own
+	// origin would wait for the permit that response holds.
+	limited := p.Limited() && !d.Request.Client.OwnFetch
+	if d.Interval <= 0 && !limited && !e.cfg.Governor.Pausing() {
 		return pacing.Permit{}, nil // the common case: nothing to hold for
 	}
 	pauseKey := e.pauseKey(d)
-	if d.Interval <= 0 && !p.Limited() && !e.holds(pauseKey) {
+	if d.Interval <= 0 && !limited && !e.holds(pauseKey) {
 		return pacing.Permit{}, nil
 	}
 	req := pacing.Request{Key: d.PaceKey, Interval: d.Interval, PauseKey: pauseKey}
-	if p.Limited() {
+	if limited {
 		req.Origin = d.Request.Origin.String()
 	}
 	permit, err := p.Acquire(ctx, req)

@@ -153,6 +153,9 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 	if a.purposes != nil {
 		client.Purposes = a.purposes
 	}
+	if len(client.Purposes) > 0 { // its robots.txt's RSL licences are read
+		ctx = withLicenceBudget(ctx, st)
+	}
 	if !a.checked {
 		if err := s.checkDestination(ctx, a.origin, a.connect && !a.intercept); err != nil {
 			return admitted{refused: err}

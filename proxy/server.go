@@ -138,6 +138,7 @@ type Server struct {
 	inbound                 listeners      // SOCKS5 and transparent listeners
 	listeners               guardedListeners
 	own                     *ownConns // robotsgate's own upstream connections
+	licences                licenceFetches
 	caps                    listener.Caps // every listener's (connections)
 }
 
@@ -303,6 +304,10 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Store:        sharedRSL,
 		CacheEntries: cfg.Robots.CacheEntries,
 		OnAnswer:     s.onRSLAnswer(),
+		// Licence documents are robotsgate's own requests to their
+		// origins (licencefetch.go).
+		Admit: s.admitLicenceFetch,
+		Miss:  s.licenceMiss,
 	})
 	if err != nil {
 		s.tdmrep.Close()
