@@ -246,13 +246,8 @@ func TestTransparentRequestsGoToTheOriginalDestination(t *testing.T) {
 // the attacker's, which the name reaches first; and the attacker's own
 // address keeps its own rules (the cache is by origin and address).
 func TestTransparentRobotsTxtComesFromTheAddressConnectedTo(t *testing.T) {
-	attacker := startOrigin(t, "127.0.0.3", false, "User-agent: *\nAllow: /\n", 0)
-	port := attacker.Listener.Addr().(*net.TCPAddr).Port
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
-	if err != nil {
-		t.Skipf("port %d is taken on 127.0.0.2: %v", port, err)
-	}
-	ln.Close()
+	port := portFreeOnBoth(t, "127.0.0.3", "127.0.0.2")
+	attacker := startOriginTLS(t, fmt.Sprintf("127.0.0.3:%d", port), nil, "User-agent: *\nAllow: /\n", 0)
 	victim := startOriginTLS(t, fmt.Sprintf("127.0.0.2:%d", port), nil, testRobots, 0) // Disallow: /private
 	names := multiResolver{"both.test": {netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.2")}}
 	var dest atomic.Pointer[netip.AddrPort]
@@ -301,4 +296,25 @@ func countTarget(o *testOrigin, target string) int {
 		}
 	}
 	return n
+}
+
+// portFreeOnBoth finds a port free on both loopback addresses (a name's
+// two servers must share the port its origin names).
+func portFreeOnBoth(t *testing.T, a, b string) int {
+	t.Helper()
+	for range 20 {
+		la, err := net.Listen("tcp", a+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := la.Addr().(*net.TCPAddr).Port
+		lb, err := net.Listen("tcp", fmt.Sprintf("%s:%d", b, port))
+		la.Close()
+		if err == nil {
+			lb.Close()
+			return port
+		}
+	}
+	t.Fatalf("no port free on both %s and %s in 20 tries", a, b)
+	return 0
 }

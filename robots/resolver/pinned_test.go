@@ -27,12 +27,8 @@ func (twoAddresses) LookupNetIP(context.Context, string, string) ([]netip.Addr, 
 // origin to the same address, and keeps its files out of the shared
 // store.
 func TestResolveAtFetchesFromTheAddressGiven(t *testing.T) {
-	first := startOrigin(t, "127.0.0.3", false, serveRobots("User-agent: *\nAllow: /\n"))
+	first, ln := samePort(t)
 	port := first.Listener.Addr().(*net.TCPAddr).Port
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
-	if err != nil {
-		t.Skipf("port %d is taken on 127.0.0.2: %v", port, err)
-	}
 	var secondHits atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
@@ -77,4 +73,21 @@ func TestResolveAtFetchesFromTheAddressGiven(t *testing.T) {
 	if res, _ := r.ResolveAt(context.Background(), o, at); res.Allowed("Bot", "/private/x") {
 		t.Error("after Resolve, ResolveAt answers with the name's file")
 	}
+}
+
+// samePort starts an origin on 127.0.0.3 and returns it with a listener
+// on the same port of 127.0.0.2 (a name's two servers share the port its
+// origin names), trying other ports while that one is taken.
+func samePort(t *testing.T) (*testOrigin, net.Listener) {
+	t.Helper()
+	for range 20 {
+		first := startOrigin(t, "127.0.0.3", false, serveRobots("User-agent: *\nAllow: /\n"))
+		port := first.Listener.Addr().(*net.TCPAddr).Port
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port)); err == nil {
+			return first, ln
+		}
+		first.Close()
+	}
+	t.Fatal("no port free on both 127.0.0.3 and 127.0.0.2 in 20 tries")
+	return nil, nil
 }
