@@ -82,14 +82,15 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	// Each listener is guarded as soon as it exists: from then on its
-	// address is refused by the egress guard, before any of them serves.
-	ln = srv.Guard(ln, "proxy")
 	inbound, err := listenInbound(cfg, srv)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	// Each listener is guarded before any of them serves: from then on
+	// its address is refused by the egress guard (listenInbound guards
+	// its own, startAdmin the admin listener).
+	ln = srv.Guard(ln, "proxy")
 	admin, adminAddr, err := startAdmin(cfg.AdminListen, srv, logger)
 	if err != nil {
 		ln.Close()

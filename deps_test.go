@@ -34,11 +34,11 @@ var forbiddenImports = []struct {
 	{from: "audit", to: "...", why: "audit is what the proxy and the offline readers share: it imports no other package of the module"},
 	{from: "rsl", to: "...", except: []string{"robots", "internal/editdist"},
 		why: "rsl parses and judges RSL documents without I/O: it imports only robots (its URL matcher) and what robots imports"},
+	{from: "listener", to: "...", why: "listener guards sockets (accept errors, connection caps): a leaf that imports no other package of the module"},
 	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "robots/resolver/doccache", to: "tdmrep", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "robots/resolver/doccache", to: "rsl", why: "doccache is the machinery its document caches share: it knows no document of its own"},
-	{from: "listener", to: "...", why: "listener guards sockets (accept errors, connection caps): a leaf that imports no other package of the module"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
 }
 

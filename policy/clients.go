@@ -48,16 +48,16 @@ type Client struct {
 	// IgnoreBackoff: the client is never held for an origin's pause
 	// (clients[].backoff: ignore).
 	IgnoreBackoff bool
-	// OwnFetch: the request is robotsgate's own (an RSL licence document
-	// a site names), judged and paced as any, but not counted in
-	// pacing.max_concurrency, which bounds the clients' requests as it
-	// never bounds robots.txt fetches.
-	OwnFetch bool
 	// Entry is the position of the matched clients entry in the
 	// configuration, counted from 1; 0 for requests that matched none
 	// (what the proxy reads of the entry beyond the decision: its signing
 	// key, its maximum price).
 	Entry int
+	// OwnFetch: the request is robotsgate's own (an RSL licence document
+	// a site names), judged and paced as any, but not counted in
+	// pacing.max_concurrency, which bounds the clients' requests as it
+	// never bounds robots.txt fetches.
+	OwnFetch bool
 }
 
 // ErrAuthRequired means the request must be answered 407: proxy

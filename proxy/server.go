@@ -545,6 +545,8 @@ func (s *Server) selfAddrs() []netip.AddrPort {
 	return *p
 }
 
+func (s *Server) setSelf(addr net.Addr) { s.AddSelf(addr) }
+
 // AddSelf adds an address robotsgate listens on (the proxy's, the admin
 // listener's; every local interface's for an unspecified one) to those
 // the egress guard refuses: a request to it would loop through the proxy,
@@ -583,11 +585,11 @@ func (s *Server) AddSelf(addr net.Addr) {
 // Serve accepts proxy connections on ln until Shutdown. Destinations equal
 // to ln's address are refused (a request to the proxy itself would loop).
 func (s *Server) Serve(ln net.Listener) error {
-	g := s.guard(ln, "proxy")
+	s.setSelf(ln.Addr())
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxySrv.Serve(newProxyListener(g, s))
+	err := s.proxySrv.Serve(newProxyListener(s.guard(ln, "proxy"), s))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
