@@ -61,10 +61,6 @@ func Default() Config {
 			OnUnknown:       UsageUnknownRefuse,
 			OnLicenseServer: UsageUnknownRefuse,
 			CacheBytes:      64 << 20,
-			// A site names one or two licences; these bound what a page
-			// naming many URLs on another site can make robotsgate send.
-			LicenseFetchesPerResponse: 4,
-			LicenseFetchesPerOrigin:   10,
 		},
 		Trap: Trap{
 			Enabled:             false,
@@ -85,6 +81,9 @@ func Default() Config {
 			CheckpointRecords: 10000,
 		},
 	}
+	// A site names one or two licences; these bound what a page naming
+	// many URLs on another site can make robotsgate send.
+	c.Usage.LicenseFetchesPerResponse, c.Usage.LicenseFetchesPerOrigin = 4, 10
 	c.placeInStateDir(func(string) bool { return false })
 	return c
 }
