@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/robots/resolver/doccache"
@@ -73,6 +74,8 @@ func (r *Result) Cause() string {
 	switch {
 	case r.Doc != nil:
 		return ""
+	case errors.As(r.Err, &notFetched) && resolver.CauseOf(notFetched.Err) == egress.CauseDenied:
+		return egress.CauseDenied // as a fetch the egress guard refuses is named
 	case errors.As(r.Err, &notFetched):
 		return notFetched.Error() // robotsgate's own rules kept it from fetching the document
 	case r.Status == resolver.OK && r.Err != nil:
