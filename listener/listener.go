@@ -114,7 +114,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 				l.stop(err)
 				return nil, err
 			}
-			delay = min(max(2*delay, firstDelay), maxDelay)
+			delay = nextDelay(delay)
 			l.failed(err, delay)
 			select {
 			case <-time.After(delay):
@@ -130,6 +130,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 	}
 }
+
+// nextDelay is the wait after a temporary error that follows a wait of d
+// (0 after an accepted connection): net/http's backoff.
+func nextDelay(d time.Duration) time.Duration { return min(max(2*d, firstDelay), maxDelay) }
 
 // Close stops accepting: an Accept waiting in its backoff returns at once.
 func (l *Listener) Close() error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,6 +250,9 @@ func TestFitLowersCapsToTheDescriptorLimit(t *testing.T) {
 		{"client cap already lower", Caps{4096, 8}, 3, 512, Caps{64, 8}, true},
 		{"no client cap", Caps{4096, 0}, 3, 512, Caps{64, 16}, true},
 		{"nothing left", Caps{4096, 256}, 3, 100, Caps{1, 1}, true},
+		// docs/operations.md: the defaults with two listeners need 16,512.
+		{"the defaults' budget", Caps{4096, 256}, 2, 16512, Caps{4096, 256}, false},
+		{"one descriptor short", Caps{4096, 256}, 2, 16511, Caps{4095, 256}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -257,5 +261,21 @@ func TestFitLowersCapsToTheDescriptorLimit(t *testing.T) {
 				t.Errorf("Fit(%+v, %d, %d) = %+v, %v; want %+v, %v", c.want, c.n, c.limit, caps, fitted, c.caps, c.fitted)
 			}
 		})
+	}
+}
+
+// The backoff of a failing Accept is net/http's: 5 ms, doubling, at most
+// 1 s.
+func TestAcceptBackoffIsNetHTTPs(t *testing.T) {
+	var got []time.Duration
+	d := time.Duration(0)
+	for range 10 {
+		d = nextDelay(d)
+		got = append(got, d)
+	}
+	want := []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond,
+		80 * time.Millisecond, 160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond, time.Second, time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("backoff %v, want %v", got, want)
 	}
 }
