@@ -1,15 +1,15 @@
 # The one test command is `make test`: it installs what the tests need when it
-# is missing, checks formatting, vets, and runs every test with the race
-# detector. The tests run through internal/testreport, which prints go test's
+# is missing, checks formatting, vets, runs staticcheck (pinned as a tool in
+# go.mod), and runs every test with the race detector. The tests run through internal/testreport, which prints go test's
 # usual output, then every skipped test with its reason, and fails when a test
 # skipped that .ci/allowed-skips does not list (with why it may skip).
 GO ?= go
 BENCH_COUNT ?= 6
 MODULE := github.com/robotsgate/robotsgate
 
-.PHONY: test deps fmt-check vet bench fuzz
+.PHONY: test deps fmt-check vet staticcheck bench bench-peers fuzz
 
-test: deps fmt-check vet
+test: deps fmt-check vet staticcheck
 	$(GO) run ./internal/testreport -go $(GO) -allow .ci/allowed-skips -- -race ./...
 
 # deps installs what the tests start, only what is missing (quick when all
@@ -24,7 +24,12 @@ test: deps fmt-check vet
 #     network namespace of their own), and for the Python clients of
 #     e2e/clients_test.go Debian's python3-requests, -httpx, -h2, -aiohttp,
 #     -scrapy and -socks (PySocks: requests through SOCKS5), which are for
-#     Debian's /usr/bin/python3 (PyPI is not used). A binary counts when it
+#     Debian's /usr/bin/python3 (PyPI is not used), and systemd, whose
+#     systemd-analyze and systemd-sysusers check deploy/'s unit
+#     (e2e/deploy_systemd_test.go; nothing is started with them), and
+#     buildah, podman and runc, which build the container image without a
+#     daemon (deploy/build-image.sh) and run it (e2e/deploy_image_test.go;
+#     runc, since crun refuses this machine's cgroup hybrid). A binary counts when it
 #     is on PATH; redis-server, squid and nft also in /usr/local/sbin,
 #     /usr/sbin or /sbin, which a non-root PATH lacks (Debian's squid and
 #     nft are in /usr/sbin), where their tests look as well. Installing
@@ -42,11 +47,17 @@ test: deps fmt-check vet
 #     e2e/webbotauth/package-lock.json, into ROBOTSGATE_WBA_DIR (default
 #     ~/.cache/robotsgate-e2e/webbotauth; e2e/webbotauth_test.go looks
 #     there), the same way.
-DEPS_BINARIES = curl wget chromium certutil
+#   - npm packages of the independent PAC evaluator (pac-resolver and its
+#     QuickJS sandbox, quickjs-wasi), at the exact versions of
+#     e2e/pac/package-lock.json, into ROBOTSGATE_PAC_DIR (default
+#     ~/.cache/robotsgate-e2e/pac; e2e/pac_test.go looks there), the same
+#     way.
+DEPS_BINARIES = curl wget chromium certutil systemd-analyze buildah podman runc
 DEPS_SERVERS = redis-server squid nft
 DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
 DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools nftables \
-	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks
+	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks systemd \
+	buildah podman runc ca-certificates
 DEPS_PYTHON = /usr/bin/python3
 DEPS_PYTHON_MODULES = requests httpx h2 aiohttp scrapy socks
 NODE_CLIENTS = e2e/testdata/clients
@@ -55,6 +66,9 @@ export ROBOTSGATE_NODE_DIR
 WBA_VERIFIER = e2e/webbotauth
 ROBOTSGATE_WBA_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/webbotauth
 export ROBOTSGATE_WBA_DIR
+PAC_EVALUATOR = e2e/pac
+ROBOTSGATE_PAC_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robotsgate-e2e/pac
+export ROBOTSGATE_PAC_DIR
 
 deps:
 	@missing=""; for b in $(DEPS_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
@@ -97,6 +111,15 @@ deps:
 		npm ci --prefix "$(ROBOTSGATE_WBA_DIR)" --no-audit --no-fund --loglevel=error && \
 		cp $(WBA_VERIFIER)/package-lock.json "$(ROBOTSGATE_WBA_DIR)/installed-package-lock.json"; \
 	fi
+	@if ! cmp -s $(PAC_EVALUATOR)/package-lock.json "$(ROBOTSGATE_PAC_DIR)/installed-package-lock.json" || \
+		[ ! -d "$(ROBOTSGATE_PAC_DIR)/node_modules" ]; then \
+		echo "installing the PAC evaluator's npm packages into $(ROBOTSGATE_PAC_DIR)"; \
+		mkdir -p "$(ROBOTSGATE_PAC_DIR)" && \
+		rm -f "$(ROBOTSGATE_PAC_DIR)/installed-package-lock.json" && \
+		cp $(PAC_EVALUATOR)/package.json $(PAC_EVALUATOR)/package-lock.json "$(ROBOTSGATE_PAC_DIR)/" && \
+		npm ci --prefix "$(ROBOTSGATE_PAC_DIR)" --no-audit --no-fund --loglevel=error && \
+		cp $(PAC_EVALUATOR)/package-lock.json "$(ROBOTSGATE_PAC_DIR)/installed-package-lock.json"; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -104,6 +127,9 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+staticcheck:
+	$(GO) tool staticcheck ./...
 
 # bench runs the benchmarks side by side with their baselines and prints the
 # benchstat table (columns = implementation): the robots package's, the
@@ -131,6 +157,18 @@ bench:
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress .name:DenyListLookup' -col /entries bench.out
 	$(GO) tool benchstat -filter 'pkg:$(MODULE)/egress .name:DenyListLoad' bench.out
 
+# bench-peers measures the real binary against Privoxy, Squid (plain and
+# ssl-bump) and a tuned goproxy, each a process pinned to one CPU, and prints
+# the markdown table of docs/benchmarks.md (Against the peers). It installs
+# wrk, privoxy and squid with apt-get when missing (as root), writes only
+# under a temporary directory and stops every process it started. Not part
+# of make test. PEERBENCH_FLAGS passes flags, e.g. PEERBENCH_FLAGS=-quick
+# (1 round of 2 s, to check the harness) or "-rounds 5 -setups all"; go run
+# ./internal/peerbench -help lists them.
+PEERBENCH_FLAGS ?=
+bench-peers:
+	@GO=$(GO) $(GO) run ./internal/peerbench $(PEERBENCH_FLAGS)
+
 # fuzz runs each fuzz target for a short while (FUZZTIME, default 30s).
 FUZZTIME ?= 30s
 fuzz:
@@ -153,6 +191,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLinkLicenses$$' -fuzztime $(FUZZTIME) ./rsl/
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAudit$$' -fuzztime $(FUZZTIME) ./compliance/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckChain$$' -fuzztime $(FUZZTIME) ./compliance/
+	$(GO) test -run '^$$' -fuzz '^FuzzWitness$$' -fuzztime $(FUZZTIME) ./witness/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/
 	$(GO) test -run '^$$' -fuzz '^FuzzCoveredFields$$' -fuzztime $(FUZZTIME) ./botauth/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAgent$$' -fuzztime $(FUZZTIME) ./botauth/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./paycrawl/
+	$(GO) test -run '^$$' -fuzz '^FuzzGlobRegexpAgreesWithPathMatch$$' -fuzztime $(FUZZTIME) ./pac/

@@ -16,7 +16,8 @@ var caCommand = &command{
 	summary:  "create the interception CA (ca init)",
 	details: "ca init creates the CA that signs the certificates of intercepted HTTPS sites: DIR/ca.pem\n" +
 		"and DIR/ca-key.pem (mode 0600), and prints how to make clients trust it. It refuses to\n" +
-		"replace an existing CA without -force.",
+		"replace an existing CA without -force, and to write into the state directory of a serve\n" +
+		"that runs (it names its PID).",
 	usageExit: exitUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		dir := fs.String("dir", config.DefaultStateDir, "write ca.pem and ca-key.pem into `DIR`")
@@ -30,6 +31,11 @@ var caCommand = &command{
 			case len(args) > 1:
 				return 0, usageError(fmt.Sprintf("unexpected argument %q", args[1]))
 			}
+			lock, err := lockForCA(*dir)
+			if err != nil {
+				return 2, err
+			}
+			defer lock.Release()
 			certPath, keyPath, err := certs.CreateCA(*dir, *force, time.Now())
 			if err != nil {
 				return 2, err

@@ -33,7 +33,7 @@ const (
 // checkCommand is `robotsgate check [flags] URL...`.
 var checkCommand = &command{
 	name:     "check",
-	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] [-client ADDR] [-user NAME] [-purposes LIST] [-fetch] URL...",
+	synopsis: "[-config FILE] [-agent NAME | -ua HEADER] [-client ADDR] [-user NAME] [-purposes LIST] [-fetch] URL... | -config FILE",
 	summary:  "print the proxy's decision on URLs, without sending them",
 	details: "Prints, for each URL, the decision the proxy would make on a request for it, without\n" +
 		"sending the request: the verdict, the robots.txt rule and line that decided it, and the\n" +
@@ -53,7 +53,9 @@ var checkCommand = &command{
 		"not be fetched (everything on that origin is refused), or a tdmrep.json for a client with\n" +
 		"a text-and-data-mining purpose, or an RSL licence the site names for a client with\n" +
 		"purposes (usage-unknown), 3 usage or configuration error\n" +
-		"(bad flags, bad configuration file, invalid URL). With several URLs, the highest applies.",
+		"(bad flags, bad configuration file, invalid URL). With several URLs, the highest applies.\n\n" +
+		"With -config FILE and no URL it tests the configuration, as serve -t: exit status 0\n" +
+		"valid, 1 invalid.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		configPath := fs.String("config", "", "configuration `FILE` (YAML); the built-in defaults without one (which refuse\nloopback and private networks)")
@@ -77,6 +79,9 @@ var checkCommand = &command{
 					return 0, usageError(fmt.Sprintf("-client %q: not an IP address", *clientAddr))
 				}
 				asker.Addr = addr
+			}
+			if len(args) == 0 && *configPath != "" {
+				return testConfiguration(*configPath, "", "", s), nil // a configuration test, as serve -t
 			}
 			return check(*configPath, asker, *fetch, args, s)
 		}
@@ -313,6 +318,9 @@ func printSignals(w io.Writer, signals []audit.UsageSignal, fetchErr error, fetc
 			refuses += ")"
 		}
 		fmt.Fprintf(w, "          usage signal %s %q at %s: %s\n", sig.Signal, sig.Value, sig.Where, refuses)
+		for _, t := range sig.Terms { // an RSL licence's: payment, user types, countries
+			fmt.Fprintf(w, "            %s\n", t)
+		}
 	}
 	if fetch && fetchErr != nil {
 		fmt.Fprintf(w, "          response signals not read: %v\n", fetchErr)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
@@ -20,8 +21,10 @@ var evidenceKeyCommand = &command{
 	summary:  "print the public key that signs the audit log's checkpoints, for a reviewer to pin",
 	details: "Prints the public half of the evidence key (log.evidence_key, in the state directory by\n" +
 		"default; serve creates it on first start): its fingerprint and the key itself in base64,\n" +
-		"which `robotsgate verify -key` and `robotsgate report -key` take. A reviewer who pins it\n" +
-		"knows that a checkpoint that verifies was signed by this proxy's key.\n\n" +
+		"which `robotsgate verify -key` and `robotsgate report -key` take, alone or with the\n" +
+		"fingerprint line, as printed: robotsgate verify -key \"$(robotsgate evidence-key)\".\n" +
+		"A reviewer who pins it knows that a checkpoint that verifies was signed by this\n" +
+		"proxy's key.\n\n" +
 		"Exit status: 0 printed, 2 the key could not be read (none yet: start serve once), 3 usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
@@ -61,11 +64,31 @@ func evidencePublicKey(cfg config.Config) (ed25519.PublicKey, error) {
 	return key.Public().(ed25519.PublicKey), nil
 }
 
-// parsePublicKey reads a key as evidence-key prints it (base64).
+// parsePublicKey reads a key as evidence-key prints it: the base64 key
+// alone, or evidence-key's whole output (its fingerprint line and its
+// "public key" line), so that `verify -key "$(robotsgate evidence-key)"`
+// works. A fingerprint given with the key must be the key's.
 func parsePublicKey(text string) (ed25519.PublicKey, error) {
-	raw, err := base64.StdEncoding.DecodeString(text)
-	if err != nil || len(raw) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("-key %q: want the base64 public key robotsgate evidence-key prints", text)
+	keyText, fingerprint := strings.TrimSpace(text), ""
+	if strings.ContainsAny(keyText, " \t\n") {
+		keyText = ""
+		for _, line := range strings.Split(text, "\n") {
+			name, value, _ := strings.Cut(strings.TrimSpace(line), " ")
+			switch value = strings.TrimSpace(value); {
+			case name == "fingerprint":
+				fingerprint = value
+			case name == "public" && strings.HasPrefix(value, "key "):
+				keyText = strings.TrimSpace(strings.TrimPrefix(value, "key "))
+			}
+		}
 	}
-	return ed25519.PublicKey(raw), nil
+	raw, err := base64.StdEncoding.DecodeString(keyText)
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("-key %q: want the base64 public key robotsgate evidence-key prints (or its whole output)", text)
+	}
+	key := ed25519.PublicKey(raw)
+	if fingerprint != "" && fingerprint != audit.KeyFingerprint(key) {
+		return nil, fmt.Errorf("-key: the fingerprint %s is not the key's (%s)", fingerprint, audit.KeyFingerprint(key))
+	}
+	return key, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/robotsgate/robotsgate/report"
@@ -23,7 +24,7 @@ const (
 // reportCommand is `robotsgate report -audit FILE... [flags]`.
 var reportCommand = &command{
 	name:     "report",
-	synopsis: "[-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-since T] [-until T] [-format html|json] [-o FILE] [-partial] [-lenient]",
+	synopsis: "[-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-witness URL|FILE [-witness-key KEY] [-witness-ca FILE]] [-since T] [-until T] [-format html|json] [-o FILE] [-partial] [-legacy] [-lenient]",
 	summary:  "write a compliance report (HTML or JSON) from the audit log and the robots.txt archive",
 	details: "Reads the audit log (log.audit) and the robots.txt archive (archive.dir) and writes a\n" +
 		"report a reviewer reads without the tool: the period, the clients and agents, the totals\n" +
@@ -42,14 +43,17 @@ var reportCommand = &command{
 		"A line of the audit logs that is not a record (not JSON, longer than 1 MiB, torn) is\n" +
 		"named on standard error (\"file:line: skipped: why\") and in the report's notes, and\n" +
 		"reading goes on.\n\n" +
-		"The audit log's hash chain and signed checkpoints are checked too (as verify does), and the\n" +
-		"report says whether the log is whole and which evidence key signed it.\n\n" +
+		"The audit log's hash chain and signed checkpoints are checked too, as verify does (-key,\n" +
+		"-legacy, -partial, -witness mean what they mean there), and the report says whether the log\n" +
+		"is whole and which evidence key signed it: \"whole\" only when every record is covered by\n" +
+		"a checkpoint that verifies, but for the lines after the last, no more than its interval.\n\n" +
 		"Without -audit and -archive the configuration's log.audit and archive.dir are read (the\n" +
 		"same defaults as serve, so report after serve needs no flag).\n\n" +
 		"Exit status: 0 the report was written, 1 it was written but audit lines were skipped, a\n" +
-		"gap between requests is below the interval asked or the hash chain is broken (-lenient:\n" +
-		"only skipped lines), so that it can gate a pipeline, 2 a file could not be read (an audit\n" +
-		"log, the archive) or the report could not be written, 3 usage error.",
+		"gap between requests is below the interval asked or the logs are not evidence (a broken\n" +
+		"chain, records no verified checkpoint covers, no chain, no key; -lenient: only skipped\n" +
+		"lines), so that it can gate a pipeline, 2 a file could not be read (an audit log, the\n" +
+		"archive, the witness) or the report could not be written, 3 usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		configPath := fs.String("config", "", "configuration `FILE` (YAML) whose log.audit, archive.dir and log.evidence_key are\nread; the built-in defaults without one")
@@ -63,6 +67,7 @@ var reportCommand = &command{
 		until := fs.String("until", "", "leave out records that arrived after `T` (RFC 3339 time, or date: the whole day)")
 		format := fs.String("format", "html", "`FORMAT` of the report: html or json")
 		out := fs.String("o", "-", "write the report to `FILE` (- for standard output)")
+		ev := evidenceFlags(fs)
 		return func(args []string, s stdio) (int, error) {
 			cfg, err := loadConfig(*configPath, "", "")
 			if err != nil {
@@ -78,6 +83,15 @@ var reportCommand = &command{
 			if opts.Key, err = chainKey(cfg, *keyText, s); err != nil {
 				return exitCheckUsage, usageError(err.Error())
 			}
+			o, err := ev.options(cfg, opts.Key)
+			if err != nil {
+				return exitCheckUsage, usageError(err.Error())
+			}
+			co, err := o.chainOptions()
+			if err != nil {
+				return exitReportFailed, err
+			}
+			opts.Interval, opts.Witness, opts.Legacy = co.Interval, co.Witness, *ev.legacy
 			if opts.Since, err = parseReportTime(*since, false); err != nil {
 				return 0, usageError("-since: " + err.Error())
 			}
@@ -174,7 +188,7 @@ func writeReport(opts report.Options, format, out string, lenient bool, s stdio)
 		fmt.Fprintf(s.errOut, "; %s skipped (not records)", plural(r.Skipped, "audit line"))
 	}
 	if !r.Chain.Whole {
-		fmt.Fprint(s.errOut, "; the hash chain is BROKEN")
+		fmt.Fprint(s.errOut, "; the logs are NOT EVIDENCE: "+strings.Join(r.Chain.Failures, "; "))
 	}
 	fmt.Fprintln(s.errOut)
 	return code, nil

@@ -27,21 +27,30 @@ const drainTimeout = 30 * time.Second
 // serveCommand is `robotsgate [serve]`, the command when none is given.
 var serveCommand = &command{
 	name:     "serve",
-	synopsis: "[-config FILE] [-listen ADDR] [-admin-listen ADDR]",
+	synopsis: "[-config FILE] [-listen ADDR] [-admin-listen ADDR] [-t]",
 	summary:  "run the proxy (the command when none is given)",
 	details: "Runs the proxy until SIGINT or SIGTERM (which drain in-flight requests); SIGHUP reloads\n" +
 		"the configuration and reopens the audit log. Without -config it runs on the built-in\n" +
 		"defaults. With interception on and no CA yet, it creates one (mitm.ca_cert, default\n" +
-		"certs/ca.pem) and prints how to trust it.",
+		"ca.pem in the state directory: robotsgate-state/ca.pem, or state_dir/ca.pem) and prints\n" +
+		"how to trust it.\n\n" +
+		"With -t it only tests the configuration, as squid -k parse and nginx -t do: the file\n" +
+		"parses and validates, the files it names read, an existing CA loads; nothing is created,\n" +
+		"listened on or contacted. Exit status 0 valid, 1 invalid (the error names the key and\n" +
+		"line); check -config FILE with no URL does the same.",
 	usageExit: exitUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		configPath := fs.String("config", "", "configuration `FILE` (YAML); the built-in defaults without one")
 		def := config.Default()
 		listen := fs.String("listen", "", "listen for proxy clients on `ADDR` (host:port) instead of the configuration's\nlisten (built-in default "+def.Listen+")")
 		adminListen := fs.String("admin-listen", "", "serve the admin endpoints (metrics, health, status page) on `ADDR` instead of the\nconfiguration's admin_listen (built-in default "+def.AdminListen+`); "off" turns them off`)
+		test := fs.Bool("t", false, "test the configuration and exit: 0 valid, 1 invalid (nothing is started)")
 		return func(args []string, s stdio) (int, error) {
 			if len(args) > 0 {
 				return 0, usageError(fmt.Sprintf("unexpected argument %q (serve takes only flags)", args[0]))
+			}
+			if *test {
+				return testConfiguration(*configPath, *listen, *adminListen, s), nil
 			}
 			return 0, serve(*configPath, *listen, *adminListen, s.errOut)
 		}
@@ -62,7 +71,15 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	level.Set(cfg.Log.Level.SlogLevel())
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	locks, err := lockState(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer locks.release()
 	useLegacyCA(&cfg, logger)
+	if err := checkKeyModes(cfg, logger); err != nil {
+		return err
+	}
 	var ca *certs.CA
 	if cfg.MITM.Enabled {
 		var created bool
@@ -82,6 +99,7 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	srv.Listening(ln.Addr()) // for the PAC file, which the admin listener may serve first
 	inbound, err := listenInbound(cfg, srv)
 	if err != nil {
 		ln.Close()

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/compliance"
@@ -24,10 +25,10 @@ const (
 	exitVerifyUnreadable = 2 // an audit file could not be read, or is not an audit log
 )
 
-// verifyCommand is `robotsgate verify [-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-allow-missing] [-partial]`.
+// verifyCommand is `robotsgate verify [-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-witness URL|FILE] [-allow-missing] [-partial] [-legacy]`.
 var verifyCommand = &command{
 	name:     "verify",
-	synopsis: "[-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-allow-missing] [-partial]",
+	synopsis: "[-config FILE] [-audit FILE...] [-archive DIR] [-key KEY] [-witness URL|FILE [-witness-key KEY] [-witness-ca FILE]] [-allow-missing] [-partial] [-legacy]",
 	summary:  "replay every robots.txt decision of audit logs against the archived robots.txt",
 	details: "Reads audit logs (log.audit) and replays every decision that rests on robots.txt (a record\n" +
 		"with robots_sha256): the archived body of that SHA-256 (archive.dir) is parsed again and\n" +
@@ -48,16 +49,30 @@ var verifyCommand = &command{
 		"(\"file:line: chain broken\"); a last line cut by a crash is reported as torn, not as a\n" +
 		"break. Every checkpoint must be signed by the evidence key: -key (the base64 public key\n" +
 		"robotsgate evidence-key prints, as a reviewer pins it), else the configuration's key.\n" +
-		"The first line read must start the chain: a log whose first lines were cut looks like a\n" +
-		"rotated file whose predecessors are gone, and fails unless -partial accepts that.\n\n" +
+		"Since anyone can recompute a chain, only the checkpoints prove it: every record must come\n" +
+		"before a checkpoint that verifies, but for the lines after the last one, which may be no\n" +
+		"more than the interval that checkpoint promises (what a crash leaves; verify says how many\n" +
+		"and from when). A log with records and no such checkpoint fails, and so does one where\n" +
+		"more records than the interval come between two checkpoints (checkpoints were removed),\n" +
+		"one without a key to verify with, and one whose lines carry no link, unless -legacy says\n" +
+		"they were written before robotsgate chained its logs. The first line read must start the\n" +
+		"chain: a log whose first lines were cut looks like a rotated file whose predecessors are\n" +
+		"gone, and fails unless -partial accepts that.\n\n" +
+		"-witness checks the log against what a witness saw (log.witness): a witness's URL (its\n" +
+		"receipts for this log's key are fetched) or a file of receipts (the log's .witness file,\n" +
+		"kept beside it). Each receipt must be signed by -witness-key (default: the\n" +
+		"configuration's log.witness.key); every checkpoint the witness saw must be in the log,\n" +
+		"and only the checkpoints it saw cover records. So whoever holds the evidence key cannot\n" +
+		"rewrite what the witness saw.\n\n" +
 		"Prints each disagreement and each record whose body cannot be read (file:line, method,\n" +
 		"URL, agent, recorded and replayed decision and rule), each line that is not an audit\n" +
 		"record (\"file:line: skipped: why\"; reading goes on, and it counts as unverifiable), then\n" +
 		"\"N verified, M disagree, K unverifiable\".\n\n" +
 		"Exit status: 0 every decision verified (M = 0 and K = 0; with -allow-missing, K may count\n" +
-		"bodies missing from the archive) and the chain whole, 1 a disagreement, an unverifiable\n" +
-		"record, a skipped line, a break in the chain or a checkpoint that does not verify, 2 an\n" +
-		"audit file could not be read, 3 usage error.",
+		"bodies missing from the archive) and every record covered by a checkpoint that verifies,\n" +
+		"1 a disagreement, an unverifiable record, a skipped line, a break in the chain, a\n" +
+		"checkpoint that does not verify or records no checkpoint covers, 2 an audit file (or the\n" +
+		"witness) could not be read, 3 usage error.",
 	usageExit: exitCheckUsage,
 	setup: func(fs *flag.FlagSet) runFunc {
 		configPath := fs.String("config", "", "configuration `FILE` (YAML) whose log.audit, archive.dir and log.evidence_key are\nread; the built-in defaults without one")
@@ -67,6 +82,7 @@ var verifyCommand = &command{
 		keyText := fs.String("key", "", "the evidence `KEY` checkpoints must be signed with, in base64 as robotsgate\nevidence-key prints it (default: the configuration's log.evidence_key)")
 		allowMissing := fs.Bool("allow-missing", false, "exit 0 even when archived bodies are missing (records still listed and counted as\nunverifiable); a body that no longer matches its SHA-256 still fails")
 		partial := fs.Bool("partial", false, "accept audit logs whose first line continues a file not named (rotated logs whose\npredecessors are gone); without it that fails, as lines cut from the start would")
+		ev := evidenceFlags(fs)
 		return func(args []string, s stdio) (int, error) {
 			cfg, err := loadConfig(*configPath, "", "")
 			if err != nil {
@@ -80,7 +96,11 @@ var verifyCommand = &command{
 			if err != nil {
 				return exitCheckUsage, usageError(err.Error())
 			}
-			return verify(files, cmp.Or(*dir, cfg.Archive.Dir), *allowMissing, *partial, pub, s)
+			o, err := ev.options(cfg, pub)
+			if err != nil {
+				return exitCheckUsage, usageError(err.Error())
+			}
+			return verify(files, cmp.Or(*dir, cfg.Archive.Dir), *allowMissing, compliance.Accept{Partial: *partial, Legacy: *ev.legacy}, o, s)
 		}
 	},
 }
@@ -125,13 +145,13 @@ func chainKey(cfg config.Config, keyText string, s stdio) (ed25519.PublicKey, er
 	}
 	pub, err := evidencePublicKey(cfg)
 	if err != nil {
-		fmt.Fprintf(s.errOut, "robotsgate: warning: %v: checkpoints are counted, not verified (-key KEY verifies them)\n", err)
+		fmt.Fprintf(s.errOut, "robotsgate: warning: %v: the checkpoints cannot be verified, so the logs are no evidence (-key KEY verifies them)\n", err)
 		return nil, nil
 	}
 	return pub, nil
 }
 
-func verify(files []string, dir string, allowMissing, partial bool, pub ed25519.PublicKey, s stdio) (int, error) {
+func verify(files []string, dir string, allowMissing bool, accept compliance.Accept, o chainOptions, s stdio) (int, error) {
 	if len(files) == 0 {
 		return 0, usageError("no audit log to verify (-audit FILE)")
 	}
@@ -151,11 +171,15 @@ func verify(files []string, dir string, allowMissing, partial bool, pub ed25519.
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		fmt.Fprintf(s.errOut, "robotsgate verify: warning: the archive %s is not a readable directory: every decision that rests on robots.txt is unverifiable\n", dir)
 	}
+	co, err := o.chainOptions() // the witness read before the long replay
+	if err != nil {
+		return exitVerifyUnreadable, err
+	}
 	out := bufio.NewWriterSize(s.out, 64<<10)
 	defer out.Flush()
 	bodies := compliance.NewBodies(dir)
 	var n verifyCounts
-	err := compliance.VerifyAudit(files, bodies, 0, func(rec *audit.Record, file string, line int, v compliance.Verification) error {
+	err = compliance.VerifyAudit(files, bodies, 0, func(rec *audit.Record, file string, line int, v compliance.Verification) error {
 		n.records++
 		switch v.Outcome {
 		case compliance.Verified:
@@ -184,19 +208,22 @@ func verify(files []string, dir string, allowMissing, partial bool, pub ed25519.
 		out.Flush()
 		return exitVerifyUnreadable, fmt.Errorf("audit log: %w", err)
 	}
-	chain, err := compliance.CheckChain(files, pub)
+	chain, err := compliance.CheckChain(files, co)
 	if err != nil {
 		out.Flush()
 		return exitVerifyUnreadable, fmt.Errorf("audit log: %w", err)
 	}
-	printChain(out, chain)
-	fetches := &compliance.ChainResult{}
+	failures := chain.Failures(accept)
+	printChain(out, chain, failures, accept)
 	if st, err := os.Stat(dir); err == nil && st.IsDir() {
-		if fetches, err = compliance.CheckFetchLogs(dir, pub); err != nil {
+		fetches, err := compliance.CheckFetchLogs(dir, co)
+		if err != nil {
 			out.Flush()
 			return exitVerifyUnreadable, fmt.Errorf("archive: %w", err)
 		}
-		printFetchChain(out, fetches)
+		f := fetches.Failures(compliance.Accept{Legacy: accept.Legacy})
+		printFetchChain(out, fetches, f)
+		failures = append(failures, f...)
 	}
 	judged := n.verified + n.disagree + n.unverifiable
 	fmt.Fprintf(out, "%s in %s: %d resting on robots.txt, replayed; %d not judged by robots.txt rules\n",
@@ -206,7 +233,7 @@ func verify(files []string, dir string, allowMissing, partial bool, pub ed25519.
 	}
 	fmt.Fprintf(out, "%d verified, %d disagree, %d unverifiable\n", n.verified, n.disagree, n.unverifiable)
 	switch {
-	case n.disagree > 0 || !chain.Whole() || chain.Start != "" && !partial || !fetches.Whole():
+	case n.disagree > 0 || len(failures) > 0:
 		return exitVerifyFailed, nil
 	case n.unverifiable > n.missing:
 		return exitVerifyFailed, nil
@@ -253,50 +280,90 @@ func shortSum(sum string) string {
 	return sum
 }
 
-// printChain lists what is wrong with the hash chain and sums it up.
-// printFetchChain says whether the archive's fetch logs are whole.
-func printFetchChain(out io.Writer, c *compliance.ChainResult) {
-	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.Torn, c.BadCheckpoints} {
-		for _, p := range list {
-			fmt.Fprintln(out, p)
-		}
-	}
+// printFetchChain says whether the archive's fetch logs are evidence.
+func printFetchChain(out io.Writer, c *compliance.ChainResult, failures []string) {
+	printPlaces(out, c)
 	switch {
+	case c.Lines == 0:
+		return
 	case c.Chained == 0:
-		return // none, or written before the chain
+		fmt.Fprintf(out, "fetch logs: no hash chain (%s without links: written before the chain)\n", plural(int(c.Lines), "line"))
 	case !c.Whole():
 		fmt.Fprintf(out, "fetch logs: BROKEN: %s, %s that do not verify\n", plural(len(c.Breaks), "break"), plural(len(c.BadCheckpoints), "checkpoint"))
+	case len(failures) > 0:
+		fmt.Fprintf(out, "fetch logs: NOT EVIDENCE: %s\n", strings.Join(failures, "; "))
 	default:
 		fmt.Fprintf(out, "fetch logs: whole across %s, %s\n", plural(int(c.Lines), "line"), plural(int(c.Checkpoints), "signed checkpoint"))
 	}
 }
 
-func printChain(out io.Writer, c *compliance.ChainResult) {
-	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.Torn, c.BadCheckpoints} {
+// printPlaces lists the lines where something is wrong.
+func printPlaces(out io.Writer, c *compliance.ChainResult) {
+	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.Torn, c.BadCheckpoints, c.Uncovered, c.Gaps} {
 		for _, p := range list {
 			fmt.Fprintln(out, p)
 		}
 	}
+	for _, m := range c.WitnessMissing {
+		fmt.Fprintln(out, m)
+	}
+}
+
+// printChain lists what is wrong with the hash chain and sums it up: it
+// says "whole" only when the checkpoints prove it (failures is empty).
+func printChain(out io.Writer, c *compliance.ChainResult, failures []string, accept compliance.Accept) {
+	printPlaces(out, c)
 	switch {
 	case c.Chained == 0:
-		fmt.Fprintf(out, "hash chain: none (%s without links: written before the chain)\n", plural(int(c.Lines), "line"))
-		return
+		fmt.Fprintf(out, "hash chain: none (%s without links: written before the chain", plural(int(c.Lines), "line"))
+		if accept.Legacy && len(failures) == 0 {
+			fmt.Fprint(out, "; accepted with -legacy: nothing shows whether they were changed")
+		}
+		fmt.Fprintln(out, ")")
 	case !c.Whole():
 		fmt.Fprintf(out, "hash chain: BROKEN: %s, %s that %s not verify\n", plural(len(c.Breaks), "break"),
 			plural(len(c.BadCheckpoints), "checkpoint"), map[bool]string{true: "does", false: "do"}[len(c.BadCheckpoints) == 1])
+	case len(failures) > 0:
+		fmt.Fprintf(out, "hash chain: NOT VERIFIED: %s linked, but nothing proves they are as written\n", plural(int(c.Lines), "line"))
 	default:
 		fmt.Fprintf(out, "hash chain: whole across %s\n", plural(int(c.Lines), "line"))
 	}
+	if c.Chained > 0 {
+		printCheckpoints(out, c)
+	}
+	if c.Start != "" {
+		fmt.Fprintf(out, "chain start: %s; the lines before it were not read (-partial accepts that)\n", c.Start)
+	}
+	for _, f := range failures {
+		fmt.Fprintf(out, "not evidence: %s\n", f)
+	}
+}
+
+// printCheckpoints says which checkpoints verified, and which lines come
+// after the last: how many, from when, and the interval they must stay
+// within.
+func printCheckpoints(out io.Writer, c *compliance.ChainResult) {
 	signer := "not verified (no key)"
 	if c.Key != "" {
 		signer = "signed by " + c.Key
 	}
 	fmt.Fprintf(out, "checkpoints: %d %s", c.Checkpoints, signer)
+	if c.Witness {
+		fmt.Fprintf(out, ", %d seen by the witness", c.Witnessed)
+	}
 	if c.LastCheckpoint != "" {
-		fmt.Fprintf(out, ", the last at %s (%s after it, which no checkpoint covers yet)", c.LastCheckpoint, plural(int(c.Unsigned), "line"))
+		fmt.Fprintf(out, ", the last at %s (%s)", c.LastCheckpoint, c.LastCheckpointTime.UTC().Format(time.RFC3339))
+		if c.Unsigned > 0 {
+			fmt.Fprintf(out, "; %s after it", plural(int(c.Unsigned), "line"))
+			if !c.UnsignedFrom.IsZero() {
+				fmt.Fprintf(out, ", from %s to %s,", c.UnsignedFrom.UTC().Format(time.RFC3339), c.UnsignedTo.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(out, " which no checkpoint covers yet (what a crash leaves: at most %s", plural(int(c.Tail.Records), "record"))
+			if c.Tail.Every > 0 {
+				fmt.Fprintf(out, ", arrived within %s of it", c.Tail.Every)
+			}
+			fmt.Fprint(out, ")")
+		}
 	}
 	fmt.Fprintln(out)
-	if c.Start != "" {
-		fmt.Fprintf(out, "chain start: %s; the lines before it were not read (-partial accepts that)\n", c.Start)
-	}
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +26,12 @@ func TestVerifyCommand(t *testing.T) {
 		}
 	}
 	arch := filepath.Join(dir, "archive")
-	w, err := archive.Open(arch, nil, nil)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey))
+	w, err := archive.Open(arch, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +81,9 @@ func TestVerifyCommand(t *testing.T) {
 		{"help", []string{"-h"}, 0, []string{"Exit status: 0 every decision verified"}},
 	} {
 		var out, errOut bytes.Buffer
-		code, err := run(append([]string{"verify"}, c.args...), stdio{in: strings.NewReader(""), out: &out, errOut: &errOut})
+		// The logs are written by hand, without a chain: -legacy.
+		args := append([]string{"verify", "-key", pub, "-legacy"}, c.args...)
+		code, err := run(args, stdio{in: strings.NewReader(""), out: &out, errOut: &errOut})
 		all := out.String() + errOut.String()
 		if err != nil {
 			all += "error: " + err.Error()

@@ -33,13 +33,17 @@ var forbiddenImports = []struct {
 	{from: "...", to: "proxy", except: []string{".", "proxy"},
 		why: "only main imports proxy; the evidence commands read the audit log through audit"},
 	{from: "audit", to: "...", why: "audit is what the proxy and the offline readers share: it imports no other package of the module"},
-	{from: "rsl", to: "...", except: []string{"robots", "internal/editdist"},
-		why: "rsl parses and judges RSL documents without I/O: it imports only robots (its URL matcher) and what robots imports"},
+	{from: "rsl", to: "...", except: []string{"robots", "origin", "internal/editdist"},
+		why: "rsl parses and judges RSL documents without I/O: it imports only robots (its URL matcher), origin (canonical hosts) and what they import"},
 	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
+	{from: "pac", to: "...", why: "pac writes PAC files: a leaf that imports no other package of the module"},
 	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "robots/resolver/doccache", to: "tdmrep", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "robots/resolver/doccache", to: "rsl", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
+	{from: "witness", to: "...", except: []string{"audit"},
+		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses)"},
+	{from: "statelock", to: "...", why: "statelock locks directories for serve, ca init and the witness: a leaf"},
 }
 
 // moduleDeps returns, for every non-test package of the module, the
@@ -120,7 +124,7 @@ func TestEvidencePackagesDoNotDependOnTheProxy(t *testing.T) {
 		"github.com/redis/go-redis/v9",
 		"github.com/prometheus/client_golang/prometheus",
 	}
-	for _, pkg := range []string{"./audit", "./compliance", "./report"} {
+	for _, pkg := range []string{"./audit", "./compliance", "./report", "./witness"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)

@@ -7,12 +7,13 @@
 // verify and report read the evidence through packages compliance and
 // report.
 //
-//	robotsgate [serve] [-config FILE] [-listen ADDR] [-admin-listen ADDR]
+//	robotsgate [serve] [-config FILE] [-listen ADDR] [-admin-listen ADDR] [-t]
 //	robotsgate check [-config FILE] [-agent NAME | -ua HEADER] URL...
 //	robotsgate lint [-config FILE] [-json] FILE|URL|- ...
 //	robotsgate verify -audit FILE... [-archive DIR] [-allow-missing]
 //	robotsgate report -audit FILE... [-archive DIR] [-since T] [-until T] [-format html|json] [-o FILE]
 //	robotsgate ca init [-dir DIR] [-force]
+//	robotsgate passwd [-cost N] [USER]
 //	robotsgate version
 //	robotsgate help [COMMAND]
 //
@@ -69,7 +70,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{serveCommand, checkCommand, lintCommand, refreshCommand, verifyCommand, reportCommand, evidenceKeyCommand, botAuthCommand, caCommand, versionCommand, helpCommand}
+	commands = []*command{serveCommand, checkCommand, lintCommand, refreshCommand, verifyCommand, reportCommand, evidenceKeyCommand, witnessCommand, botAuthCommand, caCommand, passwdCommand, versionCommand, helpCommand}
 }
 
 func lookupCommand(name string) *command {

@@ -54,11 +54,28 @@ type Refresher interface {
 // publishes what verifiers fetch: the key directory and the signature
 // agent card, nil when signing is not configured.
 type KeyPublisher interface {
-	// KeyDirectory is the JSON Web Key Set of the gateway's signing key.
-	KeyDirectory() []byte
+	// KeyDirectory is the JSON Web Key Set of the gateway's signing key
+	// and the header fields that sign it at now (Content-Digest,
+	// Signature-Input, Signature), served with it.
+	KeyDirectory(now time.Time) ([]byte, http.Header)
 	// SignatureAgentCard is the signature agent card.
 	SignatureAgentCard() []byte
 }
+
+// PACSource is a Source that writes the proxy auto-config file browsers
+// fetch from /proxy.pac.
+type PACSource interface {
+	// PAC returns the file for a request that reached the admin listener
+	// by host (its Host header, without the port), or why it cannot.
+	PAC(host string) ([]byte, error)
+}
+
+// pacPath is where the PAC file is served; pacType is its media type
+// (Netscape's, which browsers expect).
+const (
+	pacPath = "/proxy.pac"
+	pacType = "application/x-ns-proxy-autoconfig"
+)
 
 // Options are how the admin listener protects itself.
 type Options struct {
@@ -91,23 +108,52 @@ func Handler(src Source, opts Options) http.Handler {
 	if _, ok := src.(Refresher); ok {
 		mux.HandleFunc("POST /refresh", h.refresh)
 	}
+	if ps, ok := src.(PACSource); ok {
+		mux.HandleFunc("GET "+pacPath, servePAC(ps))
+	}
 	if kp, ok := src.(KeyPublisher); ok {
 		// For operators who publish the key directory from here (behind
 		// their https name): its well-known path, and the card.
-		mux.HandleFunc("GET "+botauth.WellKnownPath, publish(kp.KeyDirectory, botauth.MediaType))
-		mux.HandleFunc("GET /signature-agent-card", publish(kp.SignatureAgentCard, "application/json"))
+		mux.HandleFunc("GET "+botauth.WellKnownPath, publish(func() ([]byte, http.Header) { return kp.KeyDirectory(time.Now()) }, botauth.MediaType))
+		mux.HandleFunc("GET /signature-agent-card", publish(func() ([]byte, http.Header) { return kp.SignatureAgentCard(), nil }, "application/json"))
 	}
 	return h.guard(mux)
 }
 
-// publish serves what doc returns with contentType, 404 when it returns
-// nil (signing is not configured).
-func publish(doc func() []byte, contentType string) http.HandlerFunc {
+// servePAC serves the PAC file. Browsers fetch it without credentials,
+// so it is the one path admin_auth does not cover (guard): it tells only
+// what every client configured with it learns, the proxy's address and
+// the hosts reached without it.
+func servePAC(ps PACSource) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		body, err := ps.PAC(strings.Trim(host, "[]"))
+		if err != nil {
+			http.Error(w, "500 Internal Server Error: "+err.Error()+"\n", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", pacType)
+		w.Header().Set("Cache-Control", "max-age=300")
+		w.Write(body)
+	}
+}
+
+// publish serves what doc returns with contentType and the header fields
+// it returns (the directory's signature), 404 when it returns nil (signing
+// is not configured). The body goes out byte for byte: its Content-Digest
+// covers it.
+func publish(doc func() ([]byte, http.Header), contentType string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		body := doc()
+		body, h := doc()
 		if body == nil {
 			http.Error(w, "404 Not Found: no Web Bot Auth signing is configured (bot_auth.signature_agent)\n", http.StatusNotFound)
 			return
+		}
+		for k, v := range h {
+			w.Header()[k] = v
 		}
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", "max-age=300")
@@ -132,7 +178,7 @@ func (h *handler) guard(next http.Handler) http.Handler {
 				http.StatusMisdirectedRequest)
 			return
 		}
-		if h.opts.Authenticate != nil {
+		if h.opts.Authenticate != nil && r.URL.Path != pacPath {
 			user, pass, ok := r.BasicAuth()
 			if !ok || !h.opts.Authenticate(user, pass) {
 				w.Header().Set("WWW-Authenticate", `Basic realm="robotsgate admin"`)

@@ -189,6 +189,9 @@ type DecisionCount struct {
 	Name, Kind string
 	Status     int
 	Count      int64
+	// Monitored: refusals only logged (monitor mode), their requests
+	// forwarded; Status is what enforcing would have answered.
+	Monitored bool
 }
 
 // Reload is the outcome of a configuration reload.

@@ -144,17 +144,22 @@ type Writer struct {
 	onError func(error)
 	log     *os.File
 	// The fetch log is a hash chain, as the audit log is (audit.ChainLine),
-	// with a checkpoint signed by key (nil: none) every checkpointEvery
-	// lines and on Close. Used by the writing goroutine only.
-	key   ed25519.PrivateKey
-	head  string
-	since int64
-	lines int64
-	good  int64 // the fetch log's length after its last whole line
+	// with checkpoints signed by key (nil: none) at the interval
+	// checkpointInterval, as the audit log's: when it is opened, before a
+	// line written checkpointInterval.Every after the last, after
+	// checkpointInterval.Records lines, and on Close. Used by the writing
+	// goroutine only (and Open and Close, before and after it).
+	key          ed25519.PrivateKey
+	head         string
+	since        int64
+	lines        int64
+	good         int64 // the fetch log's length after its last whole line
+	checkpointAt time.Time
 }
 
-// checkpointEvery is how many fetch-log lines a checkpoint follows.
-const checkpointEvery = 1000
+// checkpointInterval is how often the fetch log is signed; each
+// checkpoint states it (audit.Checkpoint.Interval).
+var checkpointInterval = audit.Interval{Records: 1000, Every: time.Minute}
 
 // queueSize bounds the records waiting to be written.
 const queueSize = 1024
@@ -179,6 +184,14 @@ func Open(dir string, key ed25519.PrivateKey, onError func(error)) (*Writer, err
 		onError = func(error) {}
 	}
 	w := &Writer{dir: dir, queue: make(chan record, queueSize), done: make(chan struct{}), onError: onError, log: f, key: key}
+	if key != nil {
+		// The log starts signed, so that a verifier can bound the lines
+		// that follow the last checkpoint even when no other was written.
+		if err := w.checkpoint(time.Now().Round(0)); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	go w.run()
 	return w, nil
 }
@@ -218,7 +231,7 @@ func (w *Writer) Close() error {
 	<-w.done
 	var err error
 	if w.since > 0 {
-		err = w.checkpoint()
+		err = w.checkpoint(time.Now().Round(0))
 	}
 	return errors.Join(err, w.log.Close())
 }
@@ -243,12 +256,18 @@ func (w *Writer) write(r record) error {
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
+	now := time.Now().Round(0) // the wall clock, as the lines' times
+	if w.key != nil && now.Sub(w.checkpointAt) >= checkpointInterval.Every {
+		if err := w.checkpoint(now); err != nil {
+			return err
+		}
+	}
 	if err := w.writeLine(obj); err != nil {
 		return err
 	}
 	w.lines++
-	if w.since++; w.since >= checkpointEvery {
-		return w.checkpoint()
+	if w.since++; w.since >= checkpointInterval.Records {
+		return w.checkpoint(now)
 	}
 	return nil
 }
@@ -272,16 +291,17 @@ func (w *Writer) writeLine(obj []byte) error {
 
 // checkpoint signs the head, when there is a key, and keeps the head
 // beside the fetch log (saveHead).
-func (w *Writer) checkpoint() error {
+func (w *Writer) checkpoint(now time.Time) error {
 	w.since = 0
 	if w.key != nil {
-		obj, err := audit.CheckpointObject(w.key, w.head, w.lines, time.Now())
+		obj, err := audit.CheckpointObject(w.key, w.head, w.lines, now, checkpointInterval)
 		if err != nil {
 			return fmt.Errorf("archive: fetch log checkpoint: %w", err)
 		}
 		if err := w.writeLine(obj); err != nil {
 			return err
 		}
+		w.checkpointAt = now
 	}
 	if err := w.saveHead(); err != nil {
 		w.onError(err) // the lines are written; only the evidence of their end is not

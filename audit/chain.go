@@ -40,13 +40,49 @@ type Checkpoint struct {
 	Key string `json:"key"`
 	// Signature is the Ed25519 signature of SignedText, base64.
 	Signature string `json:"signature"`
+	// EveryRecords and EveryMS are the writer's promise, signed with the
+	// rest: the next checkpoint follows within EveryRecords lines, and
+	// before the first line written EveryMS milliseconds or more after
+	// this one (0: no time bound), so that the lines a verifier finds
+	// after a checkpoint with no checkpoint after them can be no more than
+	// one interval's (what a crash leaves), and lines dropped with the
+	// checkpoints that covered them show. Both 0 in checkpoints written
+	// before the writers promised (v1).
+	EveryRecords int64 `json:"every_records,omitempty"`
+	EveryMS      int64 `json:"every_ms,omitempty"`
+}
+
+// Interval is how often a writer writes checkpoints (Checkpoint's
+// promise).
+type Interval struct {
+	// Records: a checkpoint follows at the latest this many lines after
+	// the last one.
+	Records int64
+	// Every: a checkpoint is written before the first line written this
+	// long or longer after the last one; 0 for none (the archive's fetch
+	// logs).
+	Every time.Duration
+}
+
+// Interval returns the interval the checkpoint promises; ok is false for
+// a checkpoint that promises none (v1).
+func (c *Checkpoint) Interval() (iv Interval, ok bool) {
+	if c.EveryRecords <= 0 {
+		return Interval{}, false
+	}
+	return Interval{Records: c.EveryRecords, Every: time.Duration(c.EveryMS) * time.Millisecond}, true
 }
 
 // SignedText is what a checkpoint's signature covers: its head, time and
-// count, with a context string so that the signature means nothing else.
+// count (and the interval it promises), with a context string so that the
+// signature means nothing else.
 func (c *Checkpoint) SignedText() []byte {
-	return []byte("robotsgate audit checkpoint v1\n" + c.Head + "\n" + c.Time.UTC().Format(time.RFC3339Nano) + "\n" +
-		strconv.FormatInt(c.Records, 10) + "\n")
+	text := c.Head + "\n" + c.Time.UTC().Format(time.RFC3339Nano) + "\n" + strconv.FormatInt(c.Records, 10) + "\n"
+	if c.EveryRecords == 0 && c.EveryMS == 0 {
+		return []byte("robotsgate audit checkpoint v1\n" + text)
+	}
+	return []byte("robotsgate audit checkpoint v2\n" + text + strconv.FormatInt(c.EveryRecords, 10) + "\n" +
+		strconv.FormatInt(c.EveryMS, 10) + "\n")
 }
 
 // Verify reports whether the checkpoint is signed by pub.
@@ -150,11 +186,18 @@ func ChainLine(prev string, obj []byte) []byte {
 }
 
 // CheckpointObject is the JSON object of a checkpoint of head signed with
-// key, `{"checkpoint":{...}}`, for ChainLine.
-func CheckpointObject(key ed25519.PrivateKey, head string, records int64, at time.Time) ([]byte, error) {
-	c := &Checkpoint{Time: at.UTC(), Records: records, Head: head}
+// key, promising iv, `{"checkpoint":{...}}`, for ChainLine.
+func CheckpointObject(key ed25519.PrivateKey, head string, records int64, at time.Time, iv Interval) ([]byte, error) {
+	_, obj, err := newCheckpoint(key, head, records, at, iv)
+	return obj, err
+}
+
+// newCheckpoint signs a checkpoint and returns it with its JSON object.
+func newCheckpoint(key ed25519.PrivateKey, head string, records int64, at time.Time, iv Interval) (*Checkpoint, []byte, error) {
+	c := &Checkpoint{Time: at.UTC(), Records: records, Head: head, EveryRecords: iv.Records, EveryMS: iv.Every.Milliseconds()}
 	c.sign(key)
-	return json.Marshal(struct {
+	obj, err := json.Marshal(struct {
 		Checkpoint *Checkpoint `json:"checkpoint"`
 	}{c})
+	return c, obj, err
 }

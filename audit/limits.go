@@ -38,6 +38,7 @@ func (r *Record) Cap() {
 		{"robots_error", &r.RobotsError, MaxField},
 		{"tdmrep_error", &r.TDMRepError, MaxField},
 		{"backoff", &r.Backoff, MaxField},
+		{"crawler_error", &r.CrawlerError, MaxField},
 	} {
 		if len(*f.v) > f.max {
 			*f.v = cut(*f.v, f.max)

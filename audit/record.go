@@ -52,10 +52,14 @@ type Record struct {
 	DurationMS     float64   `json:"duration_ms"`       // from arrival to the end of the response
 
 	// Pay per crawl: the crawler-price of the origin's 402 (as "USD
-	// 0.01"), and the crawler-charged of its answer to the paid retry,
-	// as the origin sent it; absent when there was none.
-	CrawlerPrice   string `json:"crawler_price,omitempty"`
-	CrawlerCharged string `json:"crawler_charged,omitempty"`
+	// 0.01"), the crawler-charged of its answer to the paid retry, as the
+	// origin sent it, whether that charge is above the price quoted (or
+	// cannot be read), and the crawler-error code an origin sent; absent
+	// when there was none.
+	CrawlerPrice       string `json:"crawler_price,omitempty"`
+	CrawlerCharged     string `json:"crawler_charged,omitempty"`
+	CrawlerOvercharged bool   `json:"crawler_overcharged,omitempty"`
+	CrawlerError       string `json:"crawler_error,omitempty"`
 
 	// The tdmrep.json consulted for a client with a TDM purpose, absent
 	// for the others: its status (ok, unavailable, unreachable), why it

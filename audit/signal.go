@@ -16,6 +16,7 @@ const (
 	SignalMetaRobots           = "meta-robots"            // noai, noml or noimageai in <meta name="robots"> or an agent's tag
 	SignalRSL                  = "rsl"                    // an RSL licence (robots.txt License, Link header, <link rel="license">)
 	SignalRSLUnknown           = "rsl-unknown"            // an RSL licence a site names could not be read (usage-unknown)
+	SignalHTMLUnscanned        = "html-unscanned"         // an HTML response whose head could not be read with usage.scan_html (usage-unknown)
 )
 
 // SignalKinds lists every kind of AI-usage signal, for metrics.
@@ -23,7 +24,7 @@ var SignalKinds = []string{
 	SignalRobotsContentUsage, SignalRobotsContentSignal, SignalTDMRep, SignalTDMRepUnknown,
 	SignalHeaderTDMReservation, SignalHeaderContentUsage, SignalXRobotsTag,
 	SignalMetaTDMReservation, SignalMetaRobots,
-	SignalHeaderContentSignal, SignalRobotsTag, SignalRSL, SignalRSLUnknown,
+	SignalHeaderContentSignal, SignalRobotsTag, SignalRSL, SignalRSLUnknown, SignalHTMLUnscanned,
 }
 
 // UsageSignal is one AI-usage signal found for a request, whether or not it
@@ -56,4 +57,10 @@ type UsageSignal struct {
 	// Server, the purposes it grants only with a token from that server
 	// (the others it refuses), in the order of Refuses; absent otherwise.
 	LicenseFor []string `json:"license_for,omitempty"`
+	// Terms are, for an rsl signal, the terms of the licences of its
+	// <content>, one line per licence: the usages, user types and
+	// countries they permit or prohibit ("not"), their payment and
+	// reporting terms ("license 1 (line 4): usage ai-train; user
+	// non-commercial; payment crawl (0.015 USD)"); absent otherwise.
+	Terms []string `json:"terms,omitempty"`
 }

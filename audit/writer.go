@@ -20,12 +20,19 @@ import (
 type Options struct {
 	// Key signs the checkpoints; nil writes none (the chain stays).
 	Key ed25519.PrivateKey
-	// CheckpointEvery and CheckpointRecords: a checkpoint follows the
-	// first record written this long after the last checkpoint, or this
-	// many records after it, and one is written on Close. Zero values
-	// mean one minute and 10,000 records.
+	// CheckpointEvery and CheckpointRecords: a checkpoint is written when
+	// the log is opened, before the first record written this long or
+	// longer after the last checkpoint (by the wall clock, as records'
+	// times are), after the record that makes this many since it, and on
+	// Close. Each checkpoint states the interval (Checkpoint.Interval), so
+	// that a verifier knows how many lines may follow the last one. Zero
+	// values mean one minute and 10,000 records.
 	CheckpointEvery   time.Duration
 	CheckpointRecords int64
+	// OnCheckpoint, when set, hears of each checkpoint written (a witness
+	// sends its head away). It is called with the writer's lock held: it
+	// must not block.
+	OnCheckpoint func(Checkpoint)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -57,6 +64,9 @@ type Writer struct {
 	head           string
 	records, since int64
 	checkpointAt   time.Time
+	// started: the checkpoint of the log as opened is written (with a
+	// key); until it is, every Write tries it first.
+	started bool
 	// failed is the last write's error, nil once a write succeeds.
 	failed   atomic.Pointer[error]
 	failures atomic.Int64
@@ -81,12 +91,14 @@ func Open(path string, opts Options) (*Writer, error) {
 	case "":
 		return nil, nil
 	case "-":
-		return &Writer{path: path, w: os.Stdout, opts: opts, checkpointAt: opts.Now()}, nil
+		a := &Writer{path: path, w: os.Stdout, opts: opts}
+		a.start()
+		return a, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	a := &Writer{path: path, opts: opts, checkpointAt: opts.Now()}
+	a := &Writer{path: path, opts: opts}
 	if data, err := os.ReadFile(path + ".head"); err == nil {
 		a.head = strings.TrimSpace(string(data))
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -95,7 +107,23 @@ func Open(path string, opts Options) (*Writer, error) {
 	if err := a.Reopen(); err != nil {
 		return nil, err
 	}
+	a.start()
 	return a, nil
+}
+
+// start writes the checkpoint of the log as opened, when there is a key:
+// it covers what an earlier process left after its last checkpoint (a
+// crash), and bounds what this one leaves. A failure is reported as a
+// failed write would be (Failing), and the next Write tries again.
+func (a *Writer) start() {
+	if a.opts.Key == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.checkpoint(a.opts.Now().Round(0)); err != nil {
+		a.fail(err)
+	}
 }
 
 // Reopen closes and reopens the file, so a rotated log continues in a new
@@ -177,12 +205,20 @@ func (a *Writer) Write(r *Record) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// The wall clock, as the records' times: a record that arrived
+	// CheckpointEvery after the last checkpoint is always after another.
+	now := a.opts.Now().Round(0)
+	if a.opts.Key != nil && (!a.started || now.Sub(a.checkpointAt) >= a.opts.CheckpointEvery) {
+		if err := a.checkpoint(now); err != nil {
+			return a.fail(err) // the record would break the interval promised
+		}
+	}
 	if err := a.writeLine(line[len(prevPrefix):]); err != nil {
 		return a.fail(err)
 	}
 	a.records++
 	a.since++
-	if now := a.opts.Now(); a.opts.Key != nil && (a.since >= a.opts.CheckpointRecords || now.Sub(a.checkpointAt) >= a.opts.CheckpointEvery) {
+	if a.opts.Key != nil && a.since >= a.opts.CheckpointRecords {
 		if err := a.checkpoint(now); err != nil {
 			return a.fail(err)
 		}
@@ -221,18 +257,18 @@ func (a *Writer) writeLine(rest []byte) error {
 // checkpoint writes a signed checkpoint of the head and keeps the head
 // beside the file. Called with a.mu held.
 func (a *Writer) checkpoint(now time.Time) error {
-	c := &Checkpoint{Time: now.UTC(), Records: a.records, Head: a.head}
-	c.sign(a.opts.Key)
-	body, err := json.Marshal(struct {
-		Checkpoint *Checkpoint `json:"checkpoint"`
-	}{c})
+	c, body, err := newCheckpoint(a.opts.Key, a.head, a.records, now,
+		Interval{Records: a.opts.CheckpointRecords, Every: a.opts.CheckpointEvery})
 	if err != nil {
 		return fmt.Errorf("audit log: encoding a checkpoint: %w", err)
 	}
 	if err := a.writeLine(append([]byte{','}, body[1:]...)); err != nil {
 		return err
 	}
-	a.since, a.checkpointAt = 0, now
+	a.since, a.checkpointAt, a.started = 0, now, true
+	if a.opts.OnCheckpoint != nil {
+		a.opts.OnCheckpoint(*c)
+	}
 	return a.saveHead()
 }
 
@@ -288,7 +324,7 @@ func (a *Writer) Close() error {
 	defer a.mu.Unlock()
 	var err error
 	if a.opts.Key != nil && a.since > 0 {
-		err = a.checkpoint(a.opts.Now())
+		err = a.checkpoint(a.opts.Now().Round(0))
 	} else {
 		err = a.saveHead()
 	}

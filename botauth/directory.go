@@ -62,23 +62,37 @@ func Directory(keys ...ed25519.PublicKey) []byte {
 type CardFacts struct {
 	// Name is the card's client_name.
 	Name string
-	// AgentURL is the key directory's URL (jwks_uri).
-	AgentURL string
+	// JWKSURI is the key set's URL (jwks_uri).
+	JWKSURI string
 	// Contact is a URI to reach the operator (contacts), "" for none.
 	Contact string
+	// ProductToken is the robots.txt product token the agent's requests
+	// are judged by (rfc9309-product-token), "" for none stated.
+	ProductToken string
+	// Compliance is rfc9309-compliance: every request signed with the key
+	// is judged by robots.txt (no client in monitor or bypass mode, no site
+	// whose robots.txt is ignored).
+	Compliance bool
+	// Purpose is what the collected data is used for (purpose, a label of
+	// the aipref vocabulary), "" for none stated.
+	Purpose string
 }
 
-// Card is a signature agent card (draft-meunier-webbotauth-registry-04)
-// with robotsgate's compliance facts: which robots.txt rules it enforces on
-// every request (RFC 9309's User-Agent, Allow and Disallow, with Crawl-delay
-// and the AI-usage lines it judges) and how origins control its rate
-// (Crawl-delay, and 429/503 with Retry-After pausing the origin).
+// Card is a signature agent card as the registry draft's editor's copy of
+// 10 September 2026 has it (draft-meunier-webbotauth-registry, Section
+// 3): OAuth client metadata (client_name, contacts, jwks_uri) and a
+// web_bot_auth object whose rfc9309-compliance is a boolean (Section
+// 3.2.3), with the robots.txt product token (3.2.2), the trigger (3.2.4),
+// the purpose (3.2.5), how origins control the rate (3.2.7) and the URLs
+// robotsgate fetches of its own (3.2.9).
 func Card(f CardFacts) []byte {
 	type wba struct {
-		Compliance  []string `json:"rfc9309-compliance"`
-		Trigger     string   `json:"trigger"`
-		RateControl string   `json:"rate-control"`
-		KnownURLs   []string `json:"known-urls"`
+		ProductToken string   `json:"rfc9309-product-token,omitempty"`
+		Compliance   bool     `json:"rfc9309-compliance"`
+		Trigger      string   `json:"trigger"`
+		Purpose      string   `json:"purpose,omitempty"`
+		RateControl  string   `json:"rate-control"`
+		KnownURLs    []string `json:"known-urls"`
 	}
 	card := struct {
 		ClientName string   `json:"client_name"`
@@ -87,12 +101,15 @@ func Card(f CardFacts) []byte {
 		WebBotAuth wba      `json:"web_bot_auth"`
 	}{
 		ClientName: f.Name,
-		JWKSURI:    f.AgentURL,
+		JWKSURI:    f.JWKSURI,
 		WebBotAuth: wba{
-			Compliance:  []string{"User-Agent", "Allow", "Disallow", "Crawl-delay", "Content-Usage", "Content-Signal"},
-			Trigger:     "crawler",
-			RateControl: "Crawl-delay in robots.txt; 429 and 503 with Retry-After pause the origin",
-			KnownURLs:   []string{"/robots.txt", "/.well-known/tdmrep.json"},
+			ProductToken: f.ProductToken,
+			Compliance:   f.Compliance,
+			Trigger:      "crawler",
+			Purpose:      f.Purpose,
+			RateControl: "Crawl-delay and Request-rate in robots.txt; 429 and 503 (with Retry-After) pause the origin, " +
+				"and so do 500, 502, 504 and timeouts several times in a row",
+			KnownURLs: []string{"/robots.txt", "/.well-known/tdmrep.json"},
 		},
 	}
 	if f.Contact != "" {

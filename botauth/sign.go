@@ -1,13 +1,15 @@
 // Package botauth signs requests for Web Bot Auth, the IETF webbotauth
 // working group's profile of RFC 9421 HTTP Message Signatures, as
-// draft-ietf-webbotauth-httpsig-protocol-01 defines it: an Ed25519
+// draft-ietf-webbotauth-httpsig-protocol-00 defines it: an Ed25519
 // signature over @authority and the signer's own Signature-Agent member,
 // tagged "web-bot-auth", keyed by the JWK SHA-256 thumbprint (RFC 7638,
-// RFC 8037 Appendix A.3), the Signature-Agent member naming the HTTPS URL of
-// the key directory. It also renders that key directory and a signature
-// agent card (draft-meunier-webbotauth-registry-04), and reads the
-// Signature-Input of a request a client signed itself, to know which of its
-// fields must not change. It does no I/O: keys come in as values.
+// RFC 8037 Appendix A.3), the member naming where the key set is published
+// in one of the forms of agent.go. It also renders that key set, signs the
+// response that serves it (the draft's Appendix B.1), renders a signature
+// agent card (draft-meunier-webbotauth-registry, editor's copy of 10
+// September 2026), and reads the Signature-Input of a request a client
+// signed itself, to know which of its fields must not change. It does no
+// I/O: keys come in as values.
 package botauth
 
 import (
@@ -18,15 +20,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Draft is the specification this package follows, for documentation and
-// the signature agent card.
-const Draft = "draft-ietf-webbotauth-httpsig-protocol-01"
+// Draft is the specification this package follows, for documentation.
+const Draft = "draft-ietf-webbotauth-httpsig-protocol-00"
 
 // Tag is the tag signature parameter every Web Bot Auth signature carries.
 const Tag = "web-bot-auth"
@@ -55,14 +55,15 @@ const (
 const maxAgentURL = 2048
 
 // Signer signs requests with one Ed25519 key on behalf of one signature
-// agent URL. It is safe for concurrent use.
+// agent. It is safe for concurrent use.
 type Signer struct {
 	key   ed25519.PrivateKey
 	keyID string
-	agent string // the Signature-Agent field value: sig1="<url>"
-	// member is the Signature-Agent member's value serialized as an
-	// sf-string: what the signature base carries for it (RFC 9421 §2.1.2).
-	member string
+	agent Agent
+	// field is the Signature-Agent field value (Agent.Field), member its
+	// component value in the signature base (RFC 9421 Section 2.1.2) and
+	// component that component's identifier.
+	field, member, component string
 	// rand is where nonces come from (crypto/rand; a fixed reader in
 	// tests).
 	rand io.Reader
@@ -75,50 +76,24 @@ type Signer struct {
 // verifier could not tell from a replay of the first.
 const NonceSize = 32
 
-// NewSigner returns a Signer for key, naming agentURL (the HTTPS URL of
-// the key directory that publishes key's public half) in Signature-Agent.
-// The URL must be absolute https, at most 2048 bytes, of printable ASCII
-// without '"' or '\' (an sf-string without escapes).
-func NewSigner(key ed25519.PrivateKey, agentURL string) (*Signer, error) {
+// NewSigner returns a Signer for key on behalf of agent (ParseAgent), the
+// place that publishes key's public half.
+func NewSigner(key ed25519.PrivateKey, agent Agent) (*Signer, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, errors.New("botauth: not an Ed25519 private key")
 	}
-	if err := CheckAgentURL(agentURL); err != nil {
-		return nil, err
+	if agent.directory == "" {
+		return nil, errors.New("botauth: no signature agent")
 	}
-	member := `"` + agentURL + `"`
 	return &Signer{
-		key:    key,
-		keyID:  Thumbprint(key.Public().(ed25519.PublicKey)),
-		agent:  Label + "=" + member,
-		member: member,
-		rand:   rand.Reader,
+		key:       key,
+		keyID:     Thumbprint(key.Public().(ed25519.PublicKey)),
+		agent:     agent,
+		field:     agent.Field(Label),
+		member:    agent.Member(),
+		component: agent.component(Label),
+		rand:      rand.Reader,
 	}, nil
-}
-
-// CheckAgentURL reports why u cannot be a Signature-Agent URL: the draft
-// requires an absolute https URI; robotsgate also requires it to be an
-// sf-string that needs no escaping.
-func CheckAgentURL(u string) error {
-	if u == "" {
-		return errors.New("botauth: empty signature agent URL")
-	}
-	if len(u) > maxAgentURL {
-		return fmt.Errorf("botauth: signature agent URL longer than %d bytes", maxAgentURL)
-	}
-	for i := 0; i < len(u); i++ {
-		if c := u[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return fmt.Errorf("botauth: signature agent URL %q: byte %d is not printable ASCII (or is '\"' or '\\')", u, i)
-		}
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return fmt.Errorf("botauth: signature agent URL %q: %w", u, err)
-	}
-	if p.Scheme != "https" || p.Host == "" {
-		return fmt.Errorf("botauth: signature agent URL %q: must be an absolute https URL", u)
-	}
-	return nil
 }
 
 // KeyID is the keyid of the Signer's signatures: its public key's JWK
@@ -128,13 +103,13 @@ func (s *Signer) KeyID() string { return s.keyID }
 // Public is the Signer's public key.
 func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
 
-// AgentURL is the URL the Signer names in Signature-Agent.
-func (s *Signer) AgentURL() string { return s.member[1 : len(s.member)-1] }
+// Agent is where the Signer's key is published.
+func (s *Signer) Agent() Agent { return s.agent }
 
 // Sign adds robotsgate's Signature-Agent, Signature-Input and Signature to
 // req, created at now and expiring Lifetime later, covering @authority, its
 // own Signature-Agent member and the fields named in also (lower-case,
-// e.g. "crawler-max-price"; each must be present on req, and is covered
+// e.g. "crawler-exact-price"; each must be present on req, and is covered
 // with its values as req carries them). It replaces an earlier signature
 // of robotsgate's (a redirect hop, a retry): callers pass a request a
 // client signed itself through untouched (ClientSigned) instead.
@@ -147,28 +122,28 @@ func (s *Signer) Sign(req *http.Request, now time.Time, also ...string) error {
 	if _, err := io.ReadFull(s.rand, nonce[:]); err != nil {
 		return fmt.Errorf("botauth: nonce: %w", err)
 	}
-	params := signatureParams(now, s.keyID, base64.StdEncoding.EncodeToString(nonce[:]), also)
-	base, err := signatureBase(authority, Label, s.member, req.Header, also, params)
+	params := signatureParams(s.component, now, s.keyID, base64.StdEncoding.EncodeToString(nonce[:]), also)
+	base, err := signatureBase(authority, s.component, s.member, req.Header, also, params)
 	if err != nil {
 		return err
 	}
 	sig := ed25519.Sign(s.key, []byte(base))
-	req.Header.Set(HeaderSignatureAgent, s.agent)
+	req.Header.Set(HeaderSignatureAgent, s.field)
 	req.Header.Set(HeaderSignatureInput, Label+"="+params)
 	req.Header.Set(HeaderSignature, Label+"=:"+base64.StdEncoding.EncodeToString(sig)+":")
 	return nil
 }
 
-// signatureBase is the signature base (RFC 9421 §2.5) of a signature
-// labelled label over @authority, the Signature-Agent member (its value
-// serialized as member), the header fields named in also, with params as
-// its @signature-params.
-func signatureBase(authority, label, member string, h http.Header, also []string, params string) (string, error) {
+// signatureBase is the signature base (RFC 9421 §2.5) of a signature over
+// @authority, the Signature-Agent component (its identifier agent, e.g.
+// "signature-agent";key="sig1", and its value serialized as member), the
+// header fields named in also, with params as its @signature-params.
+func signatureBase(authority, agent, member string, h http.Header, also []string, params string) (string, error) {
 	var b strings.Builder
 	b.Grow(256)
 	b.WriteString(`"@authority": `)
 	b.WriteString(authority)
-	b.WriteString("\n\"signature-agent\";key=\"" + label + "\": ")
+	b.WriteString("\n" + agent + ": ")
 	b.WriteString(member)
 	b.WriteByte('\n')
 	for _, name := range also {
@@ -186,11 +161,12 @@ func signatureBase(authority, label, member string, h http.Header, also []string
 }
 
 // signatureParams serializes the signature's @signature-params (RFC 9421
-// §2.3): the covered components and created, expires, keyid, nonce, tag.
-func signatureParams(now time.Time, keyID, nonce string, also []string) string {
+// §2.3): the covered components (@authority, the Signature-Agent
+// component agent, also) and created, expires, keyid, nonce, tag.
+func signatureParams(agent string, now time.Time, keyID, nonce string, also []string) string {
 	var b strings.Builder
 	b.Grow(160)
-	b.WriteString(`("@authority" "signature-agent";key="` + Label + `"`)
+	b.WriteString(`("@authority" ` + agent)
 	for _, name := range also {
 		b.WriteString(` "` + name + `"`)
 	}

@@ -8,17 +8,23 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
 )
 
 // ChainResult is what CheckChain found of the audit logs' hash chain
-// (audit.Record.Prev) and signed checkpoints (audit.Checkpoint).
+// (audit.Record.Prev) and signed checkpoints (audit.Checkpoint). Failures
+// says whether it is evidence.
 type ChainResult struct {
 	// Lines counts the lines read; Chained those that carry a link to the
-	// line before them.
-	Lines, Chained int64
+	// line before them; Records the whole lines that are no checkpoint.
+	Lines, Chained, Records int64
+	// Unlinked counts the lines without a link read before a file's
+	// chain begins (all of a file with none): a log written before the
+	// chain, or one stripped of it.
+	Unlinked int64
 	// Breaks are where a line's link does not match the line before it: a
 	// line deleted, inserted, reordered or edited after it was written.
 	Breaks []ChainPlace
@@ -31,10 +37,36 @@ type ChainResult struct {
 	BadCheckpoints []ChainPlace
 	// Key is the fingerprint of the key checkpoints were checked with.
 	Key string
-	// LastCheckpoint is where the last good checkpoint is ("" if none);
-	// Unsigned counts the lines after it, which no checkpoint vouches for.
-	LastCheckpoint string
-	Unsigned       int64
+	// Witness says a witness's checkpoints were checked (ChainOptions.
+	// Witness); Witnessed counts the verified checkpoints it saw, which
+	// are then the only ones that cover lines.
+	Witness   bool
+	Witnessed int64
+	// WitnessMissing are checkpoints the witness saw that the log does
+	// not hold (it was rewritten, or cut); WitnessBefore counts those
+	// older than the first line read, when the log's start was not read
+	// (Start).
+	WitnessMissing []string
+	WitnessBefore  int
+	// LastCheckpoint is where the last checkpoint that covers the lines
+	// before it is ("" if none): verified with Key (and seen by the
+	// witness); LastCheckpointTime is when it was signed. Unsigned counts
+	// the lines after it, which no checkpoint covers, UnsignedFrom and
+	// UnsignedTo the times of the first and the last of them (zero when
+	// none carries one), and Tail the interval that checkpoint promised,
+	// which they must not exceed.
+	LastCheckpoint           string
+	LastCheckpointTime       time.Time
+	Unsigned                 int64
+	UnsignedFrom, UnsignedTo time.Time
+	Tail                     audit.Interval
+	// Uncovered names the logs whose records no checkpoint covers at all
+	// (checked with a key).
+	Uncovered []ChainPlace
+	// Gaps are runs of records between two checkpoints that cover them,
+	// or after the last, longer or later than the interval the checkpoint
+	// before them promised: checkpoints were removed.
+	Gaps []ChainPlace
 	// Start says the first line links to a line before the files read
 	// (an earlier rotated file), "" when it starts the chain or has no link.
 	Start string
@@ -50,18 +82,36 @@ type ChainPlace struct {
 func (p ChainPlace) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Why) }
 
 // Whole reports whether the chain has no break and every checkpoint
-// verifies.
+// verifies: the lines are as the chain says, which proves nothing when
+// someone recomputed it. Failures says whether the logs are evidence.
 func (r *ChainResult) Whole() bool { return len(r.Breaks) == 0 && len(r.BadCheckpoints) == 0 }
 
+// ChainOptions is what CheckChain checks the checkpoints with.
+type ChainOptions struct {
+	// Key verifies the checkpoints; nil counts them without verifying,
+	// and then no line is covered.
+	Key ed25519.PublicKey
+	// Interval is what a checkpoint that states no interval (written
+	// before checkpoints did) is taken to promise, in records only: the
+	// configuration's log.checkpoint_records. Zero: such checkpoints
+	// bound nothing.
+	Interval audit.Interval
+	// Witness, when set, is what a witness saw of the log: only the
+	// checkpoints it saw cover lines, and every one it saw must be in
+	// the log.
+	Witness *Witnessed
+}
+
 // CheckChain reads the audit files in order (a rotated file before its
-// successor) and checks that every line links to the line before it and
-// that every checkpoint is signed by pub (nil: checkpoints are counted,
-// not verified) over the head it follows. It reads each line once and
-// keeps nothing but the last hash.
-func CheckChain(files []string, pub ed25519.PublicKey) (*ChainResult, error) {
-	c := &chainCheck{r: &ChainResult{}, pub: pub}
-	if pub != nil {
-		c.r.Key = audit.KeyFingerprint(pub)
+// successor) and checks that every line links to the line before it,
+// that every checkpoint is signed by o.Key (nil: checkpoints are
+// counted, not verified) over the head it follows, and that the
+// checkpoints cover the lines as they promised. It reads each line once
+// and keeps nothing but the last hash and counts.
+func CheckChain(files []string, o ChainOptions) (*ChainResult, error) {
+	c := &chainCheck{r: &ChainResult{Witness: o.Witness != nil}, o: o}
+	if o.Key != nil {
+		c.r.Key = audit.KeyFingerprint(o.Key)
 	}
 	if len(files) > 0 {
 		c.head = keptHead(files[len(files)-1])
@@ -83,6 +133,7 @@ func CheckChain(files []string, pub ed25519.PublicKey) (*ChainResult, error) {
 		c.r.Breaks = append(c.r.Breaks, ChainPlace{c.lastFile, c.lastLine + 1, "the log ends before the head kept in " +
 			filepath.Base(c.lastFile) + ".head: lines were cut from its end"})
 	}
+	c.end()
 	return c.r, nil
 }
 
@@ -98,7 +149,7 @@ func keptHead(file string) string {
 
 type chainCheck struct {
 	r       *ChainResult
-	pub     ed25519.PublicKey
+	o       ChainOptions
 	prev    string // hash of the line before
 	started bool   // a line was read
 	linked  bool   // a line with a link was read: every later line needs one
@@ -109,6 +160,14 @@ type chainCheck struct {
 	headSeen bool
 	lastFile string
 	lastLine int
+	// cover is the last checkpoint that covers the lines before it (nil:
+	// none yet), run the records since it (coverage.go).
+	cover *coverPoint
+	run   run
+	// firstTime is the first time read (a checkpoint's, a record's).
+	firstTime time.Time
+	// found are the witness's checkpoints the log holds (witnessKey).
+	found map[string]bool
 }
 
 // line checks one line and moves the head to it.
@@ -124,6 +183,7 @@ func (c *chainCheck) line(file string, n int, line []byte) {
 	if !whole {
 		c.r.Torn = append(c.r.Torn, ChainPlace{file, n, "not a whole record (cut off by a crash, or damaged)"})
 	}
+	checkpoint := ok && whole && bytes.Contains(line, []byte(`"checkpoint":`))
 	switch {
 	case ok:
 		c.r.Chained++
@@ -134,11 +194,21 @@ func (c *chainCheck) line(file string, n int, line []byte) {
 				"(a line removed, added, moved or changed before this one)"})
 		}
 		c.linked = true
-		if whole && bytes.Contains(line, []byte(`"checkpoint":`)) {
+		if checkpoint {
 			c.checkpoint(file, n, line, link)
 		}
 	case c.linked && whole:
 		c.r.Breaks = append(c.r.Breaks, ChainPlace{file, n, "chain broken: the line carries no link to the line before it"})
+	case !c.linked:
+		c.r.Unlinked++
+	}
+	if whole && !checkpoint {
+		c.r.Records++
+		sec, ok := lineSecond(line)
+		c.run.add(file, n, sec, ok)
+		if ok && c.firstTime.IsZero() {
+			c.firstTime = sec.time()
+		}
 	}
 	c.prev, c.started = audit.LineHash(line), true
 	if c.prev == c.head {
@@ -176,15 +246,32 @@ func (c *chainCheck) checkpoint(file string, n int, line []byte, head string) {
 	switch {
 	case json.Unmarshal(line, &l) != nil || l.Checkpoint == nil:
 		c.r.BadCheckpoints = append(c.r.BadCheckpoints, ChainPlace{file, n, "not a checkpoint"})
+		return
 	case l.Checkpoint.Head != head:
 		c.r.BadCheckpoints = append(c.r.BadCheckpoints, ChainPlace{file, n, "checkpoint of another head than the line before it"})
-	case c.pub != nil && !l.Checkpoint.Verify(c.pub):
+		return
+	case c.o.Key != nil && !l.Checkpoint.Verify(c.o.Key):
 		c.r.BadCheckpoints = append(c.r.BadCheckpoints, ChainPlace{file, n,
 			fmt.Sprintf("checkpoint signature does not verify with key %s (signed by %s)", c.r.Key, l.Checkpoint.Key)})
-	default:
-		c.r.Checkpoints++
-		c.r.LastCheckpoint, c.r.Unsigned = fmt.Sprintf("%s:%d", file, n), 0
+		return
 	}
+	c.r.Checkpoints++
+	if c.firstTime.IsZero() {
+		c.firstTime = l.Checkpoint.Time
+	}
+	if c.o.Key == nil {
+		return // counted, but it vouches for nothing
+	}
+	if w := c.o.Witness; w != nil {
+		if c.found == nil {
+			c.found = map[string]bool{}
+		}
+		if !w.saw(l.Checkpoint, c.found) {
+			return
+		}
+		c.r.Witnessed++
+	}
+	c.covered(l.Checkpoint, fmt.Sprintf("%s:%d", file, n))
 }
 
 // linkPrefix starts every chained line (audit.Record.Prev comes first).
@@ -204,32 +291,79 @@ func linkOf(line []byte) (string, bool) {
 	return string(rest[:i]), true
 }
 
+// second is a time to the second, as RFC 3339 writes it in UTC
+// ("2006-01-02T15:04:05"): such texts sort as their times do.
+type second [len(secondLayout)]byte
+
+const secondLayout = "2006-01-02T15:04:05"
+
+func (s second) time() time.Time {
+	t, _ := time.Parse(secondLayout, string(s[:]))
+	return t
+}
+
+// lineSecond reads the time a line carries as its first field after the
+// link (a record's, a fetch's), to the second: ok is false when it has
+// none. Only the lines after a checkpoint need it, but which those are is
+// known at the next checkpoint; parsing each line's time cost a third of
+// the check, so UTC times (all the writers write) are cut, not parsed.
+func lineSecond(line []byte) (s second, ok bool) {
+	const at = len(`{"prev_sha256":"`) + 64 + len(`",`)
+	if len(line) < at {
+		return s, false
+	}
+	rest, ok := bytes.CutPrefix(line[at:], []byte(`"time":"`))
+	if !ok {
+		return s, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < len(s)+1 {
+		return s, false
+	}
+	if rest[i-1] == 'Z' && (rest[len(s)] == '.' || rest[len(s)] == 'Z') {
+		copy(s[:], rest)
+		return s, true
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:i]))
+	if err != nil {
+		return s, false
+	}
+	copy(s[:], t.UTC().Format(secondLayout))
+	return s, true
+}
+
 // CheckFetchLogs checks the chain of each of the archive's fetch logs
 // (archive.FetchLogs) as CheckChain does, each file a chain of its own
 // that starts at its first line: a first line linking to another is a
 // break (lines cut from its start). Fetch logs written before the chain
-// have no links and no breaks.
-func CheckFetchLogs(dir string, pub ed25519.PublicKey) (*ChainResult, error) {
+// have no links (Unlinked). Their checkpoints are not sent to a witness:
+// o.Witness is not used.
+func CheckFetchLogs(dir string, o ChainOptions) (*ChainResult, error) {
 	logs, err := archive.FetchLogs(dir)
 	if err != nil {
 		return nil, err
 	}
+	o.Witness = nil
 	all := &ChainResult{}
-	if pub != nil {
-		all.Key = audit.KeyFingerprint(pub)
+	if o.Key != nil {
+		all.Key = audit.KeyFingerprint(o.Key)
 	}
 	for _, name := range logs {
-		r, err := CheckChain([]string{name}, pub)
+		r, err := CheckChain([]string{name}, o)
 		if err != nil {
 			return nil, err
 		}
 		all.Lines += r.Lines
 		all.Chained += r.Chained
+		all.Records += r.Records
+		all.Unlinked += r.Unlinked
 		all.Checkpoints += r.Checkpoints
 		all.Unsigned += r.Unsigned
 		all.Breaks = append(all.Breaks, r.Breaks...)
 		all.Torn = append(all.Torn, r.Torn...)
 		all.BadCheckpoints = append(all.BadCheckpoints, r.BadCheckpoints...)
+		all.Uncovered = append(all.Uncovered, r.Uncovered...)
+		all.Gaps = append(all.Gaps, r.Gaps...)
 		if r.Start != "" {
 			all.Breaks = append(all.Breaks, ChainPlace{name, 1, "chain broken: the fetch log's first line links to a line before it (lines cut from its start)"})
 		}

@@ -17,7 +17,7 @@ import (
 
 // writeChained writes n records through an audit.Writer signing with key,
 // a checkpoint every 4 records, and returns the log's path.
-func writeChained(t *testing.T, dir string, key ed25519.PrivateKey, n int) string {
+func writeChained(t testing.TB, dir string, key ed25519.PrivateKey, n int) string {
 	t.Helper()
 	path, w := writeUnclosed(t, dir, key, n)
 	if err := w.Close(); err != nil {
@@ -29,7 +29,7 @@ func writeChained(t *testing.T, dir string, key ed25519.PrivateKey, n int) strin
 // writeUnclosed is writeChained without the Close, as a crash leaves it:
 // no last checkpoint, the head kept beside the log that of the last
 // checkpoint.
-func writeUnclosed(t *testing.T, dir string, key ed25519.PrivateKey, n int) (string, *audit.Writer) {
+func writeUnclosed(t testing.TB, dir string, key ed25519.PrivateKey, n int) (string, *audit.Writer) {
 	t.Helper()
 	path := filepath.Join(dir, "audit.log")
 	w, err := audit.Open(path, audit.Options{Key: key, CheckpointRecords: 4, CheckpointEvery: time.Hour})
@@ -44,7 +44,7 @@ func writeUnclosed(t *testing.T, dir string, key ed25519.PrivateKey, n int) (str
 	return path, w
 }
 
-func newKey(t *testing.T) ed25519.PrivateKey {
+func newKey(t testing.TB) ed25519.PrivateKey {
 	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -69,15 +69,15 @@ func rewrite(t *testing.T, path string, edit func([]string) []string) {
 func TestChainShowsWhereALineWasTamperedWith(t *testing.T) {
 	key := newKey(t)
 	pub := key.Public().(ed25519.PublicKey)
-	// 10 records: checkpoints after records 4 and 8 and on Close: lines
-	// 1-4, cp 5, 6-9, cp 10, 11-12, cp 13.
+	// 10 records: checkpoints when opened, after records 4 and 8 and on
+	// Close: cp 1, lines 2-5, cp 6, 7-10, cp 11, 12-13, cp 14.
 	clean := writeChained(t, t.TempDir(), key, 10)
-	r, err := CheckChain([]string{clean}, pub)
-	if err != nil || !r.Whole() || r.Lines != 13 || r.Checkpoints != 3 || r.Unsigned != 0 || r.Start != "" {
+	r, err := CheckChain([]string{clean}, ChainOptions{Key: pub})
+	if err != nil || !r.Whole() || r.Lines != 14 || r.Checkpoints != 4 || r.Unsigned != 0 || r.Start != "" || r.Failures(Accept{}) != nil {
 		t.Fatalf("the log as written: %+v %v", r, err)
 	}
 	other := newKey(t).Public().(ed25519.PublicKey)
-	if r, _ := CheckChain([]string{clean}, other); len(r.BadCheckpoints) != 3 || !strings.Contains(r.BadCheckpoints[0].Why, "does not verify") {
+	if r, _ := CheckChain([]string{clean}, ChainOptions{Key: other}); len(r.BadCheckpoints) != 4 || !strings.Contains(r.BadCheckpoints[0].Why, "does not verify") {
 		t.Errorf("checked with another key: %+v", r.BadCheckpoints)
 	}
 	for _, c := range []struct {
@@ -86,35 +86,36 @@ func TestChainShowsWhereALineWasTamperedWith(t *testing.T) {
 		at   int // the line the break is reported at
 	}{
 		{"a line deleted", func(l []string) []string { return append(l[:2:2], l[3:]...) }, 3},
-		{"a line edited", func(l []string) []string { l[6] = strings.Replace(l[6], "/5", "/private", 1); return l }, 8},
+		{"a line edited", func(l []string) []string { l[7] = strings.Replace(l[7], "/5", "/private", 1); return l }, 9},
 		{"a line inserted", func(l []string) []string { return append(append(l[:7:7], l[1]), l[7:]...) }, 8},
 		{"two lines swapped", func(l []string) []string { l[1], l[2] = l[2], l[1]; return l }, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeChained(t, t.TempDir(), key, 10)
 			rewrite(t, path, c.edit)
-			r, err := CheckChain([]string{path}, pub)
+			r, err := CheckChain([]string{path}, ChainOptions{Key: pub})
 			if err != nil || r.Whole() || len(r.Breaks) == 0 || r.Breaks[0].Line != c.at || !strings.Contains(r.Breaks[0].Why, "chain broken") {
 				t.Errorf("breaks %v, want the first at line %d (%v)", r.Breaks, c.at, err)
 			}
 		})
 	}
 	t.Run("the last line cut by a crash", func(t *testing.T) {
-		// Lines 1-4, cp 5, 6-9, cp 10, 11, 12 half-written.
+		// Cp 1, lines 2-5, cp 6, 7-10, cp 11, 12, 13 half-written.
 		path, _ := writeUnclosed(t, t.TempDir(), key, 10)
 		data, _ := os.ReadFile(path)
 		os.WriteFile(path, data[:len(data)-20], 0o640)
-		r, err := CheckChain([]string{path}, pub)
-		if err != nil || !r.Whole() || len(r.Torn) != 1 || r.Torn[0].Line != 12 || r.Unsigned != 2 {
-			t.Errorf("torn %v, breaks %v, unsigned %d (%v); want line 12 torn, 2 lines unsigned, no break", r.Torn, r.Breaks, r.Unsigned, err)
+		r, err := CheckChain([]string{path}, ChainOptions{Key: pub})
+		if err != nil || !r.Whole() || len(r.Torn) != 1 || r.Torn[0].Line != 13 || r.Unsigned != 2 || r.Failures(Accept{}) != nil {
+			t.Errorf("torn %v, breaks %v, unsigned %d, failures %q (%v); want line 13 torn, 2 lines unsigned, no break",
+				r.Torn, r.Breaks, r.Unsigned, r.Failures(Accept{}), err)
 		}
 	})
 	for _, cut := range []int{1, 3} {
 		t.Run(fmt.Sprintf("the last %d lines cut after a stop", cut), func(t *testing.T) {
 			path := writeChained(t, t.TempDir(), key, 10)
 			rewrite(t, path, func(l []string) []string { return l[:len(l)-cut] })
-			r, err := CheckChain([]string{path}, pub)
-			if want := 14 - cut; err != nil || r.Whole() || len(r.Breaks) != 1 || r.Breaks[0].Line != want ||
+			r, err := CheckChain([]string{path}, ChainOptions{Key: pub})
+			if want := 15 - cut; err != nil || r.Whole() || len(r.Breaks) != 1 || r.Breaks[0].Line != want ||
 				!strings.Contains(r.Breaks[0].Why, "cut from its end") {
 				t.Errorf("breaks %v (%v); want one at line %d saying lines were cut from the end", r.Breaks, err, want)
 			}
@@ -146,8 +147,9 @@ func TestChainGoesOnAcrossRotationAndRestart(t *testing.T) {
 	}
 	w.Write(&audit.Record{URL: "http://a/3"})
 	w.Close()
-	r, err := CheckChain([]string{path + ".1", path + ".2", path}, key.Public().(ed25519.PublicKey))
-	if err != nil || !r.Whole() || r.Chained != r.Lines || r.Lines != 5 {
+	r, err := CheckChain([]string{path + ".1", path + ".2", path}, ChainOptions{Key: key.Public().(ed25519.PublicKey)})
+	// cp, 1 | 2, cp | cp, 3, cp
+	if err != nil || !r.Whole() || r.Chained != r.Lines || r.Lines != 7 || r.Failures(Accept{}) != nil {
 		t.Errorf("rotated and restarted: %+v %v", r, err)
 	}
 }
@@ -163,7 +165,7 @@ func TestFetchLogsAreChained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 1500 { // a checkpoint after 1,000 lines, one on Close
+	for i := range 1500 {
 		f := archive.Fetch{Origin: fmt.Sprintf("http://o%d.example", i), HTTPStatus: 200, Outcome: "ok"}
 		for try := 0; !w.Record(f, nil); try++ {
 			if try > 1e6 {
@@ -175,8 +177,9 @@ func TestFetchLogsAreChained(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := CheckFetchLogs(dir, pub)
-	if err != nil || !r.Whole() || r.Lines != 1502 || r.Chained != 1502 || r.Checkpoints != 2 || r.Unsigned != 0 {
+	r, err := CheckFetchLogs(dir, ChainOptions{Key: pub})
+	// A checkpoint when opened, after 1,000 lines and on Close.
+	if err != nil || !r.Whole() || r.Lines != 1503 || r.Chained != 1503 || r.Checkpoints != 3 || r.Unsigned != 0 || r.Failures(Accept{}) != nil {
 		t.Fatalf("the fetch log as written: %+v %v", r, err)
 	}
 	logs, _ := archive.FetchLogs(dir)
@@ -185,7 +188,7 @@ func TestFetchLogsAreChained(t *testing.T) {
 		edit func([]string) []string
 		want string
 	}{
-		{"a line edited", func(l []string) []string { l[5] = strings.Replace(l[5], "o5.example", "o5.evil", 1); return l }, "chain broken"},
+		{"a line edited", func(l []string) []string { l[6] = strings.Replace(l[6], "o5.example", "o5.evil", 1); return l }, "chain broken"},
 		{"the first line cut", func(l []string) []string { return l[1:] }, "lines cut from its start"},
 		// The head kept beside the log names its last line, the final
 		// checkpoint of the clean stop: cutting it, or it and the lines
@@ -196,13 +199,13 @@ func TestFetchLogsAreChained(t *testing.T) {
 	} {
 		data, _ := os.ReadFile(logs[0])
 		rewrite(t, logs[0], c.edit)
-		r, err := CheckFetchLogs(dir, pub)
+		r, err := CheckFetchLogs(dir, ChainOptions{Key: pub})
 		if err != nil || r.Whole() || len(r.Breaks) == 0 || !strings.Contains(r.Breaks[0].Why, c.want) {
 			t.Errorf("%s: breaks %v (%v), want one saying %q", c.name, r.Breaks, err, c.want)
 		}
 		os.WriteFile(logs[0], data, 0o640)
 	}
-	if r, _ := CheckFetchLogs(dir, newKey(t).Public().(ed25519.PublicKey)); len(r.BadCheckpoints) != 2 {
+	if r, _ := CheckFetchLogs(dir, ChainOptions{Key: newKey(t).Public().(ed25519.PublicKey)}); len(r.BadCheckpoints) != 3 {
 		t.Errorf("checked with another key: %v, want both checkpoints refused", r.BadCheckpoints)
 	}
 }

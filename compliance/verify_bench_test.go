@@ -200,7 +200,7 @@ var benchKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 // verifyChain checks the corpus' chain and checkpoints as robotsgate
 // verify does.
 func verifyChain(tb testing.TB, auditPath string) {
-	r, err := CheckChain([]string{auditPath}, benchKey.Public().(ed25519.PublicKey))
+	r, err := CheckChain([]string{auditPath}, ChainOptions{Key: benchKey.Public().(ed25519.PublicKey)})
 	if err != nil {
 		tb.Fatal(err)
 	}

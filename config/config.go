@@ -52,6 +52,19 @@ type Config struct {
 	// Basic credentials of a user of auth.htpasswd: for an admin listener
 	// that others can reach. Default false. Restart-only.
 	AdminAuth bool `yaml:"admin_auth"`
+	// KeyPermissions is what serve does with a private key file (the CA's,
+	// the evidence key, the Web Bot Auth keys) that group or others may
+	// read or write: "warn" names the file and its mode in the log and
+	// goes on, "refuse" does not start. Default "warn": keys created by
+	// older tools or copied with a permissive umask keep working, and the
+	// warning says how to fix them. Restart-only.
+	KeyPermissions KeyPermissions `yaml:"key_permissions"`
+	// PACProxy is the host:port the admin listener's /proxy.pac sends
+	// browsers to: the name clients reach the proxy by. Default "": the
+	// listen address, or when the proxy listens on every address
+	// (0.0.0.0, [::]), the host the PAC file was fetched from with the
+	// listen port. A reload applies it.
+	PACProxy string `yaml:"pac_proxy"`
 
 	Robots   Robots   `yaml:"robots"`
 	Egress   Egress   `yaml:"egress"`
@@ -92,8 +105,10 @@ type Archive struct {
 
 // Robots configures how robots.txt files are fetched and cached (docs/decisions.md, step 3).
 type Robots struct {
-	// FetchUserAgent is the User-Agent header of the proxy's own robots.txt
-	// fetches. Default "robotsgate/1.0".
+	// FetchUserAgent is the User-Agent header of the proxy's own fetches
+	// (robots.txt, tdmrep.json, licences): a product token and a URL that
+	// says who fetches and why (the crawler best-practices draft asks for
+	// both). Default "robotsgate/1.0 (+https://github.com/robotsgate/robotsgate)".
 	FetchUserAgent string `yaml:"fetch_user_agent"`
 	// FetchTimeout bounds one whole robots.txt fetch: connecting, redirects,
 	// headers and body. Must be > 0. Default 10s.
@@ -242,18 +257,22 @@ type Pacing struct {
 }
 
 // Backoff configures the pause of an origin that answered 429 or 503 (or
-// another configured status): every request to it, whatever its group or
-// client, is held until the pause ends (at most pacing.max_wait) or
-// refused with 429 origin-backoff (docs/configuration.md, Politeness).
+// another configured status), or failed several times in a row: every
+// request to it, whatever its group or client, is held until the pause
+// ends (at most pacing.max_wait) or refused with 429 origin-backoff
+// (docs/configuration.md, Politeness).
 type Backoff struct {
 	// Enabled turns the pauses on. Default true.
 	Enabled bool `yaml:"enabled"`
-	// Statuses are the origin's answers that pause it: 429 and 5xx codes.
-	// Default [429, 503].
+	// Statuses are the origin's answers that pause it at once: 429 and 5xx
+	// codes. Default [429, 503].
 	Statuses []int `yaml:"statuses"`
-	// ConnectionErrors also pauses an origin that cannot be connected to or
-	// times out (an upstream-error). Default false.
+	// ConnectionErrors also pauses at once an origin that cannot be
+	// connected to or times out (an upstream-error). Default false (a
+	// timeout counts towards Failures instead).
 	ConnectionErrors bool `yaml:"connection_errors"`
+	// Failures are answers that pause an origin only several in a row.
+	Failures Failures `yaml:"failures"`
 	// Initial is the first pause when the answer has no Retry-After; each
 	// further answer in a row multiplies it by Factor (plus up to 10 %
 	// jitter, never less), up to Max. Default 5s.
@@ -261,10 +280,29 @@ type Backoff struct {
 	// Factor multiplies the pause at each answer in a row. Must be >= 1.
 	// Default 2.
 	Factor Factor `yaml:"factor"`
-	// Max caps every pause, a Retry-After's included; a success, or Max
-	// without such an answer, starts the series again from Initial.
-	// Default 1h.
+	// Max caps the computed pauses (those of answers without a
+	// Retry-After); a success, or Max without such an answer, starts the
+	// series again from Initial. Default 1h.
 	Max Duration `yaml:"max"`
+	// RetryAfterMax caps a pause an answer's own Retry-After asks for: it
+	// is obeyed in full up to this bound, which is not Max. Must be >= Max.
+	// Default 24h.
+	RetryAfterMax Duration `yaml:"retry_after_max"`
+}
+
+// Failures are the answers that pause an origin once InARow of them came
+// in a row (no success in between, each within Backoff.Max of the
+// previous): one broken URL does not pause a site, a failing site does.
+type Failures struct {
+	// Statuses are the 5xx statuses that count. Default [500, 502, 504].
+	Statuses []int `yaml:"statuses"`
+	// Timeouts counts a request the origin did not answer in time (or whose
+	// connection timed out). Default true.
+	Timeouts bool `yaml:"timeouts"`
+	// InARow is how many failures in a row pause the origin; each further
+	// one pauses it again, for the next term of the series. 0 counts
+	// none. Default 3.
+	InARow int `yaml:"in_a_row"`
 }
 
 // Adaptive configures pacing by response time: the interval of an origin
@@ -375,6 +413,12 @@ type Client struct {
 	// (decide and log, never refuse or hold: a dry run) or "bypass" (no
 	// robots checks; the egress guard still applies). Default "enforce".
 	Mode Mode `yaml:"mode"`
+	// MonitorHeader, in monitor mode, adds X-Robotsgate-Would-Refuse to
+	// the responses of requests the proxy would have refused: the
+	// decision, its status and why, so that the client's operator sees
+	// what enforcing would change without reading the proxy's log.
+	// Default false (a dry run adds nothing to what the client gets).
+	MonitorHeader bool `yaml:"monitor_header"`
 	// Agent is a fixed product token ([A-Za-z_-]+, e.g. "ResearchBot") to
 	// judge this client's requests by, instead of their User-Agent header.
 	// Default "" (use the header).
@@ -405,10 +449,32 @@ type Client struct {
 	// MaxPrice is the most this client pays per request under pay per
 	// crawl, as "USD 0.05" (a currency code and an amount with at most six
 	// decimals): an origin's 402 with a crawler-price within it is retried
-	// once, signed, offering crawler-max-price; a higher price, or another
-	// currency, is relayed. Needs signing (bot_auth or signature_agent).
-	// Default "" (402s are relayed).
+	// once, signed, with crawler-exact-price set to that price; a higher
+	// price, or another currency, is relayed. Needs signing (bot_auth or
+	// signature_agent). Default "" (402s are relayed).
 	MaxPrice string `yaml:"max_price"`
+	// RSLUser is what this client is for the user terms of RSL licences
+	// (<permits type="user">, <prohibits type="user">): commercial,
+	// non-commercial, education, government or personal. Default ""
+	// (undeclared: a licence that permits only some user types, or
+	// prohibits any, refuses this client's purposes).
+	RSLUser string `yaml:"rsl_user"`
+	// Country is where this client operates, an ISO 3166-1 alpha-2 code
+	// (FR, US), for the geo terms of RSL licences (EU in a licence stands
+	// for its member states). Default "" (undeclared: a licence with geo
+	// terms refuses this client's purposes).
+	Country string `yaml:"country"`
+	// AcceptPayment are the RSL payment types (<payment type>) this client
+	// has settled or pays: purchase, subscription, training, crawl, use,
+	// contribution, attribution, or all (any payment, also one of no or
+	// another type). Default none: a licence that asks for payment refuses
+	// with 403 license-required, naming the term.
+	AcceptPayment []string `yaml:"accept_payment"`
+	// AcceptReporting are the reporting profiles (the profile URIs of RSL
+	// <reporting> terms) this client complies with, or all. Default none:
+	// a licence with a reporting obligation refuses with 403
+	// license-required.
+	AcceptReporting []string `yaml:"accept_reporting"`
 }
 
 // Site is one sites entry: a per-host override (docs/configuration.md). The first entry
@@ -437,12 +503,15 @@ type Site struct {
 // a refusing header means the response is withheld and the client gets
 // 403 usage-denied.
 type Usage struct {
-	// ScanHTML also reads the <meta> tags of text/html responses
-	// (tdm-reservation, robots noai/noml/noimageai) for clients whose purposes
-	// they concern, and their <link rel="license"> tags (RSL licences) for
-	// every client with purposes: the proxy holds back up to the first 64 KiB of the
-	// page (until </head> or <body>) while it reads them, which delays
-	// the first byte. Default false.
+	// ScanHTML also reads the <meta> tags of HTML responses (text/html,
+	// application/xhtml+xml, or no Content-Type: tdm-reservation, robots
+	// noai/noml/noimageai) for clients whose purposes they concern, and
+	// their <link rel="license"> tags (RSL licences) for every client with
+	// purposes: the proxy holds back up to the first 64 KiB of the page
+	// (until </head> or <body>) while it reads them, which delays the first
+	// byte. Such a client's requests ask only for the codings the scan
+	// decodes, and a page whose head cannot be read follows OnUnknown.
+	// Default false.
 	ScanHTML bool `yaml:"scan_html"`
 	// OnUnknown decides what happens to the requests of a client with a
 	// text-and-data-mining purpose (train-ai, train-genai, ai-train, tdm)
@@ -454,7 +523,8 @@ type Usage struct {
 	// clients. The same setting applies to an RSL licence a site names
 	// (robots.txt License, a Link header, an HTML <link rel="license">)
 	// that cannot be read (any answer but a 2xx with a valid RSL
-	// document), for a client with any purpose. Default "refuse".
+	// document), for a client with any purpose, and to an HTML page whose
+	// head cannot be read with ScanHTML. Default "refuse".
 	OnUnknown UsageOnUnknown `yaml:"on_unknown"`
 	// OnLicenseServer decides what happens to the request of a client
 	// with a purpose that an RSL licence grants only through a licence
@@ -466,6 +536,13 @@ type Usage struct {
 	// always forwarded. An RSL document that cannot be read follows
 	// on_unknown. Default "refuse".
 	OnLicenseServer UsageOnUnknown `yaml:"on_license_server"`
+	// RSLUnstatedUsage decides what an RSL licence grants that states no
+	// usage (no <permits type="usage"> nor <prohibits type="usage">: an
+	// empty <license/>, or one with only payment, legal, user or geo
+	// terms): "refuse" (it grants nothing: a use not permitted is not
+	// licensed) or "grant" (every usage it does not prohibit, on its other
+	// terms). Default "refuse".
+	RSLUnstatedUsage RSLUnstated `yaml:"rsl_unstated_usage"`
 	// CacheBytes bounds the memory the tdmrep.json cache keeps, as the
 	// parsed files measure it (its entries are bounded by
 	// robots.cache_entries). Must be >= 1MiB. Default 64MiB.
@@ -511,8 +588,10 @@ type Trap struct {
 // made (the decision uses the client's own User-Agent), for crawlers that
 // must say who runs them.
 type Identify struct {
-	// From is the value of a From header added to forwarded requests: a
-	// mail address, e.g. "crawler-admin@example.org". Default "" (none).
+	// From is the value of a From header added to forwarded requests and
+	// to robotsgate's own fetches: a mail address, e.g.
+	// "crawler-admin@example.org". Default "" (none; own fetches then carry
+	// bot_auth.contact's mailto: address, if any).
 	From string `yaml:"from"`
 	// UserAgentSuffix is appended, after a space, to the User-Agent of
 	// forwarded requests, e.g. "(+https://example.org/bot)". Default "".
@@ -521,25 +600,42 @@ type Identify struct {
 
 // BotAuth signs the requests robotsgate sends upstream for Web Bot Auth
 // (RFC 9421 HTTP Message Signatures as draft-ietf-webbotauth-httpsig-
-// protocol-01 profiles them; docs/webbotauth.md): every request of every
+// protocol-00 profiles them; docs/webbotauth.md): every request of every
 // client (unless the client signed it itself, or has its own key:
 // clients[].signature_agent), and the robots.txt and tdmrep.json fetches.
 // A reload applies all of it (a key file that is missing is then
 // created, one that cannot be read rejects the reload).
 type BotAuth struct {
-	// SignatureAgent is the HTTPS URL of the key directory that publishes
-	// the gateway key's public half (robotsgate bot-auth prints it; the
-	// admin listener serves it at
-	// /.well-known/http-message-signatures-directory), named in every
-	// signed request's Signature-Agent. Default "" (no gateway signing).
+	// SignatureAgent is where the gateway key's public half is published,
+	// as operators publish it: an https origin ("https://crawler.example",
+	// whose key directory is at /.well-known/http-message-signatures-
+	// directory; robotsgate bot-auth writes it, the admin listener serves
+	// it), that well-known URL, or the https URL of a key set served
+	// elsewhere. Default "" (no gateway signing).
 	SignatureAgent string `yaml:"signature_agent"`
+	// SignatureAgentForm is how Signature-Agent names it: "typed" (the
+	// origin, or the URL with ;type=jwks_uri: draft-ietf-webbotauth-
+	// httpsig-protocol-00), "url" (the key set's URL: the working group's
+	// editor's copy of 9 October 2026) or "string" (the pre-working-group
+	// bare String that Cloudflare's documentation and web-bot-auth 0.1.3
+	// verify). Default "typed".
+	SignatureAgentForm string `yaml:"signature_agent_form"`
 	// Key is the file of the gateway's Ed25519 signing key (PKCS #8 PEM).
 	// Created on first start when signature_agent is set. Default
 	// state_dir/bot-auth-key.pem.
 	Key string `yaml:"key"`
+	// ProductToken is the robots.txt product token the signature agent
+	// card states (rfc9309-product-token), e.g. "ResearchBot". Default ""
+	// (none: robotsgate judges each client by its own User-Agent).
+	ProductToken string `yaml:"product_token"`
+	// Purpose is what the card says the fetched data is used for (purpose,
+	// an aipref vocabulary label such as "search" or "train-ai"). Default
+	// "" (none stated).
+	Purpose string `yaml:"purpose"`
 	// Contact is a URI to reach the operator, e.g.
 	// "mailto:crawler-admin@example.org", stated in the signature agent
-	// card. Default "" (none).
+	// card; a mailto: address is also the From of robotsgate's own fetches
+	// when identify.from is not set. Default "" (none).
 	Contact string `yaml:"contact"`
 }
 
@@ -641,7 +737,34 @@ type Log struct {
 	// whichever comes first. Defaults 1m and 10000.
 	CheckpointEvery   Duration `yaml:"checkpoint_every"`
 	CheckpointRecords int      `yaml:"checkpoint_records"`
+	// Witness sends the head of every checkpoint to a witness that the
+	// operator of robotsgate does not control alone, so that whoever holds
+	// the evidence key cannot rewrite the log's history unnoticed
+	// (docs/operations.md). Restart-only.
+	Witness Witness `yaml:"witness"`
 }
+
+// Witness is log.witness: where checkpoints are witnessed.
+type Witness struct {
+	// URL is the witness's https:// base URL (`robotsgate witness`
+	// serves one). "" sends checkpoints nowhere. Default "".
+	URL string `yaml:"url"`
+	// Key is the witness's public key (base64 Ed25519, as it prints it):
+	// receipts it does not verify are not kept. Required with URL.
+	Key string `yaml:"key"`
+	// CA is a PEM file of roots for the witness's certificate, beside the
+	// system's. Default "".
+	CA string `yaml:"ca"`
+}
+
+// KeyPermissions is what happens to a private key that others may read.
+type KeyPermissions string
+
+// The key_permissions values.
+const (
+	KeyPermissionsWarn   KeyPermissions = "warn"
+	KeyPermissionsRefuse KeyPermissions = "refuse"
+)
 
 // AuditOnError is what happens to requests while the audit log cannot be
 // written.
@@ -730,6 +853,15 @@ type UsageOnUnknown string
 const (
 	UsageUnknownRefuse UsageOnUnknown = "refuse"
 	UsageUnknownAllow  UsageOnUnknown = "allow"
+)
+
+// RSLUnstated is usage.rsl_unstated_usage.
+type RSLUnstated string
+
+// The usage.rsl_unstated_usage values.
+const (
+	RSLUnstatedRefuse RSLUnstated = "refuse"
+	RSLUnstatedGrant  RSLUnstated = "grant"
 )
 
 // OverMaxDelay says what happens when robots.txt asks for more than

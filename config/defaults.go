@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/robotsgate/robotsgate/botauth"
 	"path/filepath"
 	"strings"
 	"time"
@@ -8,16 +9,26 @@ import (
 
 // This file holds every default value; nowhere else sets one.
 
+// ProjectURL is where robotsgate is described: the URL of its own fetches'
+// default User-Agent.
+const ProjectURL = "https://github.com/robotsgate/robotsgate"
+
+// DefaultFetchUserAgent is robots.fetch_user_agent's default: the product
+// token and the project's URL, as the crawler best-practices draft's
+// example has it.
+const DefaultFetchUserAgent = "robotsgate/1.0 (+" + ProjectURL + ")"
+
 // Default returns the built-in configuration: what robotsgate runs with when
 // there is no config file, and what a file's keys are laid over. It is valid.
 // Empty lists are nil.
 func Default() Config {
 	c := Config{
-		StateDir:    DefaultStateDir,
-		Listen:      "127.0.0.1:8080",
-		AdminListen: "127.0.0.1:9090",
+		StateDir:       DefaultStateDir,
+		Listen:         "127.0.0.1:8080",
+		AdminListen:    "127.0.0.1:9090",
+		KeyPermissions: KeyPermissionsWarn,
 		Robots: Robots{
-			FetchUserAgent:       "robotsgate/1.0",
+			FetchUserAgent:       DefaultFetchUserAgent,
 			FetchTimeout:         Duration(10 * time.Second),
 			CacheEntries:         100000,
 			CacheBytes:           256 << 20,
@@ -45,9 +56,12 @@ func Default() Config {
 			Backoff: Backoff{
 				Enabled:  true,
 				Statuses: []int{429, 503},
+				Failures: Failures{Statuses: []int{500, 502, 504}, Timeouts: true, InARow: 3},
 				Initial:  Duration(5 * time.Second),
 				Factor:   2,
 				Max:      Duration(time.Hour),
+				// An origin's own Retry-After is obeyed in full up to a day.
+				RetryAfterMax: Duration(24 * time.Hour),
 			},
 			Adaptive: Adaptive{Max: Duration(30 * time.Second)},
 		},
@@ -55,12 +69,15 @@ func Default() Config {
 			Realm:        "robotsgate",
 			FailureLimit: 10,
 		},
+		BotAuth:        BotAuth{SignatureAgentForm: string(botauth.FormTyped)},
 		ClientsDefault: ClientsAllow,
 		Usage: Usage{
 			ScanHTML:        false, // it delays the first byte of HTML pages
 			OnUnknown:       UsageUnknownRefuse,
 			OnLicenseServer: UsageUnknownRefuse,
-			CacheBytes:      64 << 20,
+			// A use an RSL licence does not permit is not licensed.
+			RSLUnstatedUsage: RSLUnstatedRefuse,
+			CacheBytes:       64 << 20,
 		},
 		Trap: Trap{
 			Enabled:             false,

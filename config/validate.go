@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"fmt"
 	"github.com/robotsgate/robotsgate/botauth"
 	"github.com/robotsgate/robotsgate/paycrawl"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/rsl"
 )
 
 // Validate checks every value and every combination of values, and reports
@@ -79,6 +81,13 @@ func (v *validator) validate(c *Config) {
 		}
 	}
 	v.globs("admin_hosts", c.AdminHosts)
+	if c.PACProxy != "" {
+		if msg := checkHostPort(c.PACProxy, 1); msg != "" {
+			v.add("pac_proxy", "%s", msg)
+		} else if host, _, _ := net.SplitHostPort(c.PACProxy); host == "" {
+			v.add("pac_proxy", "%q names no host: clients need the proxy's name or address", c.PACProxy)
+		}
+	}
 	if c.AdminAuth && c.Auth.Htpasswd == "" {
 		v.add("admin_auth", "needs auth.htpasswd: the admin listener's users are its users")
 	}
@@ -102,6 +111,7 @@ func (v *validator) validate(c *Config) {
 	}
 	v.enum("usage.on_unknown", string(c.Usage.OnUnknown), UsageUnknownRefuse, UsageUnknownAllow)
 	v.enum("usage.on_license_server", string(c.Usage.OnLicenseServer), UsageUnknownRefuse, UsageUnknownAllow)
+	v.enum("usage.rsl_unstated_usage", string(c.Usage.RSLUnstatedUsage), RSLUnstatedRefuse, RSLUnstatedGrant)
 	if c.Usage.CacheBytes < 1<<20 {
 		v.add("usage.cache_bytes", "must be at least 1MiB, got %s", c.Usage.CacheBytes)
 	}
@@ -138,11 +148,38 @@ func (v *validator) validate(c *Config) {
 	if c.Log.Audit != "" && c.Log.Audit != "-" && c.Log.EvidenceKey == "" {
 		v.add("log.evidence_key", "required with an audit log file: it signs the log's checkpoints")
 	}
+	v.witness(&c.Log)
+	v.enum("key_permissions", string(c.KeyPermissions), KeyPermissionsWarn, KeyPermissionsRefuse)
 	if c.Auth.FailureLimit < 0 {
 		v.add("auth.failure_limit", "must be >= 0 (0: no limit), got %d", c.Auth.FailureLimit)
 	}
 	v.enum("log.level", string(c.Log.Level), LevelDebug, LevelInfo, LevelWarn, LevelError)
 	v.enum("log.audit_on_error", string(c.Log.AuditOnError), AuditContinue, AuditRefuse)
+}
+
+// witness checks log.witness: an https URL to a host, the witness's key,
+// and an audit log with an evidence key whose checkpoints it witnesses.
+func (v *validator) witness(l *Log) {
+	w := &l.Witness
+	if w.URL == "" {
+		if w.Key != "" || w.CA != "" {
+			v.add("log.witness.url", "required with log.witness.key and log.witness.ca")
+		}
+		return
+	}
+	u, err := url.Parse(w.URL)
+	switch {
+	case err != nil || u.Scheme != "https" || u.Host == "" || u.Hostname() == "":
+		v.add("log.witness.url", "want an https:// URL of the witness, got %q", w.URL)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		v.add("log.witness.url", "want a base URL without credentials, query or fragment, got %q", w.URL)
+	}
+	if raw, err := base64.StdEncoding.DecodeString(w.Key); w.Key == "" || err != nil || len(raw) != 32 {
+		v.add("log.witness.key", "want the witness's public key, base64 of 32 bytes as `robotsgate witness` prints it, got %q", w.Key)
+	}
+	if l.Audit == "" || l.EvidenceKey == "" {
+		v.add("log.witness.url", "needs an audit log (log.audit) and its evidence key (log.evidence_key): it witnesses their checkpoints")
+	}
 }
 
 // listeners checks the SOCKS5 and transparent listeners' addresses: each
@@ -328,6 +365,21 @@ func (v *validator) backoff(b *Backoff) {
 	if b.Max < b.Initial {
 		v.add("pacing.backoff.max", "%s is shorter than pacing.backoff.initial (%s)", b.Max, b.Initial)
 	}
+	if b.RetryAfterMax < b.Max {
+		v.add("pacing.backoff.retry_after_max", "%s is shorter than pacing.backoff.max (%s): an origin's own Retry-After would be cut below a computed pause", b.RetryAfterMax, b.Max)
+	}
+	for i, s := range b.Failures.Statuses {
+		key := fmt.Sprintf("pacing.backoff.failures.statuses[%d]", i)
+		switch {
+		case s < 500 || s > 599:
+			v.add(key, "%d is not a 5xx status", s)
+		case slices.Contains(b.Statuses, s):
+			v.add(key, "%d is also in pacing.backoff.statuses, which pause at the first answer", s)
+		}
+	}
+	if b.Failures.InARow < 0 {
+		v.add("pacing.backoff.failures.in_a_row", "must be >= 0 (0 counts none), got %d", b.Failures.InARow)
+	}
 }
 
 func (v *validator) upstream(u *Upstream) {
@@ -410,6 +462,9 @@ func (v *validator) client(key string, c *Client, htpasswd bool) {
 		v.add(key+".password_bcrypt", "required for user %q (or set auth.htpasswd)", c.User)
 	}
 	v.enum(key+".mode", string(c.Mode), ModeEnforce, ModeMonitor, ModeBypass)
+	if c.MonitorHeader && c.Mode != ModeMonitor {
+		v.add(key+".monitor_header", "only with mode: monitor (this entry is %s)", c.Mode)
+	}
 	if c.Agent != "" && !isProductToken(c.Agent) {
 		v.add(key+".agent", "invalid agent %q (want a product token of letters, '-' and '_', e.g. ResearchBot)", c.Agent)
 	}
@@ -418,14 +473,49 @@ func (v *validator) client(key string, c *Client, htpasswd bool) {
 			v.add(fmt.Sprintf("%s.purposes[%d]", key, i), "invalid purpose %q (want a lower-case token such as train-ai or search)", p)
 		}
 	}
+	v.clientLicence(key, c)
+}
+
+// clientLicence checks what a clients entry declares for RSL terms.
+func (v *validator) clientLicence(key string, c *Client) {
+	if c.RSLUser != "" && !slices.Contains(rsl.UserTypes, c.RSLUser) {
+		v.add(key+".rsl_user", "invalid user type %q (want one of %s)", c.RSLUser, strings.Join(rsl.UserTypes, ", "))
+	}
+	if c.Country != "" && !isCountry(c.Country) {
+		v.add(key+".country", "invalid country %q (want an ISO 3166-1 alpha-2 code in upper case, e.g. FR)", c.Country)
+	}
+	for i, p := range c.AcceptPayment {
+		if p != rsl.PaymentAll && (p == "free" || !slices.Contains(rsl.PaymentTypes, p)) {
+			v.add(fmt.Sprintf("%s.accept_payment[%d]", key, i), "invalid payment type %q (want one of %s, or all)",
+				p, strings.Join(rsl.PaymentTypes[:len(rsl.PaymentTypes)-1], ", "))
+		}
+	}
+	for i, p := range c.AcceptReporting {
+		if u, err := url.Parse(p); p != rsl.ReportingAll && (err != nil || !u.IsAbs()) {
+			v.add(fmt.Sprintf("%s.accept_reporting[%d]", key, i), "invalid reporting profile %q (want an absolute URI, or all)", p)
+		}
+	}
+}
+
+// isCountry reports whether s is an ISO 3166-1 alpha-2 code: two
+// upper-case letters.
+func isCountry(s string) bool {
+	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
 }
 
 // botAuth checks the gateway's Web Bot Auth signing.
 func (v *validator) botAuth(b *BotAuth) {
+	v.enum("bot_auth.signature_agent_form", b.SignatureAgentForm, botauth.FormTyped, botauth.FormURL, botauth.FormString)
+	if t := b.ProductToken; t != "" && !isProductToken(t) {
+		v.add("bot_auth.product_token", "invalid product token %q (RFC 9309 Section 2.2.1: letters, '_' and '-' only)", t)
+	}
+	if p := b.Purpose; p != "" && !isPurpose(p) {
+		v.add("bot_auth.purpose", "invalid purpose %q (want a lower-case token such as search or train-ai)", p)
+	}
 	if b.SignatureAgent == "" {
 		return
 	}
-	if err := botauth.CheckAgentURL(b.SignatureAgent); err != nil {
+	if _, err := botauth.ParseAgent(b.SignatureAgent, botauth.FormTyped); err != nil {
 		v.add("bot_auth.signature_agent", "%v", strings.TrimPrefix(err.Error(), "botauth: "))
 	}
 	if b.Key == "" {
@@ -441,7 +531,7 @@ func (v *validator) botAuth(b *BotAuth) {
 func (v *validator) clientBotAuth(key string, c *Client, gateway bool) {
 	switch {
 	case c.SignatureAgent != "":
-		if err := botauth.CheckAgentURL(c.SignatureAgent); err != nil {
+		if _, err := botauth.ParseAgent(c.SignatureAgent, botauth.FormTyped); err != nil {
 			v.add(key+".signature_agent", "%v", strings.TrimPrefix(err.Error(), "botauth: "))
 		}
 		if c.SignKey == "" {

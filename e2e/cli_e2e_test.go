@@ -250,7 +250,9 @@ func TestCLICheckExitStatus(t *testing.T) {
 		{"allowed and unreachable: the highest status", []string{"-config", cfgPath, o.URL + "/public", down + "/x", o.URL + "/private/y"}, 2,
 			[]string{"ALLOW     " + o.URL + "/public", "DISALLOW  " + o.URL + "/private/y"}},
 		{"unknown flag", []string{"-config", cfgPath, o.URL + "/public", "-nope"}, 3, []string{"flag provided but not defined: -nope", "usage: robotsgate check"}},
-		{"no URL", []string{"-config", cfgPath}, 3, []string{"no URL to check"}},
+		{"no URL", []string{"-agent", "FooBot"}, 3, []string{"no URL to check"}},
+		// With -config and no URL, check tests the configuration (TestCLIConfigTest).
+		{"no URL, a configuration", []string{"-config", cfgPath}, 0, []string{"configuration " + cfgPath + ": valid"}},
 		{"not an http(s) URL", []string{"-config", cfgPath, "ftp://127.0.0.1/x"}, 3, []string{`invalid URL "ftp://127.0.0.1/x"`}},
 		{"unparsable URL", []string{"-config", cfgPath, "http://[::1/x"}, 3, []string{`invalid URL "http://[::1/x"`}},
 		{"invalid configuration", []string{"-config", badPath, o.URL + "/public"}, 3, []string{"bad.yaml:2: robots.strict_paths"}},

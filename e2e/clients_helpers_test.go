@@ -303,13 +303,6 @@ func (o *clientOrigin) timedOut(id string) bool {
 	return g.timedOut
 }
 
-// sawPrefix reports whether a request-target starting with prefix arrived.
-func (o *clientOrigin) sawPrefix(prefix string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.ContainsFunc(o.targets, func(s string) bool { return strings.HasPrefix(s, prefix) })
-}
-
 // saw reports whether target arrived.
 func (o *clientOrigin) saw(target string) bool {
 	o.mu.Lock()

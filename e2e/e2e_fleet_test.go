@@ -163,6 +163,8 @@ func (o *pacedOrigin) arrivals() []time.Time {
 }
 
 // fleetConfig is a configuration sharing pacing through the Redis at addr.
+// Its paths are absolute but for the state directory's: each instance
+// runs in a directory of its own, as docs/fleet.md says.
 func fleetConfig(t *testing.T, dir, redisAddr, onStoreError string) string {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("fleet-%s.yaml", onStoreError))
@@ -201,7 +203,7 @@ func TestE2EFleetSharesCrawlDelayThroughRedis(t *testing.T) {
 	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
 	var clients []*http.Client
 	for range 3 {
-		clients = append(clients, proxyClient(t, startServe(t, dir, "-config", cfg).addr, ""))
+		clients = append(clients, proxyClient(t, startServe(t, t.TempDir(), "-config", cfg).addr, "")) // a state directory each
 	}
 	warmUp(t, o, clients...)
 	var wg sync.WaitGroup
@@ -245,7 +247,7 @@ func TestE2ERedisOutage(t *testing.T) {
 			free := startPacedOrigin(t, "User-agent: *\nAllow: /\n")
 			dir := t.TempDir()
 			cfg := fleetConfig(t, dir, redis.Addr, policy)
-			p, q := startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0"), startServe(t, dir, "-config", cfg)
+			p, q := startServe(t, t.TempDir(), "-config", cfg, "-admin-listen", "127.0.0.1:0"), startServe(t, t.TempDir(), "-config", cfg)
 			c, cq := proxyClient(t, p.addr, ""), proxyClient(t, q.addr, "")
 			admin := adminOf(t, p)
 			warmUp(t, paced, c, cq)
@@ -422,7 +424,7 @@ func TestE2EFleetPausesAnOriginSeenAnsweringOneInstance(t *testing.T) {
 	})
 	dir := t.TempDir()
 	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
-	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0")
+	a, b := startServe(t, t.TempDir(), "-config", cfg), startServe(t, t.TempDir(), "-config", cfg, "-admin-listen", "127.0.0.1:0")
 	if r := get(t, proxyClient(t, a.addr, ""), o.URL+"/through-a"); r.status != 429 {
 		t.Fatalf("through the first instance: %d, want the origin's 429", r.status)
 	}
@@ -465,7 +467,7 @@ func TestE2EFleetFetchesAColdRobotsTxtOnce(t *testing.T) {
 	t.Cleanup(o.Close)
 	dir := t.TempDir()
 	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
-	pa, pb := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+	pa, pb := startServe(t, t.TempDir(), "-config", cfg), startServe(t, t.TempDir(), "-config", cfg)
 	ca, cb := proxyClient(t, pa.addr, ""), proxyClient(t, pb.addr, "")
 	rs, errs := concurrently(func() (response, error) { return getAs(ca, o.URL+"/a", "bot") },
 		func() (response, error) { return getAs(cb, o.URL+"/b", "bot") })
@@ -541,7 +543,7 @@ func TestE2EFleetKeepsMaxConcurrencyAcrossInstances(t *testing.T) {
 	dir := t.TempDir()
 	cfg := fleetConfig(t, dir, redis.Addr, "refuse")
 	writeFile(t, cfg, readText(t, cfg)+"  max_concurrency: 1\n")
-	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)
+	a, b := startServe(t, t.TempDir(), "-config", cfg), startServe(t, t.TempDir(), "-config", cfg)
 	var wg sync.WaitGroup
 	var served atomic.Int64
 	for _, p := range []*proc{a, b} {

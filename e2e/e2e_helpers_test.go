@@ -465,12 +465,23 @@ func (o *origin) saw(ua, target string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, r := range o.requests {
-		gotUA, gotTarget, _ := strings.Cut(r, " ")
+		gotUA, gotTarget := splitRequest(r)
 		if gotTarget == target && (ua == "" || gotUA == ua) {
 			return true
 		}
 	}
 	return false
+}
+
+// splitRequest splits a recorded "User-Agent request-target" at its last
+// space: a User-Agent may hold spaces (robotsgate's own default does), a
+// request-target cannot.
+func splitRequest(r string) (ua, target string) {
+	i := strings.LastIndexByte(r, ' ')
+	if i < 0 {
+		return "", r
+	}
+	return r[:i], r[i+1:]
 }
 
 // writeCertPEM writes the HTTPS origin's certificate as PEM (for

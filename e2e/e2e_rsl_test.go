@@ -83,7 +83,7 @@ func (s *rslServer) count(target string) int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, r := range s.requests {
-		if _, got, _ := strings.Cut(r, " "); got == target {
+		if _, got := splitRequest(r); got == target {
 			n++
 		}
 	}
@@ -465,7 +465,7 @@ func TestE2EFleetSharesAnRSLLicence(t *testing.T) {
 	}
 	io.WriteString(f, "clients:\n  - { cidr: 127.0.0.1/32, purposes: [search] }\n")
 	f.Close()
-	for i, p := range []*proc{startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg)} {
+	for i, p := range []*proc{startServe(t, t.TempDir(), "-config", cfg), startServe(t, t.TempDir(), "-config", cfg)} {
 		r := tdmGet(t, proxyClient(t, p.addr, ""), o.URL+"/page", false)
 		if r.status != 403 || r.header.Get("X-Robotsgate-Decision") != "usage-denied" || !strings.Contains(r.body, o.URL+"/licence.xml") {
 			t.Errorf("instance %d: %d %s %q, want 403 usage-denied naming the licence", i, r.status, r.header.Get("X-Robotsgate-Decision"), r.body)

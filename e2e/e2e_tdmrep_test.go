@@ -82,7 +82,7 @@ func (o *tdmE2EOrigin) count(ua, target string) int {
 	defer o.mu.Unlock()
 	n := 0
 	for _, r := range o.requests {
-		gotUA, gotTarget, _ := strings.Cut(r, " ")
+		gotUA, gotTarget := splitRequest(r)
 		if gotTarget == target && (ua == "" || gotUA == ua) {
 			n++
 		}
@@ -339,7 +339,8 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 	// The fetch contacted the origin: the audit log says so.
 	data, err := os.ReadFile(auditPath)
 	var rec audit.Record
-	if err != nil || json.Unmarshal(data, &rec) != nil || rec.URL != o.URL+"/page" || rec.UpstreamStatus != 200 || rec.Status != 0 ||
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n") // the checkpoint of the log as opened, the record
+	if err != nil || json.Unmarshal([]byte(lines[len(lines)-1]), &rec) != nil || rec.URL != o.URL+"/page" || rec.UpstreamStatus != 200 || rec.Status != 0 ||
 		!strings.Contains(rec.Note, "fetched to explain") || len(rec.Usage) != len(want) {
 		t.Errorf("audit log after /explain?fetch=1 (%v): %s", err, data)
 	}

@@ -4,7 +4,9 @@ package e2e
 
 // End-to-end test of pay per crawl through the real binary: a loopback
 // origin answers 402 with a crawler-price and serves the page to a retry
-// whose Web Bot Auth signature verifies and covers crawler-max-price.
+// that offers exactly that price in crawler-exact-price (and no
+// crawler-max-price: one price header per request) under a Web Bot Auth
+// signature that verifies and covers it.
 
 import (
 	"crypto/ed25519"
@@ -24,11 +26,14 @@ import (
 	"github.com/robotsgate/robotsgate/paycrawl"
 )
 
-// payOrigin charges USD 0.01 for /paid and USD 5.00 for /expensive. It
-// serves a page only to a request whose signature verifies (with pub, the
-// key robotsgate printed) and covers crawler-max-price, at or above the
-// price; everything else gets 402 with crawler-price. robots.txt asks a
-// Crawl-delay of 1s.
+// payOrigin charges USD 0.01 for /paid, /overcharge and /failed and USD
+// 5.00 for /expensive. It serves a page only to a request whose signature
+// verifies (with pub, the key robotsgate printed) and covers
+// crawler-exact-price, equal to the price, without crawler-max-price;
+// /overcharge then says it charged USD 0.05, /failed answers 403 with
+// crawler-error: PaymentFailed. /blocked is always 403 with crawler-error:
+// CrawlerForbidden. Everything else gets 402 with crawler-price.
+// robots.txt asks a Crawl-delay of 1s.
 type payOrigin struct {
 	*captureOrigin
 	pub      atomic.Pointer[ed25519.PublicKey]
@@ -39,7 +44,7 @@ type payOrigin struct {
 
 func startPayOrigin(t *testing.T) *payOrigin {
 	o := &payOrigin{arrivals: map[string][]time.Time{}}
-	prices := map[string]string{"/paid": "USD 0.01", "/expensive": "USD 5.00"}
+	prices := map[string]string{"/paid": "USD 0.01", "/overcharge": "USD 0.01", "/failed": "USD 0.01", "/expensive": "USD 5.00"}
 	o.captureOrigin = startCaptureOrigin(t, "127.0.0.4", false, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			io.WriteString(w, "User-agent: *\nCrawl-delay: 1\nAllow: /\n")
@@ -48,24 +53,41 @@ func startPayOrigin(t *testing.T) *payOrigin {
 		o.mu.Lock()
 		o.arrivals[r.URL.Path] = append(o.arrivals[r.URL.Path], time.Now())
 		o.mu.Unlock()
+		if r.URL.Path == "/blocked" { // Cloudflare's answer to a crawler the site blocks
+			w.Header().Set(paycrawl.HeaderError, "CrawlerForbidden")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "forbidden")
+			return
+		}
 		price := prices[r.URL.Path]
-		if offer := r.Header.Get(paycrawl.HeaderMaxPrice); offer != "" {
+		exact, maxOffer := r.Header.Get(paycrawl.HeaderExactPrice), r.Header.Get(paycrawl.HeaderMaxPrice)
+		if exact != "" || maxOffer != "" {
 			why := ""
-			max, err := paycrawl.Parse(offer)
-			p, _ := paycrawl.Parse(price)
 			pub := o.pub.Load()
 			switch {
-			case err != nil || !p.Within(max):
-				why = "offer " + offer + " below " + price
+			case maxOffer != "":
+				why = "crawler-max-price sent (ConflictingPriceHeaders, or not the quote)"
+			case exact != price:
+				why = "crawler-exact-price " + exact + " is not " + price
 			case pub == nil:
 				why = "no key to verify with"
 			default:
-				if err := botauth.Verify(r, *pub, time.Now(), "crawler-max-price"); err != nil {
+				if err := botauth.Verify(r, *pub, time.Now(), "crawler-exact-price"); err != nil {
 					why = err.Error()
 				}
 			}
+			if why == "" && r.URL.Path == "/failed" {
+				w.Header().Set(paycrawl.HeaderError, "PaymentFailed")
+				w.WriteHeader(http.StatusForbidden)
+				io.WriteString(w, "payment failed")
+				return
+			}
 			if why == "" {
-				w.Header().Set(paycrawl.HeaderCharged, price)
+				charged := price
+				if r.URL.Path == "/overcharge" {
+					charged = "USD 0.05"
+				}
+				w.Header().Set(paycrawl.HeaderCharged, charged)
 				io.WriteString(w, "paid content "+r.URL.Path)
 				return
 			}
@@ -88,18 +110,24 @@ func (o *payOrigin) times(path string) []time.Time {
 
 // payAudit is what the test reads of an audit line.
 type payAudit struct {
-	URL            string `json:"url"`
-	Status         int    `json:"status"`
-	UpstreamStatus int    `json:"upstream_status"`
-	CrawlerPrice   string `json:"crawler_price"`
-	CrawlerCharged string `json:"crawler_charged"`
+	URL                string `json:"url"`
+	Status             int    `json:"status"`
+	UpstreamStatus     int    `json:"upstream_status"`
+	CrawlerPrice       string `json:"crawler_price"`
+	CrawlerCharged     string `json:"crawler_charged"`
+	CrawlerOvercharged bool   `json:"crawler_overcharged"`
+	CrawlerError       string `json:"crawler_error"`
 }
 
 // TestPayPerCrawlPaysWithinMaxPrice: a client with max_price USD 0.05
-// gets /paid (USD 0.01) after one signed retry offering crawler-max-price,
-// held for the origin's Crawl-delay after the 402; the audit line records
-// the price and crawler-charged. /expensive (USD 5.00) is not retried:
-// the client gets the 402.
+// gets /paid (USD 0.01) after one signed retry with crawler-exact-price
+// USD 0.01, held for the origin's Crawl-delay after the 402; the audit
+// line records the price and crawler-charged. /overcharge, which charges
+// USD 0.05 for a quote of USD 0.01, is flagged (crawler_overcharged, the
+// robotsgate_crawler_overcharges_total metric); /failed records the
+// origin's crawler-error, as does /blocked, answered 403 with a
+// crawler-error at once. /expensive (USD 5.00) is not retried: the client
+// gets the 402.
 func TestPayPerCrawlPaysWithinMaxPrice(t *testing.T) {
 	dir := t.TempDir()
 	o := startPayOrigin(t)
@@ -111,7 +139,7 @@ func TestPayPerCrawlPaysWithinMaxPrice(t *testing.T) {
   - cidr: 127.0.0.0/8
     max_price: "USD 0.05"
 `))
-	p := startServe(t, dir, "-config", cfgPath)
+	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
 	stdout, stderr, code := runBin(t, dir, "bot-auth", "-config", cfgPath)
 	if code != 0 {
 		t.Fatalf("robotsgate bot-auth: exit %d: %s", code, stderr)
@@ -126,15 +154,20 @@ func TestPayPerCrawlPaysWithinMaxPrice(t *testing.T) {
 
 	c := proxyClient(t, p.addr, filepath.Join(dir, "certs", "ca.pem"))
 	for _, tc := range []struct {
-		path     string
-		status   int
-		body     string
-		arrivals int
-		price    string
-		charged  string
+		path         string
+		status       int
+		body         string
+		arrivals     int
+		price        string
+		charged      string
+		overcharged  bool
+		crawlerError string
 	}{
-		{"/paid", http.StatusOK, "paid content /paid", 2, "USD 0.01", "USD 0.01"},
-		{"/expensive", http.StatusPaymentRequired, "payment required", 1, "USD 5.00", ""},
+		{"/paid", http.StatusOK, "paid content /paid", 2, "USD 0.01", "USD 0.01", false, ""},
+		{"/overcharge", http.StatusOK, "paid content /overcharge", 2, "USD 0.01", "USD 0.05", true, ""},
+		{"/failed", http.StatusForbidden, "payment failed", 2, "USD 0.01", "", false, "PaymentFailed"},
+		{"/expensive", http.StatusPaymentRequired, "payment required", 1, "USD 5.00", "", false, ""},
+		{"/blocked", http.StatusForbidden, "forbidden", 1, "", "", false, "CrawlerForbidden"},
 	} {
 		t.Run(strings.TrimPrefix(tc.path, "/"), func(t *testing.T) {
 			r := get(t, c, o.URL+tc.path)
@@ -165,11 +198,16 @@ func TestPayPerCrawlPaysWithinMaxPrice(t *testing.T) {
 			if !ok {
 				t.Fatalf("no audit line for %s", tc.path)
 			}
-			if rec.Status != tc.status || rec.CrawlerPrice != tc.price || rec.CrawlerCharged != tc.charged {
-				t.Errorf("audit line of %s: status %d, crawler_price %q, crawler_charged %q; want %d, %q, %q",
-					tc.path, rec.Status, rec.CrawlerPrice, rec.CrawlerCharged, tc.status, tc.price, tc.charged)
+			if rec.Status != tc.status || rec.CrawlerPrice != tc.price || rec.CrawlerCharged != tc.charged ||
+				rec.CrawlerOvercharged != tc.overcharged || rec.CrawlerError != tc.crawlerError {
+				t.Errorf("audit line of %s: %+v; want status %d, crawler_price %q, crawler_charged %q, crawler_overcharged %v, crawler_error %q",
+					tc.path, rec, tc.status, tc.price, tc.charged, tc.overcharged, tc.crawlerError)
 			}
 		})
+	}
+	_, metrics := adminStatus(t, adminOf(t, p)+"/metrics")
+	if !strings.Contains(metrics, "robotsgate_crawler_overcharges_total 1\n") {
+		t.Errorf("/metrics does not count the one overcharge:\n%s", grepLines(metrics, "crawler"))
 	}
 }
 

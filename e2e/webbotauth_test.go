@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +29,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// wbaAgentURL is the Signature-Agent URL of the tests' configuration.
+// wbaAgentURL is the bot_auth.signature_agent of the tests' configuration:
+// the well-known URL of gate.example, which the default form (typed)
+// names by its origin.
 const wbaAgentURL = "https://gate.example/.well-known/http-message-signatures-directory"
 
 // captured is one request an origin received, as the verifier takes it.
@@ -96,25 +100,44 @@ func wbaDir() string {
 	return filepath.Join(cache, "robotsgate-e2e", "webbotauth")
 }
 
-// verdict is the verifier's answer for one request.
+// verdict is the verifier's answer for one request or response.
 type verdict struct {
 	OK     bool   `json:"ok"`
 	Error  string `json:"error"`
 	WBA013 string `json:"wba013"`
 }
 
-// verifyWithNode runs e2e/webbotauth/verify.cjs on reqs against the
-// directory. node and the packages are required: make deps installs them,
-// and their absence is a failure, not a skip.
-func verifyWithNode(t *testing.T, dir string, directory json.RawMessage, reqs []captured) []verdict {
-	t.Helper()
-	return verifyWithNodeAgent(t, dir, directory, wbaAgentURL, reqs)
+// wbaInput is what verify.cjs checks: requests, resolving their
+// Signature-Agent as Draft says ("typed", "url" or "string", the forms of
+// botauth), against the key set Directory published at DirectoryURL; and
+// directory responses (their Content-Digest and each key's signature).
+type wbaInput struct {
+	Directory    json.RawMessage `json:"directory"`
+	DirectoryURL string          `json:"directoryURL"`
+	Draft        string          `json:"draft"`
+	Requests     []captured      `json:"requests"`
+	Responses    []dirResponse   `json:"responses"`
 }
 
-// verifyWithNodeAgent is verifyWithNode for requests that must name agent
-// in Signature-Agent.
-func verifyWithNodeAgent(t *testing.T, dir string, directory json.RawMessage, agent string, reqs []captured) []verdict {
+// dirResponse is a key directory as served: the URL it was fetched from
+// (whose authority its signatures cover), its header fields and its body.
+type dirResponse struct {
+	URL     string      `json:"url"`
+	Headers [][2]string `json:"headers"`
+	Body    string      `json:"body"`
+}
+
+// verifyWithNode runs e2e/webbotauth/verify.cjs on in: a verdict per
+// request, then one per response. node and the packages are required:
+// make deps installs them, and their absence is a failure, not a skip.
+func verifyWithNode(t *testing.T, dir string, in wbaInput) []verdict {
 	t.Helper()
+	if in.Draft == "" {
+		in.Draft = "typed"
+	}
+	if in.DirectoryURL == "" {
+		in.DirectoryURL = wbaAgentURL
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is not installed: the independent Web Bot Auth verification needs it (make deps installs it)")
@@ -125,9 +148,9 @@ func verifyWithNodeAgent(t *testing.T, dir string, directory json.RawMessage, ag
 			t.Fatalf("npm package %s is not installed in %s (make deps installs it)", p, modules)
 		}
 	}
-	in, _ := json.Marshal(map[string]any{"directory": directory, "agent": agent, "requests": reqs})
+	data, _ := json.Marshal(in)
 	inPath := filepath.Join(dir, "verify-input.json")
-	writeFile(t, inPath, string(in))
+	writeFile(t, inPath, string(data))
 	script, _ := filepath.Abs(filepath.Join("webbotauth", "verify.cjs"))
 	stdout, stderr, code := runProgram(t, dir, cleanEnv("NODE_PATH="+modules), node, script, inPath)
 	if code != 0 {
@@ -135,16 +158,84 @@ func verifyWithNodeAgent(t *testing.T, dir string, directory json.RawMessage, ag
 	}
 	var out []verdict
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		if line == "" {
+			continue
+		}
 		var v verdict
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatalf("verify.cjs printed %q: %v", line, err)
 		}
 		out = append(out, v)
 	}
-	if len(out) != len(reqs) {
-		t.Fatalf("verify.cjs answered %d requests of %d: %s", len(out), len(reqs), stdout)
+	if len(out) != len(in.Requests)+len(in.Responses) {
+		t.Fatalf("verify.cjs answered %d of %d requests and responses: %s", len(out), len(in.Requests)+len(in.Responses), stdout)
 	}
 	return out
+}
+
+// adminDirectory fetches the key directory the admin listener at admin
+// serves, as verify.cjs takes it: fetched for wbaAgentURL.
+func adminDirectory(t *testing.T, admin string) dirResponse {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: requestTimeout}).Get(admin + "/.well-known/http-message-signatures-directory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/http-message-signatures-directory+json" {
+		t.Fatalf("the admin listener serves the directory as %d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	d := dirResponse{URL: wbaAgentURL, Body: string(body)}
+	for name, values := range resp.Header {
+		for _, v := range values {
+			d.Headers = append(d.Headers, [2]string{name, v})
+		}
+	}
+	return d
+}
+
+// readPublished reads the directory `robotsgate bot-auth -publish` wrote
+// into dir and the header fields it says to serve it with, as served at
+// url.
+func readPublished(t *testing.T, dir, url string) dirResponse {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(dir, "http-message-signatures-directory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers, err := os.ReadFile(filepath.Join(dir, "http-message-signatures-directory.headers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dirResponse{URL: url, Body: string(body)}
+	for _, line := range strings.Split(strings.TrimSpace(string(headers)), "\n") {
+		name, value, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("the headers file has the line %q", line)
+		}
+		d.Headers = append(d.Headers, [2]string{name, value})
+	}
+	return d
+}
+
+// signatureLifetime is expires - created of a directory response's
+// signature.
+func signatureLifetime(t *testing.T, d dirResponse) int64 {
+	t.Helper()
+	for _, h := range d.Headers {
+		if strings.EqualFold(h[0], "Signature-Input") {
+			m := regexp.MustCompile(`;created=(\d+);expires=(\d+);`).FindStringSubmatch(h[1])
+			if m == nil {
+				t.Fatalf("Signature-Input %s", h[1])
+			}
+			created, _ := strconv.ParseInt(m[1], 10, 64)
+			expires, _ := strconv.ParseInt(m[2], 10, 64)
+			return expires - created
+		}
+	}
+	t.Fatalf("no Signature-Input in %v", d.Headers)
+	return 0
 }
 
 // wbaConfig is the e2e configuration with gateway signing, an audit log,
@@ -221,18 +312,21 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	stdout, stderr, code := runBin(t, dir, "bot-auth", "-config", cfgPath)
+	published := filepath.Join(dir, "published")
+	stdout, stderr, code := runBin(t, dir, "bot-auth", "-config", cfgPath, "-publish", published)
 	if code != 0 {
-		t.Fatalf("robotsgate bot-auth: exit %d: %s", code, stderr)
+		t.Fatalf("robotsgate bot-auth -publish: exit %d: %s", code, stderr)
 	}
 	directory := json.RawMessage(strings.TrimSpace(stdout))
-	// The admin listener serves the same directory, for operators who
-	// publish it from there, and the card.
+	// The admin listener serves the same directory, signed, for operators
+	// who publish it from there, and the card.
 	admin := adminOf(t, p)
-	if code, body := adminStatus(t, admin+"/.well-known/http-message-signatures-directory"); code != http.StatusOK || strings.TrimSpace(body) != string(directory) {
-		t.Errorf("the admin listener serves the directory as %d %q, want 200 %q", code, body, directory)
+	served := adminDirectory(t, admin)
+	if served.Body != string(directory) {
+		t.Errorf("the admin listener serves the directory %q, bot-auth printed %q", served.Body, directory)
 	}
-	if code, body := adminStatus(t, admin+"/signature-agent-card"); code != http.StatusOK || !strings.Contains(body, `"jwks_uri": "`+wbaAgentURL+`"`) || !strings.Contains(body, `"Crawl-delay"`) {
+	if code, body := adminStatus(t, admin+"/signature-agent-card"); code != http.StatusOK || !strings.Contains(body, `"jwks_uri": "`+wbaAgentURL+`"`) ||
+		!strings.Contains(body, `"rfc9309-compliance": true`) {
 		t.Errorf("the admin listener serves the card as %d %q", code, body)
 	}
 
@@ -249,11 +343,37 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 		target.request(t, "/robots.txt"), // the redirect's hop, another authority
 		secure.request(t, "/robots.txt"),
 	}
-	for i, v := range verifyWithNode(t, dir, directory, signed) {
+	for _, c := range signed {
+		// The default form names the origin of the well-known URL.
+		if got := c.header.Get("Signature-Agent"); got != `sig1="https://gate.example"` {
+			t.Errorf("%s carries Signature-Agent %s, want the origin", c.URL, got)
+		}
+	}
+	// robotsgate's own fetches say who runs it: identify.from.
+	for _, c := range signed[3:] {
+		if got := c.header.Get("From"); got != "crawler-admin@example.org" {
+			t.Errorf("the fetch of %s carries From %q, want identify.from", c.URL, got)
+		}
+	}
+	responses := []dirResponse{served, readPublished(t, published, wbaAgentURL)}
+	// The admin listener signs for a day, -publish for -valid's default,
+	// a week.
+	for i, want := range []int64{24 * 3600, 7 * 24 * 3600} {
+		if got := signatureLifetime(t, responses[i]); got != want {
+			t.Errorf("directory signature %d is valid for %d s, want %d", i, got, want)
+		}
+	}
+	verdicts := verifyWithNode(t, dir, wbaInput{Directory: directory, Requests: signed, Responses: responses})
+	for i, v := range verdicts[:len(signed)] {
 		if !v.OK {
 			t.Errorf("the signature of %s %s does not verify: %s", signed[i].Method, signed[i].URL, v.Error)
 		}
 		t.Logf("%s: web-bot-auth 0.1.3's own verify(): %s", signed[i].URL, v.WBA013)
+	}
+	for i, v := range verdicts[len(signed):] {
+		if !v.OK {
+			t.Errorf("the signature of the directory %s (%d) does not verify: %s", []string{"the admin listener serves", "bot-auth -publish wrote"}[i], i, v.Error)
+		}
 	}
 
 	tampered := []captured{signed[1], signed[1]}
@@ -261,13 +381,19 @@ func TestWebBotAuthSignaturesVerifyIndependently(t *testing.T) {
 	tampered[1].Headers = nil
 	for _, h := range signed[1].Headers {
 		if h[0] == "Signature-Agent" {
-			h[1] = `sig1="https://impostor.example/.well-known/http-message-signatures-directory"`
+			h[1] = `sig1="https://impostor.example"`
 		}
 		tampered[1].Headers = append(tampered[1].Headers, h)
 	}
-	for i, v := range verifyWithNode(t, dir, directory, tampered) {
+	// The directory re-served under another authority, and with another
+	// body (a key added), must not verify either.
+	moved := served
+	moved.URL = "https://impostor.example/.well-known/http-message-signatures-directory"
+	swapped := served
+	swapped.Body = strings.Replace(served.Body, `"keys":[`, `"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"},`, 1)
+	for i, v := range verifyWithNode(t, dir, wbaInput{Directory: directory, Requests: tampered, Responses: []dirResponse{moved, swapped}}) {
 		if v.OK {
-			t.Errorf("tampered request %d verifies", i)
+			t.Errorf("tampered request or directory %d verifies", i)
 		}
 	}
 
@@ -345,7 +471,7 @@ func TestWebBotAuthClientKeySignsItsRequests(t *testing.T) {
 		{"the client's directory", clientDir, clientAgent, []bool{true, false}},
 		{"the gateway's directory", gatewayDir, wbaAgentURL, []bool{false, true}},
 	} {
-		for i, v := range verifyWithNodeAgent(t, dir, tc.directory, tc.agent, reqs) {
+		for i, v := range verifyWithNode(t, dir, wbaInput{Directory: tc.directory, DirectoryURL: tc.agent, Requests: reqs}) {
 			if v.OK != tc.want[i] {
 				t.Errorf("against %s, %s verifies: %v (%s), want %v", tc.name, reqs[i].URL, v.OK, v.Error, tc.want[i])
 			}
@@ -384,5 +510,69 @@ func TestWebBotAuthDirectoryBeforeFirstStart(t *testing.T) {
 	p := startServe(t, dir, "-config", cfgPath, "-admin-listen", "127.0.0.1:0")
 	if code, body := adminStatus(t, adminOf(t, p)+"/.well-known/http-message-signatures-directory"); code != http.StatusOK || strings.TrimSpace(body) != strings.TrimSpace(first) {
 		t.Errorf("serve's directory is %d %q, want the one bot-auth printed before it started: %q", code, body, first)
+	}
+}
+
+// TestWebBotAuthSignatureAgentForms signs a request (robotsgate check
+// -fetch) in each bot_auth.signature_agent_form and has each verifier
+// logic judge it: the verifier of draft-ietf-webbotauth-httpsig-protocol-00
+// (typed: an origin for the default type, or ;type=jwks_uri), that of the
+// working group's editor's copy of 9 October 2026 (url: the key set's URL,
+// no parameters), that of the pre-working-group bare String, and the npm
+// web-bot-auth 0.1.3 verify() that Cloudflare publishes. Each form is
+// accepted by its own text's logic and refused by the others, and
+// web-bot-auth 0.1.3 accepts the string form: the table of
+// docs/webbotauth.md ("Which form").
+func TestWebBotAuthSignatureAgentForms(t *testing.T) {
+	o := startCaptureOrigin(t, "127.0.0.6", false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		io.WriteString(w, "page")
+	})
+	unused := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(unused.Close)
+	drafts := []string{"typed", "url", "string"}
+	for _, tc := range []struct {
+		form, agent, directoryURL, field string
+		accepted                         string // the draft logic that accepts it
+		wba013                           bool
+	}{
+		{"typed", "https://gate.example", wbaAgentURL, `sig1="https://gate.example"`, "typed", false},
+		{"typed", "https://gate.example/keys/jwks.json", "https://gate.example/keys/jwks.json", `sig1="https://gate.example/keys/jwks.json";type=jwks_uri`, "typed", false},
+		{"url", "https://gate.example", wbaAgentURL, `sig1="` + wbaAgentURL + `"`, "url", false},
+		{"string", "https://gate.example", wbaAgentURL, `"` + wbaAgentURL + `"`, "string", true},
+	} {
+		t.Run(tc.form+" "+tc.agent, func(t *testing.T) {
+			dir := t.TempDir()
+			(&origin{Server: unused}).writeCertPEM(t, filepath.Join(dir, "upstream.pem"))
+			cfgPath := filepath.Join(dir, "robotsgate.yaml")
+			cfg := strings.Replace(wbaConfig(dir, "-", "  signature_agent_form: "+tc.form+"\n"),
+				"signature_agent: \""+wbaAgentURL+"\"", "signature_agent: \""+tc.agent+"\"", 1)
+			writeFile(t, cfgPath, cfg)
+			path := "/" + strings.NewReplacer("/", "-", ":", "").Replace(tc.form+tc.agent)
+			if _, stderr, code := runBin(t, dir, "check", "-config", cfgPath, "-fetch", o.URL+path); code != 0 {
+				t.Fatalf("robotsgate check -fetch: exit %d: %s", code, stderr)
+			}
+			stdout, stderr, code := runBin(t, dir, "bot-auth", "-config", cfgPath)
+			if code != 0 {
+				t.Fatalf("robotsgate bot-auth: exit %d: %s", code, stderr)
+			}
+			req := o.request(t, path)
+			if got := req.header.Get("Signature-Agent"); got != tc.field {
+				t.Fatalf("Signature-Agent %s, want %s", got, tc.field)
+			}
+			for _, draft := range drafts {
+				v := verifyWithNode(t, dir, wbaInput{Directory: json.RawMessage(strings.TrimSpace(stdout)), DirectoryURL: tc.directoryURL,
+					Draft: draft, Requests: []captured{req}})[0]
+				if v.OK != (draft == tc.accepted) {
+					t.Errorf("the %s verifier logic: ok %v (%s), want %v", draft, v.OK, v.Error, draft == tc.accepted)
+				}
+				if (v.WBA013 == "ok") != tc.wba013 {
+					t.Errorf("web-bot-auth 0.1.3's verify(): %q, want accepted %v", v.WBA013, tc.wba013)
+				}
+			}
+		})
 	}
 }

@@ -473,12 +473,3 @@ func (s *denySet) lookup(host string) (uint32, string, bool) {
 	}
 	return 0, "", false
 }
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}

@@ -61,12 +61,17 @@ type Link struct {
 type Head struct {
 	Metas []Meta
 	Links []Link
+	// Complete reports that the head was read to its end: </head>, <body>
+	// or the end of the document came within the limit. A head cut at the
+	// limit may have tags beyond it.
+	Complete bool
 }
 
 // ScanHead is Scan, also returning the <link> tags with a rel and an href
 // (at most MaxLinks), in document order.
 func ScanHead(r io.Reader, limit int64) (Head, error) {
-	z := html.NewTokenizer(io.LimitReader(r, max(limit, 0)))
+	lr := &io.LimitedReader{R: r, N: max(limit, 0)}
+	z := html.NewTokenizer(lr)
 	var h Head
 	for {
 		switch z.Next() {
@@ -74,11 +79,13 @@ func ScanHead(r io.Reader, limit int64) (Head, error) {
 			if err := z.Err(); !errors.Is(err, io.EOF) {
 				return h, err
 			}
+			h.Complete = lr.N > 0 // the document ended, not the limit
 			return h, nil
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
 			switch atom.Lookup(name) {
 			case atom.Body:
+				h.Complete = true
 				return h, nil
 			case atom.Meta:
 				if m, ok := readMeta(z, hasAttr); ok {
@@ -91,6 +98,7 @@ func ScanHead(r io.Reader, limit int64) (Head, error) {
 			}
 		case html.EndTagToken:
 			if name, _ := z.TagName(); atom.Lookup(name) == atom.Head {
+				h.Complete = true
 				return h, nil
 			}
 		}

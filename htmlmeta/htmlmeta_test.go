@@ -135,3 +135,24 @@ func TestScanHeadLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestScanHeadSaysWhetherTheHeadEnded: Complete is true when </head>,
+// <body> or the end of the document came within the limit, false when
+// the limit cut the head (tags may follow it).
+func TestScanHeadSaysWhetherTheHeadEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		complete  bool
+	}{
+		{"</head>", "<head><title>x</title></head>" + strings.Repeat("x", 100), true},
+		{"<body>", "<title>x</title><body>" + strings.Repeat("x", 100), true},
+		{"the end of the document", "<head><title>x</title>", true},
+		{"cut by the limit", "<head><script>" + strings.Repeat(" ", 100) + "</script></head>", false},
+		{"exactly the limit, no end seen", "<head>" + strings.Repeat(" ", 64-6), false},
+	} {
+		h, err := ScanHead(strings.NewReader(tc.doc), 64)
+		if err != nil || h.Complete != tc.complete {
+			t.Errorf("%s: Complete %v (%v), want %v", tc.name, h.Complete, err, tc.complete)
+		}
+	}
+}

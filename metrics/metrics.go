@@ -23,8 +23,12 @@ type Metrics struct {
 	requests map[string]map[string]prometheus.Counter // read-only after PrepareRequests
 
 	// Requests counts decisions by decision ("allow", "disallow"...) and
-	// method.
+	// method; a monitor-mode client's would-be refusal as "monitored".
 	Requests *prometheus.CounterVec
+	// MonitoredRequests counts the refusals only logged (clients in
+	// monitor mode, whose requests went on), by the decision enforcing
+	// would have made; Requests counts them under decision "monitored".
+	MonitoredRequests *prometheus.CounterVec
 	// RobotsFetches counts robots.txt fetches by outcome ("ok",
 	// "unavailable", "unreachable").
 	RobotsFetches *prometheus.CounterVec
@@ -75,6 +79,9 @@ type Metrics struct {
 	// currency units, by currency: only the currencies of clients'
 	// max_price, so its labels are bounded by the configuration.
 	CrawlerCharged *prometheus.CounterVec
+	// CrawlerOvercharges counts paid retries whose crawler-charged is
+	// above the crawler-price quoted, in another currency, or unreadable.
+	CrawlerOvercharges prometheus.Counter
 	// ReloadSuccessful is 1 when the last configuration reload applied
 	// (or none was tried), 0 when it was rejected; ReloadTimestamp is when
 	// the configuration last applied (start or reload), in Unix seconds.
@@ -92,6 +99,7 @@ func New() *Metrics {
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{registry: r}
 	m.Requests = counterVec(r, "robotsgate_requests_total", "Requests judged by the proxy, by decision and method.", "decision", "method")
+	m.MonitoredRequests = counterVec(r, "robotsgate_monitored_requests_total", "Requests of clients in monitor mode that would have been refused (forwarded), by the decision enforcing would have made.", "decision")
 	m.RobotsFetches = counterVec(r, "robotsgate_robots_fetches_total", "robots.txt fetches by outcome.", "outcome")
 	m.RobotsFetchSeconds = histogram(r, "robotsgate_robots_fetch_duration_seconds", "Duration of robots.txt fetches.",
 		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10})
@@ -109,6 +117,7 @@ func New() *Metrics {
 	m.SignedRequests = counterVec(r, "robotsgate_signed_requests_total", "Requests sent upstream with robotsgate's Web Bot Auth signature, by kind (proxied, fetch).", "kind")
 	m.PriceAnswers = counterVec(r, "robotsgate_crawler_price_answers_total", "Origins' 402 answers with a crawler-price (pay per crawl), by what robotsgate did.", "outcome")
 	m.CrawlerCharged = counterVec(r, "robotsgate_crawler_charged_total", "What origins charged under pay per crawl (crawler-charged), in currency units, by currency.", "currency")
+	m.CrawlerOvercharges = counter(r, "robotsgate_crawler_overcharges_total", "Paid retries whose crawler-charged is above the crawler-price quoted (or cannot be read).")
 	m.ReloadSuccessful = gauge(r, "robotsgate_config_last_reload_successful", "Whether the last configuration reload applied (1) or was rejected (0).")
 	m.ReloadTimestamp = gauge(r, "robotsgate_config_last_reload_success_timestamp_seconds", "When the configuration last applied, at start or by a reload.")
 	m.ReloadSuccessful.Set(1)

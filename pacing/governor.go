@@ -36,9 +36,16 @@ const sharedTimeout = time.Second
 type Shared interface {
 	// Pause records a pausing answer for origin atomically with what other
 	// instances recorded (the same arithmetic as step), tells the other
-	// instances, and returns the origin's pause.
-	Pause(ctx context.Context, origin string, a Answer, ra time.Duration, hasRA bool, params *BackoffParams, jitter float64) (Pause, error)
-	// Succeed ends origin's series of pausing answers.
+	// instances, and returns the origin's pause; failures is the count of
+	// failures in a row that paused it (0: not a failure).
+	Pause(ctx context.Context, origin string, a Answer, ra time.Duration, hasRA bool, params *BackoffParams, jitter float64, failures int) (Pause, error)
+	// Fail counts a failure of origin (BackoffParams.counts) with those
+	// the fleet counted, a new count when the last came params.Max or
+	// more ago, tells the other instances, and returns the failures in a
+	// row.
+	Fail(ctx context.Context, origin string, params *BackoffParams) (int, error)
+	// Succeed ends origin's series of pausing answers and its failures in
+	// a row.
 	Succeed(ctx context.Context, origin string) error
 	// Sample tells the other instances of a response time of origin.
 	Sample(ctx context.Context, origin string, d time.Duration) error
@@ -82,11 +89,16 @@ type Governor struct {
 	times *lru.Cache[string, *latencies]
 }
 
-// pauseEntry is an origin's pause, replaced whole under mu, and its
-// probe (probe.go).
+// pauseEntry is an origin's pause, replaced whole under mu, its probe
+// (probe.go) and its failures in a row.
 type pauseEntry struct {
 	mu sync.Mutex
 	p  Pause
+	// fails counts the failures in a row, the last at failAt; they pause
+	// the origin at BackoffParams.FailuresInARow. Not part of p: a count
+	// that pauses nothing neither unsettles the origin nor holds anything.
+	fails  int
+	failAt time.Time
 	// gen counts the changes of p; unsettled is set by each of them and
 	// cleared by a probe's answer of the same gen; probe is the request
 	// sent first after the pause, nil when none is in flight.
@@ -176,30 +188,38 @@ func (g *Governor) Observe(ctx context.Context, origin string, a Answer) (Pause,
 		g.sample(ctx, origin, a.Latency)
 	}
 	params := g.backoff.Load()
+	if a.At.IsZero() {
+		a.At = g.now()
+	}
+	failures := 0
 	switch {
 	case params.pauses(a):
-		if a.At.IsZero() {
-			a.At = g.now()
+	case params.counts(a):
+		if failures = g.fail(ctx, origin, a.At, params); failures < params.FailuresInARow {
+			return Pause{}, false
 		}
-		p := g.pause(ctx, origin, a, params)
-		if g.onPause != nil {
-			g.onPause(origin, p)
-		}
-		return p, true
 	case !a.ConnectionError && a.Status < 400:
 		g.succeed(ctx, origin)
+		return Pause{}, false
+	default:
+		return Pause{}, false
 	}
-	return Pause{}, false
+	p := g.pause(ctx, origin, a, params, failures)
+	if g.onPause != nil {
+		g.onPause(origin, p)
+	}
+	return p, true
 }
 
-// pause records a pausing answer, through the shared store when there is
-// one (falling back to this process when it fails).
-func (g *Governor) pause(ctx context.Context, origin string, a Answer, params *BackoffParams) Pause {
+// pause records a pausing answer (failures: the failures in a row that
+// made it one, 0 for a pausing status), through the shared store when
+// there is one (falling back to this process when it fails).
+func (g *Governor) pause(ctx context.Context, origin string, a Answer, params *BackoffParams, failures int) Pause {
 	ra, hasRA := retryAfter(a.RetryAfter, a.Date, a.At)
 	jitter := g.jitter() * MaxJitter
 	if g.shared != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-		p, err := g.shared.Pause(ctx, origin, a, ra, hasRA, params, jitter)
+		p, err := g.shared.Pause(ctx, origin, a, ra, hasRA, params, jitter, failures)
 		cancel()
 		if err == nil {
 			g.Apply(origin, p)
@@ -213,7 +233,7 @@ func (g *Governor) pause(ctx context.Context, origin string, a Answer, params *B
 		if until.Before(prev.Until) {
 			until = prev.Until
 		}
-		return Pause{Until: until, Status: a.Status, RetryAfter: clipHeader(a.RetryAfter), At: a.At, Streak: streak}
+		return Pause{Until: until, Status: a.Status, RetryAfter: clipHeader(a.RetryAfter), At: a.At, Streak: streak, Failures: failures}
 	})
 }
 
@@ -261,8 +281,8 @@ func (g *Governor) succeed(ctx context.Context, origin string) {
 	}
 	e := v.(*pauseEntry)
 	e.mu.Lock()
-	had := e.p.Streak > 0
-	e.p.Streak = 0
+	had := e.p.Streak > 0 || e.fails > 0
+	e.p.Streak, e.fails = 0, 0
 	e.mu.Unlock()
 	if had && g.shared != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
@@ -273,13 +293,13 @@ func (g *Governor) succeed(ctx context.Context, origin string) {
 	}
 }
 
-// Succeeded ends origin's series in this process (the shared store tells
-// it that another instance saw a success).
+// Succeeded ends origin's series and failures in a row in this process
+// (the shared store tells it that another instance saw a success).
 func (g *Governor) Succeeded(origin string) {
 	if v, ok := g.pauses.Load(origin); ok {
 		e := v.(*pauseEntry)
 		e.mu.Lock()
-		e.p.Streak = 0
+		e.p.Streak, e.fails = 0, 0
 		e.mu.Unlock()
 	}
 }
@@ -355,12 +375,20 @@ func (g *Governor) PausedNow(limit int) []PausedOrigin {
 	g.pauses.Range(func(k, v any) bool {
 		e := v.(*pauseEntry)
 		e.mu.Lock()
-		p, unsettled := e.p, e.unsettled
+		p, unsettled, failAt := e.p, e.unsettled, e.failAt
 		e.mu.Unlock()
+		// Quiet: Max since the last answer, the end of the pause (which a
+		// Retry-After may put beyond Max) and the last failure.
+		last := p.At
+		for _, t := range []time.Time{p.Until, failAt} {
+			if t.After(last) {
+				last = t
+			}
+		}
 		switch {
 		case p.Active(now):
 			out = append(out, PausedOrigin{Origin: k.(string), Pause: p})
-		case now.Sub(p.At) >= quiet:
+		case now.Sub(last) >= quiet:
 			g.Cleared(k.(string))
 		case unsettled:
 			out = append(out, PausedOrigin{Origin: k.(string), Pause: p, AwaitingProbe: true})

@@ -10,10 +10,12 @@ import (
 	"github.com/robotsgate/robotsgate/internal/testclock"
 )
 
-// testBackoff is pacing.backoff's defaults, written out: 429 and 503,
-// 5 s doubling up to an hour.
+// testBackoff is pacing.backoff's defaults, written out: 429 and 503 at
+// once, 500, 502, 504 and timeouts three in a row, 5 s doubling up to an
+// hour, a Retry-After obeyed up to a day.
 func testBackoff() BackoffParams {
-	return BackoffParams{Enabled: true, Statuses: []int{429, 503}, Initial: 5 * time.Second, Factor: 2, Max: time.Hour}
+	return BackoffParams{Enabled: true, Statuses: []int{429, 503}, FailureStatuses: []int{500, 502, 504}, FailureTimeouts: true,
+		FailuresInARow: 3, Initial: 5 * time.Second, Factor: 2, Max: time.Hour, RetryAfterMax: 24 * time.Hour}
 }
 
 var t0 = time.Date(2026, 3, 14, 10, 42, 7, 0, time.UTC)
@@ -62,9 +64,17 @@ func TestPausesFollowRetryAfterOrTheSeries(t *testing.T) {
 		{"HTTP-date without Date: our clock", testBackoff(), 0,
 			[]answer{{0, 503, "Sat, 14 Mar 2026 10:44:07 GMT", ""}},
 			[]time.Duration{2 * time.Minute}},
-		{"Retry-After capped at max", testBackoff(), 0,
-			[]answer{{0, 429, "86400", ""}},
-			[]time.Duration{time.Hour}},
+		// An origin's own Retry-After is not cut to max (1h), which bounds
+		// the computed pauses: it is obeyed up to retry_after_max (24h).
+		{"Retry-After beyond max obeyed in full", testBackoff(), 0,
+			[]answer{{0, 429, "7200", ""}},
+			[]time.Duration{2 * time.Hour}},
+		{"Retry-After of a day obeyed in full", testBackoff(), 0,
+			[]answer{{0, 503, "86400", ""}},
+			[]time.Duration{24 * time.Hour}},
+		{"Retry-After capped at retry_after_max", testBackoff(), 0,
+			[]answer{{0, 429, "172800", ""}},
+			[]time.Duration{24 * time.Hour}},
 		{"unreadable or zero Retry-After: the series", testBackoff(), 0,
 			[]answer{{0, 429, "soon", ""}, {time.Second, 429, "0", ""}},
 			[]time.Duration{5 * time.Second, 10 * time.Second}},

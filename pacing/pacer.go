@@ -258,7 +258,9 @@ func (p *Pacer) waitPause(ctx context.Context, origin string, permit *Permit, jo
 		var waited time.Duration
 		switch {
 		case h.paused:
-			wait := time.Until(h.pause.Until)
+			// On the governor's clock, which said the origin is paused: the
+			// refusal's Retry-After is the time left of the pause.
+			wait := h.pause.Until.Sub(p.governor.now())
 			if wait > p.maxWait-permit.Waited {
 				return fmt.Errorf("pacing: %s: %w", origin, &PausedError{Pause: h.pause, RetryAfter: wait})
 			}

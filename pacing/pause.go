@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,13 +13,15 @@ import (
 
 // An origin that answers that it is overloaded (429, 503, or another
 // configured status) is paused: no request of any pacing key of that
-// origin starts before the pause ends. The pause lasts the answer's
-// Retry-After, or else follows an exponential series (Initial, times
-// Factor for each further answer in a row, plus up to MaxJitter, at most
-// Max); a success, or Max without such an answer, starts the series
-// again. The Governor keeps the pauses (and, for adaptive pacing, the
-// origins' response times) in this process or, with a Shared store,
-// across a fleet.
+// origin starts before the pause ends. So is one that fails (500, 502,
+// 504, a timeout) FailuresInARow times in a row: one broken URL does not
+// pause a site. The pause lasts the answer's Retry-After, obeyed in full
+// up to RetryAfterMax, or else follows an exponential series (Initial,
+// times Factor for each further pausing answer in a row, plus up to
+// MaxJitter, at most Max); a success, or Max without such an answer,
+// starts the series (and the count of failures) again. The Governor keeps
+// the pauses (and, for adaptive pacing, the origins' response times) in
+// this process or, with a Shared store, across a fleet.
 
 // MaxJitter is the largest share added at random to a pause of the
 // series: the instances of a fleet, and the clients behind them, do not
@@ -34,12 +37,36 @@ type BackoffParams struct {
 	Statuses []int
 	// ConnectionErrors also pauses an origin that could not be reached.
 	ConnectionErrors bool
-	// Initial, Factor and Max are the series without Retry-After; Max
-	// also caps a Retry-After.
+	// FailureStatuses (5xx), and FailureTimeouts (an answer that did not
+	// come in time), pause an origin once FailuresInARow of them came in a
+	// row; 0 counts none.
+	FailureStatuses []int
+	FailureTimeouts bool
+	FailuresInARow  int
+	// Initial, Factor and Max are the series without Retry-After.
 	Initial time.Duration
 	Factor  float64
 	Max     time.Duration
+	// RetryAfterMax caps a pause an answer's Retry-After asks for (at
+	// least Max: a Retry-After is the origin's own word, not a computed
+	// guess).
+	RetryAfterMax time.Duration
 }
+
+// counts reports whether an answer counts towards a pause after
+// FailuresInARow in a row.
+func (p *BackoffParams) counts(a Answer) bool {
+	if !p.Enabled || p.FailuresInARow <= 0 {
+		return false
+	}
+	if a.ConnectionError {
+		return a.Timeout && p.FailureTimeouts
+	}
+	return slices.Contains(p.FailureStatuses, a.Status)
+}
+
+// retryAfterCap is the bound of a pause a Retry-After asks for.
+func (p *BackoffParams) retryAfterCap() time.Duration { return max(p.RetryAfterMax, p.Max) }
 
 // pauses reports whether an answer pauses the origin.
 func (p *BackoffParams) pauses(a Answer) bool {
@@ -73,6 +100,9 @@ type Answer struct {
 	RetryAfter, Date string
 	// ConnectionError: the origin could not be reached, or timed out.
 	ConnectionError bool
+	// Timeout: the connection error is that the origin did not answer (or
+	// accept the connection) in time.
+	Timeout bool
 	// Latency is the time from sending the request to its response's
 	// header; 0 when not measured.
 	Latency time.Duration
@@ -94,6 +124,9 @@ type Pause struct {
 	At time.Time
 	// Streak counts the pausing answers in a row.
 	Streak int
+	// Failures counts the failures in a row when a failure paused the
+	// origin (FailuresInARow or more); 0 for the other pauses.
+	Failures int
 }
 
 // Active reports whether the pause is not over at now.
@@ -107,9 +140,16 @@ func (p Pause) Cause() string {
 	if p.Status == 0 {
 		what = "could not be reached"
 	}
+	if p.Status == 0 && p.Failures > 0 {
+		what = "did not answer in time"
+	}
 	if p.RetryAfter != "" {
 		what += " with Retry-After: " + clipHeader(p.RetryAfter)
-	} else if p.Streak > 1 {
+	}
+	switch {
+	case p.Failures > 0:
+		what += fmt.Sprintf(" (%d failures in a row)", p.Failures)
+	case p.RetryAfter == "" && p.Streak > 1:
 		what += fmt.Sprintf(" (%d times in a row)", p.Streak)
 	}
 	return "the origin " + what + " at " + p.At.UTC().Format("15:04:05Z")
@@ -167,18 +207,18 @@ func retryAfter(value, date string, at time.Time) (time.Duration, bool) {
 // earlier series of streak answers, the last at last, an answer at now
 // continues the series (streak+1) when it came within params.Max of the
 // last one, else starts it again; the pause is the answer's Retry-After
-// (ra, when hasRA) or the series' term with jitter (0 to MaxJitter), at
-// most Max. The pause never shortens an earlier one (until).
+// (ra, when hasRA) up to RetryAfterMax, or the series' term with jitter (0
+// to MaxJitter), at most Max. The pause never shortens an earlier one
+// (until).
 func step(prev Pause, now time.Time, ra time.Duration, hasRA bool, params *BackoffParams, jitter float64) (time.Duration, int) {
 	streak := 1
 	if prev.Streak > 0 && now.Sub(prev.At) < params.Max {
 		streak = prev.Streak + 1
 	}
-	pause := ra
-	if !hasRA {
-		pause = seriesTerm(params, streak, jitter)
+	if hasRA {
+		return min(ra, params.retryAfterCap()), streak
 	}
-	return min(pause, params.Max), streak
+	return min(seriesTerm(params, streak, jitter), params.Max), streak
 }
 
 // seriesTerm is the pause of the streak-th answer in a row without

@@ -14,8 +14,9 @@ import (
 )
 
 // A fleet shares the governor's state through the Redis of the pacing
-// store: each origin's pause in a hash (prefix + "pause:" + origin) that
-// expires a quiet pacing.backoff.max after it ends, computed by one script
+// store: each origin's pause and failures in a row in a hash (prefix +
+// "pause:" + origin) that expires a quiet pacing.backoff.max after it
+// ends, computed by one script
 // on Redis' clock (so the instances' clocks need not agree), and every
 // change published on one channel (prefix + "governor"), which each
 // instance applies to its own copy: a request's check stays in memory.
@@ -32,9 +33,10 @@ const pauseKeyPrefix = "pause:"
 
 // pauseScript records a pausing answer. KEYS[1] is the origin's hash;
 // ARGV: the Retry-After in µs (-1: none), initial and max in µs, factor,
-// jitter, status, Retry-After as sent, the channel, the origin. It applies
-// step's arithmetic and returns {left, streak}: µs until the pause ends,
-// and the answers in a row.
+// jitter, status, Retry-After as sent, the channel, the origin, the bound
+// of a Retry-After in µs, the failures in a row that made it a pausing
+// answer (0: none). It applies step's arithmetic and returns {left,
+// streak}: µs until the pause ends, and the answers in a row.
 var pauseScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -48,34 +50,56 @@ if streak > 0 and now - prevAt < maxp then s = streak + 1 end
 local pause = tonumber(ARGV[1])
 if pause < 0 then
   pause = tonumber(ARGV[2]) * math.pow(tonumber(ARGV[4]), s - 1) * (1 + tonumber(ARGV[5]))
+  if pause > maxp then pause = maxp end
+elseif pause > tonumber(ARGV[10]) then
+  pause = tonumber(ARGV[10])
 end
-if pause > maxp then pause = maxp end
 local untilT = math.floor(now + pause)
 if prevUntil > untilT then untilT = prevUntil end
 redis.call('HSET', KEYS[1], 'until', string.format('%d', untilT), 'at', string.format('%d', now), 'streak', s,
-  'status', ARGV[6], 'ra', ARGV[7])
+  'status', ARGV[6], 'ra', ARGV[7], 'pfails', ARGV[11])
 redis.call('PEXPIRE', KEYS[1], math.floor((untilT - now + maxp) / 1000) + 1)
 redis.call('PUBLISH', ARGV[8], cjson.encode({op = 'pause', origin = ARGV[9], left = untilT - now, ago = 0,
-  streak = s, status = tonumber(ARGV[6]), ra = ARGV[7]}))
+  streak = s, status = tonumber(ARGV[6]), ra = ARGV[7], fails = tonumber(ARGV[11])}))
 return {untilT - now, s}
 `)
 
-// readPauseScript returns {left, ago, streak, status, ra} of KEYS[1]: µs
-// until its pause ends and since its answer, on Redis' clock; {} when
-// there is none.
+// failScript counts a failure in KEYS[1]: a new count when the last came
+// max or more ago (on Redis' clock), kept at least max; ARGV: max in µs,
+// the channel, the origin. It tells the fleet and returns the failures in
+// a row.
+var failScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local h = redis.call('HMGET', KEYS[1], 'fails', 'failat')
+local n = tonumber(h[1]) or 0
+local at = tonumber(h[2]) or 0
+local maxp = tonumber(ARGV[1])
+if n == 0 or now - at >= maxp then n = 0 end
+n = n + 1
+redis.call('HSET', KEYS[1], 'fails', n, 'failat', string.format('%d', now))
+local keep = math.floor(maxp / 1000) + 1
+if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'fail', origin = ARGV[3], fails = n}))
+return n
+`)
+
+// readPauseScript returns {left, ago, streak, status, ra, failures} of
+// KEYS[1]: µs until its pause ends and since its answer, on Redis' clock;
+// {} when there is none.
 var readPauseScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'until', 'at', 'streak', 'status', 'ra')
+local h = redis.call('HMGET', KEYS[1], 'until', 'at', 'streak', 'status', 'ra', 'pfails')
 if not h[1] then return {} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-return {tonumber(h[1]) - now, now - tonumber(h[2]), tonumber(h[3]), tonumber(h[4]), h[5]}
+return {tonumber(h[1]) - now, now - tonumber(h[2]), tonumber(h[3]), tonumber(h[4]), h[5], tonumber(h[6]) or 0}
 `)
 
-// succeedScript ends KEYS[1]'s series, if it has one, and tells the
-// fleet; ARGV: the channel, the origin.
+// succeedScript ends KEYS[1]'s series and failures in a row, if it has
+// them, and tells the fleet; ARGV: the channel, the origin.
 var succeedScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'streak', 0)
+  redis.call('HSET', KEYS[1], 'streak', 0, 'fails', 0)
 end
 redis.call('PUBLISH', ARGV[1], cjson.encode({op = 'succeed', origin = ARGV[2]}))
 return 1
@@ -83,13 +107,14 @@ return 1
 
 // governorMessage is what travels on the channel.
 type governorMessage struct {
-	Op     string  `json:"op"` // pause, succeed, sample, clear
+	Op     string  `json:"op"` // pause, fail, succeed, sample, clear
 	Origin string  `json:"origin"`
 	Left   float64 `json:"left,omitempty"` // µs until the pause ends
 	Ago    float64 `json:"ago,omitempty"`  // µs since its answer
 	Streak int     `json:"streak,omitempty"`
 	Status int     `json:"status,omitempty"`
 	RA     string  `json:"ra,omitempty"`
+	Fails  int     `json:"fails,omitempty"`  // failures in a row (fail), or that paused (pause)
 	Sample int64   `json:"sample,omitempty"` // a response time, µs
 }
 
@@ -102,13 +127,13 @@ func (g redisGovernor) channel() string          { return g.r.prefix + governorC
 func (g redisGovernor) key(origin string) string { return g.r.prefix + pauseKeyPrefix + origin }
 
 // Pause implements Shared.
-func (g redisGovernor) Pause(ctx context.Context, origin string, a Answer, ra time.Duration, hasRA bool, params *BackoffParams, jitter float64) (Pause, error) {
+func (g redisGovernor) Pause(ctx context.Context, origin string, a Answer, ra time.Duration, hasRA bool, params *BackoffParams, jitter float64, failures int) (Pause, error) {
 	raUS := int64(-1)
 	if hasRA {
 		raUS = micros(ra)
 	}
 	vals, err := pauseScript.Run(ctx, g.r.client, []string{g.key(origin)}, raUS, micros(params.Initial), micros(params.Max),
-		params.Factor, jitter, a.Status, clipHeader(a.RetryAfter), g.channel(), origin).Int64Slice()
+		params.Factor, jitter, a.Status, clipHeader(a.RetryAfter), g.channel(), origin, micros(params.retryAfterCap()), failures).Int64Slice()
 	if err == nil && len(vals) != 2 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}
@@ -116,7 +141,16 @@ func (g redisGovernor) Pause(ctx context.Context, origin string, a Answer, ra ti
 		return Pause{}, fmt.Errorf("pacing: redis pause %q: %w", origin, err)
 	}
 	return Pause{Until: a.At.Add(time.Duration(vals[0]) * time.Microsecond), Status: a.Status,
-		RetryAfter: clipHeader(a.RetryAfter), At: a.At, Streak: int(vals[1])}, nil
+		RetryAfter: clipHeader(a.RetryAfter), At: a.At, Streak: int(vals[1]), Failures: failures}, nil
+}
+
+// Fail implements Shared.
+func (g redisGovernor) Fail(ctx context.Context, origin string, params *BackoffParams) (int, error) {
+	n, err := failScript.Run(ctx, g.r.client, []string{g.key(origin)}, micros(params.Max), g.channel(), origin).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("pacing: redis fail %q: %w", origin, err)
+	}
+	return int(n), nil
 }
 
 // Succeed implements Shared.
@@ -202,7 +236,11 @@ func (g redisGovernor) apply(gov *Governor, payload string) {
 	switch m.Op {
 	case "pause":
 		gov.Apply(m.Origin, Pause{Until: now.Add(usec(m.Left)), At: now.Add(-usec(m.Ago)), Streak: m.Streak,
-			Status: m.Status, RetryAfter: clipHeader(m.RA)})
+			Status: m.Status, RetryAfter: clipHeader(m.RA), Failures: m.Fails})
+	case "fail":
+		if m.Fails > 0 {
+			gov.Failed(m.Origin, m.Fails, now)
+		}
 	case "succeed":
 		gov.Succeeded(m.Origin)
 	case "sample":
@@ -222,7 +260,7 @@ func (g redisGovernor) resync(ctx context.Context, gov *Governor) {
 	for iter.Next(ctx) {
 		key := iter.Val()
 		vals, err := readPauseScript.Run(ctx, g.r.client, []string{key}).Slice()
-		if err != nil || len(vals) != 5 {
+		if err != nil || len(vals) != 6 {
 			continue
 		}
 		p, ok := pauseFromReply(vals, gov.now())
@@ -246,8 +284,9 @@ func pauseFromReply(vals []any, now time.Time) (Pause, bool) {
 		n[i] = v
 	}
 	ra, _ := vals[4].(string)
+	fails, _ := vals[5].(int64)
 	return Pause{Until: now.Add(usec(float64(n[0]))), At: now.Add(-usec(float64(n[1]))), Streak: int(n[2]),
-		Status: int(n[3]), RetryAfter: clipHeader(ra)}, true
+		Status: int(n[3]), RetryAfter: clipHeader(ra), Failures: int(fails)}, true
 }
 
 // usec converts microseconds to a duration.

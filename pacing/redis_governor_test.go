@@ -45,12 +45,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // The Redis script computes the same pauses as the memory arithmetic
-// (TestPausesFollowRetryAfterOrTheSeries): the series with its jitter, the
-// cap, a Retry-After; on Redis' clock, so the figures are exact.
+// (TestPausesFollowRetryAfterOrTheSeries): the series with its jitter,
+// capped at max, a Retry-After beyond max obeyed up to retry_after_max; on
+// Redis' clock, so the figures are exact.
 func TestRedisPausesFollowTheSameArithmetic(t *testing.T) {
 	srv := startRedis(t)
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	params := BackoffParams{Enabled: true, Statuses: []int{429, 503}, Initial: ms(50), Factor: 2, Max: ms(150)}
+	params := BackoffParams{Enabled: true, Statuses: []int{429, 503}, Initial: ms(50), Factor: 2, Max: ms(150), RetryAfterMax: ms(2000)}
 	tests := []struct {
 		name    string
 		jitter  float64
@@ -59,7 +60,8 @@ func TestRedisPausesFollowTheSameArithmetic(t *testing.T) {
 	}{
 		{"series, capped", 0, []Answer{{Status: 503}, {Status: 503}, {Status: 503}}, []time.Duration{ms(50), ms(100), ms(150)}},
 		{"jitter", 1, []Answer{{Status: 429}}, []time.Duration{ms(55)}},
-		{"Retry-After, capped", 0, []Answer{{Status: 429, RetryAfter: "3600"}}, []time.Duration{ms(150)}},
+		{"Retry-After beyond max, obeyed", 0, []Answer{{Status: 429, RetryAfter: "1"}}, []time.Duration{ms(1000)}},
+		{"Retry-After, capped at retry_after_max", 0, []Answer{{Status: 429, RetryAfter: "3600"}}, []time.Duration{ms(2000)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,9 +1,11 @@
 // Package paycrawl reads and writes the prices of pay per crawl, the
 // exchange in which an origin answers 402 Payment Required with a
-// crawler-price header, a crawler retries offering crawler-max-price (or
-// crawler-exact-price) in a signed request, and the origin answers with
-// crawler-charged. Values are a currency code and a decimal amount, e.g.
-// "USD 0.01" (Cloudflare's pay per crawl documentation). It does no I/O.
+// crawler-price header, a crawler retries offering crawler-exact-price (or
+// crawler-max-price) in a signed request, and the origin answers with
+// crawler-charged, or with a crawler-error code. Values are a currency
+// code and a decimal amount, e.g. "USD 0.01" (Cloudflare's pay per crawl
+// documentation, "Crawl pages" and "Error codes", last updated 23 April
+// 2026). It does no I/O.
 package paycrawl
 
 import (
@@ -19,6 +21,7 @@ const (
 	HeaderMaxPrice   = "Crawler-Max-Price"   // on the crawler's retry: the most it pays
 	HeaderExactPrice = "Crawler-Exact-Price" // on the crawler's retry: exactly the price asked
 	HeaderCharged    = "Crawler-Charged"     // on the origin's success: what was charged
+	HeaderError      = "Crawler-Error"       // on an error response: why (e.g. InvalidCrawlerExactPrice)
 )
 
 // MaxLen bounds a price value in bytes; a longer one does not parse.
@@ -78,8 +81,8 @@ func (p Price) String() string {
 // Float is the amount in currency units, for metrics.
 func (p Price) Float() float64 { return float64(p.Amount) / Scale }
 
-// Within reports whether p can be paid under max: the same currency, and
-// no more.
+// Within reports whether p can be paid under max (or is not more than a
+// quote): the same currency, and no more.
 func (p Price) Within(max Price) bool { return p.Currency == max.Currency && p.Amount <= max.Amount }
 
 func upper(s string) bool {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/rsl"
 )
 
 // Mode is how a client's requests are treated.
@@ -45,9 +46,15 @@ type Client struct {
 	Agent string
 	// Purposes are checked against the sites' AI-usage preferences.
 	Purposes []string
+	// Licence is what the client declares for the terms of RSL licences
+	// (clients[].rsl_user, country, accept_payment, accept_reporting).
+	Licence rsl.Client
 	// IgnoreBackoff: the client is never held for an origin's pause
 	// (clients[].backoff: ignore).
 	IgnoreBackoff bool
+	// MonitorHeader: a monitored client's responses say what would have
+	// been refused (clients[].monitor_header).
+	MonitorHeader bool
 	// Entry is the position of the matched clients entry in the
 	// configuration, counted from 1; 0 for requests that matched none
 	// (what the proxy reads of the entry beyond the decision: its signing
@@ -153,7 +160,8 @@ func NewClients(entries []config.Client, auth config.Auth) (*Clients, error) {
 
 func newClientRule(e config.Client, htpasswd map[string][]byte) (clientRule, error) {
 	r := clientRule{user: e.User, client: Client{Mode: parseMode(e.Mode), Agent: e.Agent, Purposes: e.Purposes,
-		IgnoreBackoff: e.Backoff == config.BackoffIgnore}}
+		IgnoreBackoff: e.Backoff == config.BackoffIgnore, MonitorHeader: e.MonitorHeader,
+		Licence: rsl.Client{User: e.RSLUser, Country: e.Country, Payments: e.AcceptPayment, Reporting: e.AcceptReporting}}}
 	r.client.Name = e.User
 	if e.CIDR != "" {
 		p, err := netip.ParsePrefix(e.CIDR)

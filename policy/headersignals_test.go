@@ -32,8 +32,8 @@ func TestContentSignalAndRobotsTagHeadersRefuseTheirPurposes(t *testing.T) {
 			"content-signal-header use=no [train-ai train-genai ai-train tdm search ai-input ai-use archive]"},
 		{"Content-Signal use=yes", []string{"Content-Signal", "use=yes"}, "content-signal-header use=yes []"},
 		{"Content-Signal, aipref values are not its values", []string{"Content-Signal", "ai-train=n"}, "content-signal-header ai-train=n []"},
-		{"Content-Signal, two lines", []string{"Content-Signal", "search=no", "Content-Signal", "ai-train=no"},
-			"content-signal-header search=no [search]; content-signal-header ai-train=no [train-ai train-genai ai-train]"},
+		{"Content-Signal, two lines are one dictionary (RFC 9651 §4.2)", []string{"Content-Signal", "search=no", "Content-Signal", "ai-train=no"},
+			"content-signal-header search=no, ai-train=no [search train-ai train-genai ai-train]"},
 
 		{"Robots-Tag for every agent", []string{"Robots-Tag", "*;noai, ExampleBot;noindex"}, "robots-tag *;noai, ExampleBot;noindex " + training},
 		{"Robots-Tag noml", []string{"Robots-Tag", "*;noml"}, "robots-tag *;noml " + training},
@@ -131,7 +131,8 @@ func TestAIPrefAliases(t *testing.T) {
 		every  = "[train-ai train-genai ai-train tdm search ai-input ai-use archive]"
 	)
 	for _, tt := range []struct{ label, want string }{
-		{"train-ai", train}, {"ai-use", use}, {"search", search}, // draft -08
+		{"train-ai", train}, {"search", search}, // vocab-07 (2026-08-19)
+		{"ai-use", use},                                         // -02
 		{"train-genai", train}, {"genai", train}, {"ai", train}, // earlier names of AI training
 		{"inference", use},                              // -01
 		{"ai-output", "[search ai-input ai-use]"},       // -04: search was part of it

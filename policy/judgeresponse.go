@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
 // ResponseJudge is what a decision fixes, when it is made, for judging the
@@ -27,6 +29,9 @@ type ResponseJudge struct {
 	listFor  []string
 	monitor  bool
 	scanHTML bool
+	// unknownAllow is usage.on_unknown: allow (a page whose head could not
+	// be read is delivered, with a note).
+	unknownAllow bool
 	// licensing and request judge the RSL licences the response names
 	// (JudgeLicenses); licensing is nil when licences are not read.
 	licensing *licensing
@@ -39,7 +44,7 @@ type ResponseJudge struct {
 func (d *Decision) ResponseJudge() ResponseJudge {
 	return ResponseJudge{
 		agent: d.Request.Agent(), purposes: d.ResponsePurposes(), listFor: d.Request.Client.Purposes,
-		monitor: d.Request.Client.Mode == Monitor, scanHTML: d.ScanHTML,
+		monitor: d.Request.Client.Mode == Monitor, scanHTML: d.ScanHTML, unknownAllow: d.unknownAllow,
 		licensing: d.licensing, request: d.Request, coldGate: d.coldGate,
 	}
 }
@@ -76,21 +81,78 @@ type ResponseJudgement struct {
 	coldLimited bool
 }
 
-// Judge judges a response by its header fields h and, when they refuse
-// nothing, usage.scan_html is on and a meta tag could refuse one of the
-// client's purposes, by the meta tags head returns (nil head: the response
-// is not an HTML page, or has no body).
-func (j ResponseJudge) Judge(h http.Header, head func() []htmlmeta.Meta) ResponseJudgement {
+// Judge judges a response by its header fields h and, when usage.scan_html
+// is on and the client has purposes, by its HTML head, read by head (nil:
+// the response is not an HTML page with a body). The head is read when the
+// header fields refuse nothing, or only by their tdm-reservation, which a
+// meta tag supersedes (supersedeTDMHeader), and when a meta tag or an RSL
+// <link> could refuse one of the client's purposes. A head that cannot be
+// read leaves what the page says unknown: UsageUnknown, or with
+// usage.on_unknown: allow a note (unscanned).
+func (j ResponseJudge) Judge(h http.Header, head func() Head) ResponseJudgement {
 	found := headerFindings(h, j.agent, j.listFor)
 	out := j.outcome(found)
-	if out.Refused || !j.scanHTML || head == nil || !MetaConcerns(j.purposes) {
+	metas := MetaConcerns(j.purposes)
+	if !j.scanHTML || head == nil || !j.Refuses() || !metas && j.licensing == nil ||
+		out.Refused && (out.Refusal.Source != "tdm-reservation" || out.Refusal.Meta) {
 		return out
 	}
-	metas := head()
-	if len(metas) == 0 {
+	hd := head()
+	switch {
+	case hd.Unscanned != "" && out.Refused:
+		return out
+	case hd.Unscanned != "":
+		return j.unscanned(found, hd.Unscanned)
+	case !metas || len(hd.Metas) == 0:
 		return out
 	}
-	return j.outcome(append(found, metaFindings(metas, j.agent)...))
+	found = append(found, metaFindings(hd.Metas, j.agent)...)
+	supersedeTDMHeader(found)
+	return j.outcome(found)
+}
+
+// JudgeResponse is the whole judgement of an origin's response, as the
+// relay, /explain and check make it: its header fields and HTML head
+// (Judge), then, when they refuse nothing, the RSL licences it names
+// (JudgeLicenses), whose signals are listed after the others. head reads
+// the head at most once for both (nil: not an HTML page with a body). The
+// only error is ctx's (the client left while a licence was fetched).
+func (j ResponseJudge) JudgeResponse(ctx context.Context, h http.Header, head func() Head) (ResponseJudgement, error) {
+	out := j.Judge(h, head)
+	if out.Refused {
+		return out, nil
+	}
+	lic, err := j.JudgeLicenses(ctx, h, head)
+	if err != nil {
+		return out, err
+	}
+	lic.Signals = append(out.Signals, lic.Signals...)
+	lic.notes = append(out.notes, lic.notes...)
+	return lic, nil
+}
+
+// unscannedRetry is the Retry-After of a page whose head could not be
+// read: asking again soon makes sense only if the origin answers
+// otherwise.
+const unscannedRetry = 5 * time.Minute
+
+// unscanned is the judgement of a page whose head could not be read: the
+// header findings, and an html-unscanned signal that refuses the client's
+// purposes (UsageUnknown), or with usage.on_unknown: allow refuses nothing
+// and leaves a note.
+func (j ResponseJudge) unscanned(found []finding, why string) ResponseJudgement {
+	out := ResponseJudgement{Enforced: !j.monitor, Signals: signalsOf(found)}
+	sig := audit.UsageSignal{Signal: audit.SignalHTMLUnscanned, Value: quoteValue(why), Where: "the response's HTML head", Refuses: []string{}}
+	refusal := ResponseSignal{Source: "HTML head", Value: quoteValue(why), Purpose: j.purposes[0], Unscanned: true}
+	if j.unknownAllow {
+		out.Signals = append(out.Signals, sig)
+		out.notes = append(out.notes, refusal.Explain()+", allowed (usage.on_unknown: allow)")
+		return out
+	}
+	sig.Refuses = slices.Clone(j.purposes)
+	out.Signals = append(out.Signals, sig)
+	out.Refusal, out.Refused = refusal, true
+	return out
 }
 
 // outcome lists the findings and picks the first that refuses one of the
@@ -142,6 +204,9 @@ func (d *Decision) ApplyResponse(j ResponseJudgement, upstreamStatus int) {
 		return
 	}
 	d.Verdict, d.Response = UsageDenied, &ResponseRefusal{Signal: j.Refusal, UpstreamStatus: upstreamStatus}
+	if j.Refusal.Unscanned {
+		d.Verdict, d.RetryAfter = UsageUnknown, unscannedRetry
+	}
 	if j.Licence != nil {
 		d.Verdict, d.Licence, d.RetryAfter = j.licenceVerdict, j.Licence, j.retryAfter
 	}
@@ -155,6 +220,21 @@ type finding struct {
 	meta      bool
 	directive string // the refusing part of the value; for Content-Usage it depends on the purpose
 	value     string // the value as sent
+	// stmt is a Content-Usage or Content-Signal field's statement.
+	stmt robots.Statement
+}
+
+// statementFinding lists a Content-Usage or Content-Signal header field:
+// the purposes its preferences refuse; one that is not a dictionary says
+// so (a Content-Usage one then refuses nothing, a Content-Signal one what
+// it names with "no").
+func statementFinding(s robots.Statement, kind, field string, purposes []string, contentSignal bool) finding {
+	where := "response header " + field
+	if s.Err != nil || len(s.Prefs) == 0 {
+		where += statementNote(&s, contentSignal)
+	}
+	return finding{UsageSignal: audit.UsageSignal{Signal: kind, Value: quoteValue(s.Text), Where: where,
+		Refuses: stmtRefuses(&s, purposes, contentSignal)}, source: field, value: s.Text, stmt: s}
 }
 
 // refusal names the finding as the signal that refuses purpose.
@@ -162,53 +242,31 @@ func (f finding) refusal(purpose string) ResponseSignal {
 	directive := f.directive
 	switch f.Signal {
 	case audit.SignalHeaderContentUsage:
-		pref, _ := refusing(robots.ParseContentUsage(f.value), usageLabels(purpose), "n")
+		pref, _ := refusing(f.stmt.Prefs, usageLabels(purpose), "n")
 		directive = pref.Name + "=" + pref.Value
 	case audit.SignalHeaderContentSignal:
-		pref, _ := refusing(robots.ParseContentSignal(f.value), signalKeys(purpose), "no")
+		pref, _ := refusing(f.stmt.Prefs, signalKeys(purpose), "no")
 		directive = pref.Name + "=" + pref.Value
 	}
 	return ResponseSignal{Source: f.source, Meta: f.meta, Value: f.Value, Directive: directive, Purpose: purpose, Policy: f.Policy}
 }
 
 // headerFindings are the AI-usage signals among a response's header fields,
-// in the order a refusal is looked for: every tdm-reservation field line,
-// every Content-Usage line, every Content-Signal line, every X-Robots-Tag
-// line naming noai, noml or noimageai (whichever agent it is scoped to),
-// then the Robots-Tag field (robotsTagFinding).
+// in the order a refusal is looked for: tdm-reservation (tdmHeaderFinding),
+// the Content-Usage field, the Content-Signal field (each field's lines
+// one RFC 9651 Dictionary, as RFC 9651 §4.2 joins them: one statement),
+// every X-Robots-Tag line naming noai, noml or noimageai (whichever agent
+// it is scoped to), then the Robots-Tag field (robotsTagFinding).
 func headerFindings(h http.Header, agent string, purposes []string) []finding {
 	var out []finding
-	for _, v := range h.Values("Tdm-Reservation") {
-		f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderTDMReservation, Value: quoteValue(v),
-			Where: "response header tdm-reservation", Refuses: []string{}}, source: "tdm-reservation", directive: "1", value: v}
-		if strings.TrimSpace(v) == "1" {
-			f.Refuses, f.Policy = trainingRefuses(), quoteValue(h.Get("Tdm-Policy"))
-		}
+	if f, ok := tdmHeaderFinding(h); ok {
 		out = append(out, f)
 	}
-	for _, v := range h.Values("Content-Usage") {
-		refuses := []string{}
-		for _, p := range robots.ParseContentUsage(v) {
-			for _, r := range prefRefuses(p, purposes, false) {
-				if !slices.Contains(refuses, r) {
-					refuses = append(refuses, r)
-				}
-			}
-		}
-		out = append(out, finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderContentUsage, Value: quoteValue(v),
-			Where: "response header Content-Usage", Refuses: refuses}, source: "Content-Usage", value: v})
+	if lines := h.Values("Content-Usage"); len(lines) > 0 {
+		out = append(out, statementFinding(robots.ParseContentUsage(lines, 0), audit.SignalHeaderContentUsage, "Content-Usage", purposes, false))
 	}
-	for _, v := range h.Values("Content-Signal") {
-		refuses := []string{}
-		for _, p := range robots.ParseContentSignal(v) {
-			for _, r := range prefRefuses(p, purposes, true) {
-				if !slices.Contains(refuses, r) {
-					refuses = append(refuses, r)
-				}
-			}
-		}
-		out = append(out, finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderContentSignal, Value: quoteValue(v),
-			Where: "response header Content-Signal", Refuses: refuses}, source: "Content-Signal", value: v})
+	if lines := h.Values("Content-Signal"); len(lines) > 0 {
+		out = append(out, statementFinding(robots.ParseContentSignal(lines, 0), audit.SignalHeaderContentSignal, "Content-Signal", purposes, true))
 	}
 	image := isImage(h.Get("Content-Type"))
 	for _, v := range h.Values("X-Robots-Tag") {
@@ -298,7 +356,7 @@ func metaFindings(metas []htmlmeta.Meta, agent string) []finding {
 		case m.Name == "tdm-reservation":
 			f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalMetaTDMReservation, Value: quoteValue(m.Content),
 				Where: where, Refuses: []string{}}, source: m.Name, meta: true, directive: "1", value: m.Content}
-			if m.Content == "1" {
+			if tdmValue(m.Content) == tdmrep.Reserved {
 				f.Refuses, f.Policy = trainingRefuses(), quoteValue(metaPolicy(metas))
 			}
 			out = append(out, f)

@@ -25,6 +25,7 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
+	"github.com/robotsgate/robotsgate/rsl"
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
@@ -151,8 +152,9 @@ type Decision struct {
 	// request (the evasion guard on or off), for replaying the decision.
 	StrictPaths bool
 	// ScanHTML is the usage.scan_html setting the response is to be judged
-	// with (ResponseJudge).
-	ScanHTML bool
+	// with (ResponseJudge); unknownAllow is usage.on_unknown: allow.
+	ScanHTML     bool
+	unknownAllow bool
 	// Limit is what rate-limited the request (RateLimited): one of
 	// pacing.ReasonSlot, ReasonConcurrency, ReasonOverMaxDelay.
 	Limit string
@@ -208,6 +210,9 @@ type Config struct {
 	// (usage.on_unknown); LicenseServer is usage.on_license_server.
 	RSL           *rslcache.Cache
 	LicenseServer config.UsageOnUnknown
+	// RSLUnstated is usage.rsl_unstated_usage: what a licence that states
+	// no usage grants.
+	RSLUnstated config.RSLUnstated
 	// StrictPaths also judges the canonical path (robots.Group.DecideStrict).
 	StrictPaths bool
 	// ScanHTML reads the meta tags of HTML responses for their AI-usage
@@ -255,7 +260,8 @@ func New(cfg Config) (*Engine, error) {
 	clients.denyUnmatched = cfg.DenyUnmatched
 	e := &Engine{cfg: cfg, clients: clients, sites: newSites(cfg.Sites), trap: newTrapGuard(cfg.Trap)}
 	if cfg.RSL != nil {
-		e.licensing = &licensing{cache: cfg.RSL, onUnknown: cfg.TDMUnknown, onServer: cfg.LicenseServer, now: cfg.Now}
+		e.licensing = &licensing{cache: cfg.RSL, onUnknown: cfg.TDMUnknown, onServer: cfg.LicenseServer, now: cfg.Now,
+			opts: rsl.Options{GrantUnstated: cfg.RSLUnstated == config.RSLUnstatedGrant}}
 	}
 	return e, nil
 }
@@ -283,7 +289,7 @@ func (e *Engine) Realm() string { return e.clients.Realm() }
 // found no place in the client's cold gate is a FetchLimited decision.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	d := Decision{Request: req, StrictPaths: e.cfg.StrictPaths, ScanHTML: e.cfg.ScanHTML, licensing: e.licensing,
-		coldGate: resolver.ColdGateOf(ctx)}
+		unknownAllow: e.cfg.TDMUnknown == config.UsageUnknownAllow, coldGate: resolver.ColdGateOf(ctx)}
 	if note, skip := e.skipRobots(&req); skip {
 		d.Note = note
 		e.schedule(&d, 0)

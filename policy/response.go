@@ -63,6 +63,10 @@ type ResponseSignal struct {
 	// refused (Source says which, Value is its URL); nil for the other
 	// signals.
 	Licence *Licence
+	// Unscanned: the response is an HTML page whose head could not be read
+	// (usage.scan_html), Value says why; what it says of Purpose is
+	// unknown (UsageUnknown under usage.on_unknown).
+	Unscanned bool
 }
 
 // maxSignalValue bounds the value a ResponseSignal quotes: a header field
@@ -84,6 +88,10 @@ func (s ResponseSignal) String() string {
 func (s ResponseSignal) Explain() string {
 	if s.Licence != nil {
 		return s.Licence.Explain()
+	}
+	if s.Unscanned {
+		return "the page's HTML head could not be read for its AI-usage signals (" + s.Value +
+			"), so what it says of the purpose " + s.Purpose + " is unknown"
 	}
 	text := s.String()
 	if !strings.EqualFold(s.Value, s.Directive) {
@@ -139,6 +147,16 @@ func MetaRefusal(metas []htmlmeta.Meta, agent string, purposes []string) (Respon
 		return ResponseSignal{}, false
 	}
 	return firstRefusal(metaFindings(metas, agent), purposes)
+}
+
+// Head is what the relay read of an HTML response's head for the judge
+// (usage.scan_html): its tags, or, when Unscanned is not "", why they
+// could not be read (a content coding robotsgate does not decode, a head
+// longer than htmlmeta.Limit, a body that failed), and then what the page
+// says is unknown.
+type Head struct {
+	htmlmeta.Head
+	Unscanned string
 }
 
 func metaPolicy(metas []htmlmeta.Meta) string {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
@@ -25,21 +24,30 @@ import (
 // the response, through ResponseJudge.JudgeLicenses and ApplyResponse, as
 // the other response signals are). Each document is fetched once per URL
 // (rslcache). For each of the client's purposes, as the RSL usage it is
-// (rslUsage), the <content> that applies to the target says:
+// (rslUsage), the <content> that applies to the target says
+// (rsl.Content.Judge, with what the client declares, Client.Licence):
 //
-//   - prohibited (a <prohibits> lists it, or the licence has <permits>
-//     that do not): 403 usage-denied, naming the licence URL and the
-//     element that refused;
+//   - prohibited (a <prohibits> of any licence lists the usage, the
+//     client's user type or country), or permitted by no licence: 403
+//     usage-denied, naming the licence URL and the element that refused;
+//     likewise a user or geo term of every licence that grants it that
+//     the client does not meet;
+//   - granted only on a payment or reporting term the client has not
+//     accepted (clients[].accept_payment, accept_reporting): 403
+//     license-required, naming the term; a request with a licence token of
+//     its own (Authorization: License …) is forwarded past a payment term,
+//     for the origin to check the token;
 //   - granted, but the <content> names a licence server: 403
 //     license-required, naming the server (usage.on_license_server:
 //     refuse), since a client must present a token robotsgate does not
-//     obtain; a request that carries a token of its own (Authorization:
-//     License …) is forwarded, for the origin to check it;
+//     obtain; a request that carries a token of its own is forwarded;
 //   - granted, or no <content> applies: nothing.
 //
 // A document that cannot be read (any answer but a 2xx with a valid RSL
-// document) leaves the licence unknown: 503 usage-unknown unless
-// usage.on_unknown is allow. The document itself may always be fetched.
+// document; one named by robots.txt with a <content url="">, which names
+// the linking page and robots.txt links none) leaves the licence unknown:
+// 503 usage-unknown unless usage.on_unknown is allow. The document itself
+// may always be fetched.
 
 // rslUsages maps a purpose to the RSL usage it is; a purpose not listed
 // is the usage of its own name (which only "all" covers, or a site that
@@ -68,6 +76,7 @@ type licensing struct {
 	cache     *rslcache.Cache
 	onUnknown config.UsageOnUnknown
 	onServer  config.UsageOnUnknown
+	opts      rsl.Options
 	now       func() time.Time
 }
 
@@ -83,11 +92,16 @@ type Licence struct {
 	Result *rslcache.Result
 	Match  rsl.Match
 	// Purpose is the client's purpose it refused (or needs a licence
-	// server for), Verdict what the <content> said of it; "" when it
-	// refused nothing. Unknown: the document could not be read.
+	// server or a term for), Verdict what the <content> said of it; ""
+	// when it refused nothing. Unknown: the document could not be read,
+	// or (invalid says why) cannot be judged where the site named it.
 	Purpose string
 	Verdict rsl.Verdict
 	Unknown bool
+	invalid string
+	// client and opts are what it was judged with.
+	client rsl.Client
+	opts   rsl.Options
 }
 
 // SHA256 is the archived body of the document, "" when none.
@@ -98,9 +112,17 @@ func (l *Licence) SHA256() string {
 	return l.Result.SHA256
 }
 
+// Cause says why an Unknown licence could not be read.
+func (l *Licence) Cause() string {
+	if l.invalid != "" {
+		return l.invalid
+	}
+	return l.Result.Cause()
+}
+
 // Element names the element that refused: `<prohibits type="usage">ai-train</prohibits>`
-// (line 5) in `<content url="/*">` (line 3); for a licence server, the
-// <content> with its server; "" otherwise.
+// (line 5) in `<content url="/*">` (line 3); the unmet term; for a licence
+// server, the <content> with its server; "" otherwise.
 func (l *Licence) Element() string {
 	c := l.Match.Content
 	switch {
@@ -108,6 +130,8 @@ func (l *Licence) Element() string {
 		return fmt.Sprintf("(the <content> patterns would need more than %d octets of comparisons)", rsl.MaxMatchWork)
 	case c == nil:
 		return ""
+	case l.Verdict.Unmet != nil:
+		return fmt.Sprintf("%s in %s", l.Verdict.Unmet, c)
 	case l.Verdict.By != nil:
 		return fmt.Sprintf("%s (line %d) in %s", l.Verdict.By, l.Verdict.By.Line, c)
 	case l.Verdict.Server != "":
@@ -120,30 +144,82 @@ func (l *Licence) Element() string {
 // did to the request.
 func (l *Licence) Explain() string {
 	head := fmt.Sprintf("RSL licence %s (%s)", l.URL, l.Source)
+	usage := fmt.Sprintf("the purpose %s (RSL usage %s)", l.Purpose, rslUsage(l.Purpose))
+	v := &l.Verdict
 	switch {
 	case l.Unknown:
-		return fmt.Sprintf("%s could not be read (%s): the site's licence terms are unknown", head, l.Result.Cause())
+		return fmt.Sprintf("%s could not be read (%s): the site's licence terms are unknown", head, l.Cause())
 	case l.Match.TooCostly:
 		return fmt.Sprintf("%s: %s, counted as prohibiting the purpose %s", head, l.Element(), l.Purpose)
-	case l.Verdict.Refused && l.Verdict.NotPermitted:
-		return fmt.Sprintf("%s: %s does not permit the purpose %s (RSL usage %s)", head, l.Element(), l.Purpose, rslUsage(l.Purpose))
-	case l.Verdict.Refused:
-		return fmt.Sprintf("%s: %s prohibits the purpose %s (RSL usage %s)", head, l.Element(), l.Purpose, rslUsage(l.Purpose))
-	case l.Verdict.Server != "":
+	case v.Unmet != nil:
+		return fmt.Sprintf("%s: %s grants %s only on a term this client does not meet: %s%s",
+			head, l.Match.Content, usage, l.Element(), unmetHint(v.Unmet, l.client))
+	case v.NotPermitted && v.By == nil:
+		return fmt.Sprintf("%s: no <license> of %s states a usage, and a licence that states none grants nothing (usage.rsl_unstated_usage: refuse): %s is not licensed",
+			head, l.Match.Content, usage)
+	case v.NotPermitted:
+		return fmt.Sprintf("%s: %s does not permit %s", head, l.Element(), usage)
+	case v.Refused && v.By.Type == "user" || v.Refused && v.By.Type == "geo":
+		return fmt.Sprintf("%s: %s prohibits %s to %s", head, l.Element(), usage, declared(v.By.Type, l.client))
+	case v.Refused && v.By.Type != "usage":
+		return fmt.Sprintf("%s: %s, a prohibition robotsgate cannot judge, is counted as prohibiting %s", head, l.Element(), usage)
+	case v.Refused:
+		return fmt.Sprintf("%s: %s prohibits %s", head, l.Element(), usage)
+	case v.Server != "":
 		return fmt.Sprintf("%s: %s grants the purpose %s only with a licence token from the licence server %s (Authorization: License), which this proxy does not obtain",
-			head, l.Match.Content, l.Purpose, l.Verdict.Server)
+			head, l.Match.Content, l.Purpose, v.Server)
 	}
 	return head + " refuses nothing"
 }
 
+// declared names the client by what it declares for a user or geo term:
+// "this client (rsl_user: commercial)", or that it declares nothing.
+func declared(kind string, c rsl.Client) string {
+	switch {
+	case kind == "user" && c.User != "":
+		return "this client (clients[].rsl_user: " + c.User + ")"
+	case kind == "user":
+		return "a client that declares no user type (clients[].rsl_user), which cannot show it is not one of them"
+	case c.Country != "":
+		return "this client (clients[].country: " + c.Country + ")"
+	}
+	return "a client that declares no country (clients[].country), which cannot show it is elsewhere"
+}
+
+// unmetHint says which configuration would meet an unmet term.
+func unmetHint(u *rsl.Unmet, c rsl.Client) string {
+	switch u.Kind {
+	case "user":
+		return " (" + declared("user", c) + ")"
+	case "geo":
+		return " (" + declared("geo", c) + ")"
+	case "payment":
+		return " (its payment is not among clients[].accept_payment)"
+	case "reporting":
+		return " (its profile is not among clients[].accept_reporting)"
+	}
+	return " (an element robotsgate does not know)"
+}
+
+// termVerdict is the decision a refusal by an unmet term makes: a payment
+// or reporting obligation asks the client to take up the licence
+// (LicenseRequired); the others say it is not licensed (UsageDenied).
+func termVerdict(v rsl.Verdict) Verdict {
+	if u := v.Unmet; u != nil && (u.Kind == "payment" || u.Kind == "reporting") {
+		return LicenseRequired
+	}
+	return UsageDenied
+}
+
 // signal lists the licence as an audit signal, with the purposes it
-// prohibits among the known and the client's.
+// refuses among the known and the client's, and the terms of its
+// <content>'s licences.
 func (l *Licence) signal(purposes []string) audit.UsageSignal {
 	s := audit.UsageSignal{Signal: audit.SignalRSL, Where: l.Source, License: l.URL, SHA256: l.SHA256(), Refuses: []string{}}
 	c := l.Match.Content
 	switch {
 	case l.Unknown:
-		s.Signal, s.Value = audit.SignalRSLUnknown, quoteValue(l.Result.Cause())
+		s.Signal, s.Value = audit.SignalRSLUnknown, quoteValue(l.Cause())
 		return s
 	case l.Match.TooCostly:
 		s.Value, s.Refuses = "(too costly to match)", candidates(purposes)
@@ -152,20 +228,25 @@ func (l *Licence) signal(purposes []string) audit.UsageSignal {
 		s.Value = "no <content> applies"
 		return s
 	}
-	s.Value, s.Server = quoteValue(c.String()), c.Server
+	s.Value, s.Server, s.Terms = quoteValue(c.String()), c.Server, c.Summary()
 	for _, p := range candidates(purposes) {
-		switch {
-		case c.Judge(rslUsage(p)).Refused:
+		switch v := c.Judge(rslUsage(p), l.client, l.opts); {
+		case v.Refused:
 			s.Refuses = append(s.Refuses, p)
-		case c.Server != "":
+		case v.Server != "":
 			s.LicenseFor = append(s.LicenseFor, p)
 		}
 	}
 	return s
 }
 
-// licenceRef is a licence a site named: where, and its URL as written.
-type licenceRef struct{ source, ref string }
+// licenceRef is a licence a site named: where, and its URL as written;
+// linked when a response named it (a Link header, a <link> tag), whose
+// <content url=""> is then the response's resource.
+type licenceRef struct {
+	source, ref string
+	linked      bool
+}
 
 // licenceOutcome is what the licences a site named say of a request.
 type licenceOutcome struct {
@@ -197,9 +278,14 @@ func (l *licensing) judge(ctx context.Context, base *url.URL, req *Request, purp
 		if err != nil {
 			return out, err
 		}
-		lic := &Licence{Source: r.source, URL: u, Result: res}
+		lic := &Licence{Source: r.source, URL: u, Result: res, client: req.Client.Licence, opts: l.opts}
 		out.found = append(out.found, lic)
-		if res.Unknown() {
+		if !res.Unknown() && !r.linked {
+			if c := res.Doc.HasEmptyURL(); c != nil {
+				lic.invalid = fmt.Sprintf("%s names the page that links the document, and robots.txt links none", c)
+			}
+		}
+		if res.Unknown() || lic.invalid != "" {
 			lic.Unknown = true
 			if out.refusal != nil {
 				continue
@@ -213,7 +299,7 @@ func (l *licensing) judge(ctx context.Context, base *url.URL, req *Request, purp
 			out.retryAfter = ceilSeconds(res.Expires.Sub(l.now()))
 			continue
 		}
-		lic.Match = res.Doc.Match(req.Origin.Scheme, req.Origin.HostPort(), req.Target)
+		lic.Match = res.Doc.Match(req.Origin, req.Target, r.linked)
 		if out.refusal != nil && out.verdict != LicenseRequired {
 			continue
 		}
@@ -223,8 +309,11 @@ func (l *licensing) judge(ctx context.Context, base *url.URL, req *Request, purp
 }
 
 // judgeLicence applies one readable licence to the purposes: a
-// prohibition refuses (and replaces a licence-server refusal found
-// before), a licence server refuses when usage.on_license_server says so.
+// prohibition or an unmet user or geo term refuses (and replaces a
+// license-required refusal found before); an unmet payment or reporting
+// term, or a licence server, refuses with LicenseRequired (a payment term
+// and a licence server not when the request carries a licence token of its
+// own; a licence server not when usage.on_license_server says so).
 func (l *licensing) judgeLicence(lic *Licence, purposes []string, token bool, out *licenceOutcome) {
 	if lic.Match.TooCostly {
 		lic.Purpose = purposes[0]
@@ -235,17 +324,38 @@ func (l *licensing) judgeLicence(lic *Licence, purposes []string, token bool, ou
 	if c == nil {
 		return
 	}
+	var required *Licence // the first purpose granted only on a payment or reporting term
 	for _, p := range purposes {
-		if v := c.Judge(rslUsage(p)); v.Refused {
+		v := c.Judge(rslUsage(p), lic.client, lic.opts)
+		if !v.Refused {
+			continue
+		}
+		if termVerdict(v) == UsageDenied {
 			lic.Purpose, lic.Verdict = p, v
 			out.refusal, out.verdict = lic, UsageDenied
 			return
 		}
+		if required == nil && !(token && v.Unmet.Kind == "payment") {
+			required = &Licence{}
+			*required = *lic
+			required.Purpose, required.Verdict = p, v
+		} else if token && v.Unmet.Kind == "payment" {
+			cp := *lic
+			cp.Purpose, cp.Verdict = p, v
+			out.notes = append(out.notes, cp.Explain()+"; the request carries a licence token of its own (Authorization: License), for the origin to check")
+		}
+	}
+	if required != nil {
+		if out.refusal == nil {
+			*lic = *required
+			out.refusal, out.verdict = lic, LicenseRequired
+		}
+		return
 	}
 	if c.Server == "" || out.refusal != nil {
 		return
 	}
-	lic.Purpose, lic.Verdict = purposes[0], c.Judge(rslUsage(purposes[0]))
+	lic.Purpose, lic.Verdict = purposes[0], c.Judge(rslUsage(purposes[0]), lic.client, lic.opts)
 	switch {
 	case token:
 		out.notes = append(out.notes, lic.Explain()+"; the request carries a licence token of its own (Authorization: License), for the origin to check")
@@ -343,7 +453,7 @@ func (e *Engine) judgeRSL(ctx context.Context, d *Decision) error {
 // request that nothing can refuse (no purposes: /explain and check
 // listing a response's signals) the licences are listed as judged for the
 // known purposes, and refuse nothing. The only error is ctx's.
-func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head func() []htmlmeta.Link) (ResponseJudgement, error) {
+func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head func() Head) (ResponseJudgement, error) {
 	out := ResponseJudgement{Enforced: !j.monitor}
 	if j.licensing == nil {
 		return out, nil
@@ -354,12 +464,12 @@ func (j ResponseJudge) JudgeLicenses(ctx context.Context, h http.Header, head fu
 	}
 	var refs []licenceRef
 	for _, r := range rsl.LinkLicenses(h.Values("Link")) {
-		refs = append(refs, licenceRef{source: "response header Link", ref: r})
+		refs = append(refs, licenceRef{source: "response header Link", ref: r, linked: true})
 	}
 	if j.scanHTML && head != nil && len(refs) < rsl.MaxLicenses {
-		for _, l := range head() {
+		for _, l := range head().Links { // an unscanned head: Judge made it UsageUnknown
 			if rsl.IsLicenseLink(l.Rel, l.Type) {
-				refs = append(refs, licenceRef{source: `<link rel="license">`, ref: l.Href})
+				refs = append(refs, licenceRef{source: `<link rel="license">`, ref: l.Href, linked: true})
 			}
 		}
 	}

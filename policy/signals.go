@@ -38,11 +38,11 @@ func (d *Decision) ExplainSignals() []audit.UsageSignal {
 func (d *Decision) usageSignals(purposes []string) []audit.UsageSignal {
 	var out []audit.UsageSignal
 	if d.Robots != nil && d.Robots.File != nil {
-		for _, p := range d.Rule.Group.ContentUsage(d.Request.Target) {
-			out = append(out, prefSignal(audit.SignalRobotsContentUsage, p, prefRefuses(p, purposes, false)))
+		for _, s := range d.Rule.Group.ContentUsage(d.Request.Target) {
+			out = appendStatement(out, audit.SignalRobotsContentUsage, &s, purposes, false)
 		}
-		for _, p := range d.Robots.File.ContentSignals() {
-			out = append(out, prefSignal(audit.SignalRobotsContentSignal, p, prefRefuses(p, purposes, true)))
+		for _, s := range d.Robots.File.ContentSignals() {
+			out = appendStatement(out, audit.SignalRobotsContentSignal, &s, purposes, true)
 		}
 	}
 	if e := d.TDM.Entry; e != nil {
@@ -61,6 +61,47 @@ func (d *Decision) usageSignals(purposes []string) []audit.UsageSignal {
 
 func prefSignal(kind string, p robots.Pref, refuses []string) audit.UsageSignal {
 	return audit.UsageSignal{Signal: kind, Value: p.Name + "=" + p.Value, Where: fmt.Sprintf("robots.txt line %d", p.Line), Refuses: refuses}
+}
+
+// appendStatement lists a robots.txt statement: each preference it states
+// ("train-ai=n", line N), or, for one that states none or is not a
+// dictionary, the statement itself, saying so.
+func appendStatement(out []audit.UsageSignal, kind string, s *robots.Statement, purposes []string, contentSignal bool) []audit.UsageSignal {
+	if s.Err == nil && len(s.Prefs) > 0 {
+		for _, p := range s.Prefs {
+			out = append(out, prefSignal(kind, p, prefRefuses(p, purposes, contentSignal)))
+		}
+		return out
+	}
+	return append(out, audit.UsageSignal{Signal: kind, Value: quoteValue(s.Text),
+		Where: fmt.Sprintf("robots.txt line %d%s", s.Line, statementNote(s, contentSignal)), Refuses: stmtRefuses(s, purposes, contentSignal)})
+}
+
+// statementNote says, after where a statement was read, that it states no
+// preference, or is not a dictionary and how it was read then.
+func statementNote(s *robots.Statement, contentSignal bool) string {
+	switch {
+	case s.Err != nil && contentSignal:
+		return ` (not an RFC 9651 dictionary: read for its "no"s)`
+	case s.Err != nil:
+		return " (not an RFC 9651 dictionary: no preference)"
+	case len(s.Prefs) == 0:
+		return " (states no preference)"
+	}
+	return ""
+}
+
+// stmtRefuses lists the purposes any preference of a statement refuses.
+func stmtRefuses(s *robots.Statement, purposes []string, contentSignal bool) []string {
+	refuses := []string{}
+	for _, p := range s.Prefs {
+		for _, r := range prefRefuses(p, purposes, contentSignal) {
+			if !slices.Contains(refuses, r) {
+				refuses = append(refuses, r)
+			}
+		}
+	}
+	return refuses
 }
 
 // candidates are the purposes a signal is checked against: KnownPurposes,
@@ -134,6 +175,8 @@ func quoteValue(v string) string {
 // Kind is the ResponseSignal's kind (audit.SignalHeaderTDMReservation...).
 func (s ResponseSignal) Kind() string {
 	switch {
+	case s.Unscanned:
+		return audit.SignalHTMLUnscanned
 	case s.Licence != nil && s.Licence.Unknown:
 		return audit.SignalRSLUnknown
 	case s.Licence != nil:
@@ -165,6 +208,8 @@ func (d *Decision) RefusedBy() string {
 		return audit.SignalRSLUnknown
 	case d.Licence != nil:
 		return audit.SignalRSL
+	case d.Verdict == UsageUnknown && d.Response != nil:
+		return d.Response.Signal.Kind()
 	case d.Verdict == UsageUnknown:
 		return audit.SignalTDMRepUnknown
 	case d.Verdict != UsageDenied:

@@ -31,8 +31,8 @@ func TestHeaderSignalsListEverySignalWithWhatItRefuses(t *testing.T) {
 		want     string
 	}{
 		{"none", []string{"Content-Type", "text/html", "X-Robots-Tag", "noindex"}, nil, ""},
-		{"tdm-reservation 1 and 0", []string{"Tdm-Reservation", "1", "Tdm-Reservation", "0"}, nil,
-			"tdm-reservation-header 1 [train-ai train-genai ai-train tdm]; tdm-reservation-header 0 []"},
+		{"tdm-reservation 1 and 0: one list, a 1 reserves", []string{"Tdm-Reservation", "1", "Tdm-Reservation", "0"}, nil,
+			"tdm-reservation-header 1, 0 [train-ai train-genai ai-train tdm]"},
 		{"Content-Usage, all its categories", []string{"Content-Usage", "train-ai=n, search=n, ai-use=y"}, nil,
 			"content-usage-header train-ai=n, search=n, ai-use=y [train-ai train-genai ai-train search]"},
 		{"Content-Usage, the client's own purpose", []string{"Content-Usage", "archive=n"}, []string{"archive"},

@@ -3,8 +3,10 @@ package policy
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
@@ -95,4 +97,74 @@ func (e *Engine) ConsultTDM(ctx context.Context, d *Decision) error {
 		d.TDM = res.Match(d.Request.Target)
 	}
 	return nil
+}
+
+// The TDMRep text (W3C TDM Reservation Protocol, CG Final Report, editor's
+// copy of 2024-12-14, #sec-processing-priority) orders the places a
+// reservation is read: the TDM file, then the header field, whose values
+// "supercede any value inferred from a TDM file", then an HTML page's meta
+// tags, whose values "supercede previous values"; an absent value does not
+// reset one. robotsgate reads the file before the request is sent (a
+// reserved page is refused unfetched, so a header cannot lift the file's
+// reservation: the conservative side of that order) and the header and
+// meta tags of the response in that order.
+
+// tdmHeaderFinding reads the tdm-reservation header field: its field lines
+// are one list (RFC 9110 §5.3: "tdm-reservation: 0, 1" is the two lines 0
+// and 1), and a member 1 reserves, whatever other members say (two
+// values the text does not foresee: the conservative one wins; a member
+// other than 0 or 1 is a protocol error, #sec-tdm-reservation, and
+// ignored). The finding is listed whenever the field is present.
+func tdmHeaderFinding(h http.Header) (finding, bool) {
+	lines := h.Values("Tdm-Reservation")
+	if len(lines) == 0 {
+		return finding{}, false
+	}
+	v := strings.Join(lines, ", ")
+	f := finding{UsageSignal: audit.UsageSignal{Signal: audit.SignalHeaderTDMReservation, Value: quoteValue(v),
+		Where: "response header tdm-reservation", Refuses: []string{}}, source: "tdm-reservation", directive: "1", value: v}
+	if tdmValue(v) == tdmrep.Reserved {
+		f.Refuses, f.Policy = trainingRefuses(), quoteValue(h.Get("Tdm-Policy"))
+	}
+	return f, true
+}
+
+// tdmValue reads a tdm-reservation list (a header field's lines joined, a
+// meta tag's content): Reserved when a member is 1, NotReserved when a
+// member is 0 and none is 1, Unset otherwise.
+func tdmValue(list string) tdmrep.Reservation {
+	r := tdmrep.Unset
+	for m := range strings.SplitSeq(list, ",") {
+		switch strings.TrimSpace(m) {
+		case "1":
+			return tdmrep.Reserved
+		case "0":
+			r = tdmrep.NotReserved
+		}
+	}
+	return r
+}
+
+// supersedeTDMHeader applies the meta tags' tdm-reservation to the header
+// field's: a page whose head states one (0 or 1) supersedes the header's
+// (#sec-processing-priority), so the header finding refuses nothing and
+// says so. found are the header findings followed by the meta findings.
+func supersedeTDMHeader(found []finding) {
+	meta := tdmrep.Unset
+	for _, f := range found {
+		if f.Signal == audit.SignalMetaTDMReservation {
+			if r := tdmValue(f.value); r != tdmrep.Unset && meta != tdmrep.Reserved {
+				meta = r
+			}
+		}
+	}
+	if meta == tdmrep.Unset {
+		return
+	}
+	for i := range found {
+		if f := &found[i]; f.Signal == audit.SignalHeaderTDMReservation {
+			f.Refuses = []string{}
+			f.Where += ` (superseded by <meta name="tdm-reservation" content="` + meta.String() + `">)`
+		}
+	}
 }

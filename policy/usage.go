@@ -6,13 +6,13 @@ import (
 	"github.com/robotsgate/robotsgate/robots"
 )
 
-// The labels of IETF aipref's vocabulary (draft-ietf-aipref-vocab) for one
-// category: the current draft's label first, then the labels earlier
+// The labels of IETF aipref's vocabulary for one category: the current
+// draft's label first (draft-ietf-aipref-vocab-07, 2026-08-19, the editor's
+// copy of that date: train-ai and search, §6.1), then the labels earlier
 // drafts gave the same use, which sites still write and robotsgate keeps
-// reading as aliases. -08 has train-ai, ai-use and search; train-genai
-// (-02, -03) and genai and ai (-01) named AI training; inference (-01) and
-// ai-output (-04) named the use of content as a model's input, and
-// ai-output also covered search results.
+// reading as aliases: train-genai (-02, -03), genai and ai (-01) named AI
+// training; ai-use (-02) and inference (-01) the use of content as a
+// model's input; ai-output (-04) both that and search results.
 var (
 	aiprefTrain  = []string{"train-ai", "train-genai", "genai", "ai"}
 	aiprefUse    = []string{"ai-use", "inference", "ai-output"}
@@ -22,7 +22,7 @@ var (
 	// all in -02, tdm in -01): a refusal by one of them refuses every
 	// purpose, the client's own too. A consent for a narrower category
 	// in the same statement ("bots=n, search=y") does not lift it: as
-	// everywhere, any refusal wins over any consent.
+	// everywhere, any refusal wins over any consent (-07 §5.1).
 	aiprefRoot = []string{"bots", "all", "tdm"}
 	// signalRoot is Content-Signal's "use" key, which no published
 	// definition ties to one use: a "use=no" is read as the broadest
@@ -64,8 +64,8 @@ func signalKeys(purpose string) []string {
 
 // usageRefusal returns the first preference that refuses one of the
 // purposes: a Content-Usage "n" for the path (for the group) or a
-// Content-Signal "no" (for the file, fromSignal true). Any refusal wins
-// over any consent.
+// Content-Signal "no" (for the file, fromSignal true). Any refusal of any
+// statement wins over any consent (draft-ietf-aipref-vocab-07 §5.1).
 func usageRefusal(f *robots.File, g robots.Group, target string, purposes []string) (pref robots.Pref, fromSignal, refused bool) {
 	if len(purposes) == 0 {
 		return robots.Pref{}, false, false
@@ -73,14 +73,25 @@ func usageRefusal(f *robots.File, g robots.Group, target string, purposes []stri
 	usage := g.ContentUsage(target)
 	signals := f.ContentSignals()
 	for _, p := range purposes {
-		if pref, ok := refusing(usage, usageLabels(p), "n"); ok {
+		if pref, ok := refusingIn(usage, usageLabels(p), "n"); ok {
 			return pref, false, true
 		}
-		if pref, ok := refusing(signals, signalKeys(p), "no"); ok {
+		if pref, ok := refusingIn(signals, signalKeys(p), "no"); ok {
 			return pref, true, true
 		}
 	}
 	return robots.Pref{}, false, false
+}
+
+// refusingIn returns the first preference of the statements that refuses
+// (has the value no) one of names.
+func refusingIn(stmts []robots.Statement, names []string, no string) (robots.Pref, bool) {
+	for i := range stmts {
+		if pref, ok := refusing(stmts[i].Prefs, names, no); ok {
+			return pref, true
+		}
+	}
+	return robots.Pref{}, false
 }
 
 func refusing(prefs []robots.Pref, names []string, no string) (robots.Pref, bool) {

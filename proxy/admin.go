@@ -11,6 +11,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/robots"
 )
 
 // The proxy is the admin listener's source (admin.Source): its metrics,
@@ -44,6 +45,11 @@ func (s *Server) Ready(ctx context.Context) error {
 	}
 	if err := s.auditLog.Failing(); err != nil {
 		return fmt.Errorf("the audit log cannot be written: %w", err)
+	}
+	if s.witness != nil {
+		if err := s.witness.Failing(); err != nil {
+			return fmt.Errorf("the witness did not acknowledge the last checkpoint (requests are served): %w", err)
+		}
 	}
 	if s.ready != nil {
 		return s.ready(ctx)
@@ -130,7 +136,17 @@ func fillExplanation(e *admin.Explanation, d *policy.Decision, now time.Time) {
 		e.Rule, e.Line, e.Canonical = d.Rule.Rule.String(), d.Rule.Rule.Line, d.Rule.Canonical
 	}
 	e.CrawlDelay, e.RequestRate = g.CrawlDelay().Seconds(), g.RequestInterval().Seconds()
-	e.ContentUsage, e.Signals = g.ContentUsage(d.Request.Target), res.File.ContentSignals()
+	e.ContentUsage, e.Signals = prefsOf(g.ContentUsage(d.Request.Target)), prefsOf(res.File.ContentSignals())
+}
+
+// prefsOf lists the preferences of statements (an unparsable one states
+// none; usage_signals lists it).
+func prefsOf(stmts []robots.Statement) []robots.Pref {
+	var out []robots.Pref
+	for _, s := range stmts {
+		out = append(out, s.Prefs...)
+	}
+	return out
 }
 
 // fillPacing adds what the pacing interval is made of, and the origin's

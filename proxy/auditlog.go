@@ -68,7 +68,7 @@ func (s *Server) openAudit(l config.Log, key ed25519.PrivateKey) error {
 	if l.Audit == "" {
 		return nil
 	}
-	opts := audit.Options{Key: key}
+	opts := audit.Options{Key: key, OnCheckpoint: s.onCheckpoint()}
 	opts.CheckpointEvery, opts.CheckpointRecords = l.CheckpointEvery.Duration(), int64(l.CheckpointRecords)
 	w, err := audit.Open(l.Audit, opts)
 	if err != nil {

@@ -20,10 +20,9 @@ const maxAuthTracked = 10000
 // failed (a wrong password, an unknown user) in the current window, so
 // that guessing is limited to auth.failure_limit a minute an address.
 type authFailures struct {
-	once    sync.Once
-	mu      sync.Mutex
-	counts  *lru.Cache[netip.Addr, *failureWindow]
-	refused func() // counts an attempt refused for the limit
+	once   sync.Once
+	mu     sync.Mutex
+	counts *lru.Cache[netip.Addr, *failureWindow]
 }
 
 type failureWindow struct {

@@ -196,6 +196,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	if *benchBotAuth {
 		cfg.BotAuth.SignatureAgent = "https://bots.example/.well-known/http-message-signatures-directory"
+		cfg.BotAuth.SignatureAgentForm = "url" // the whole URL in Signature-Agent, as measured
 		cfg.BotAuth.Key = filepath.Join(b.TempDir(), "bot-auth-key.pem")
 	}
 	cfg.Egress.AllowNetworks = []string{benchOriginIP + "/32"}

@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/mail"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
@@ -34,8 +37,9 @@ type signers struct {
 // loadSigners reads (creating when missing) the signing keys cfg names.
 func loadSigners(cfg *config.Config) (*signers, error) {
 	sg := &signers{clients: make([]*botauth.Signer, len(cfg.Clients)), prices: make([]*paycrawl.Price, len(cfg.Clients))}
+	form := botauth.Form(cfg.BotAuth.SignatureAgentForm)
 	if cfg.BotAuth.SignatureAgent != "" {
-		s, err := newSigner(cfg.BotAuth.Key, cfg.BotAuth.SignatureAgent)
+		s, err := newSigner(cfg.BotAuth.Key, cfg.BotAuth.SignatureAgent, form)
 		if err != nil {
 			return nil, fmt.Errorf("bot_auth.key: %w", err)
 		}
@@ -43,7 +47,7 @@ func loadSigners(cfg *config.Config) (*signers, error) {
 	}
 	for i, c := range cfg.Clients {
 		if c.SignatureAgent != "" {
-			s, err := newSigner(cfg.SignKeyPath(c), c.SignatureAgent)
+			s, err := newSigner(cfg.SignKeyPath(c), c.SignatureAgent, form)
 			if err != nil {
 				return nil, fmt.Errorf("clients[%d].sign_key: %w", i, err)
 			}
@@ -60,12 +64,16 @@ func loadSigners(cfg *config.Config) (*signers, error) {
 	return sg, nil
 }
 
-func newSigner(path, agentURL string) (*botauth.Signer, error) {
+func newSigner(path, agentURL string, form botauth.Form) (*botauth.Signer, error) {
+	agent, err := botauth.ParseAgent(agentURL, form)
+	if err != nil {
+		return nil, err
+	}
 	key, err := loadOrCreateSigningKey(path)
 	if err != nil {
 		return nil, err
 	}
-	return botauth.NewSigner(key, agentURL)
+	return botauth.NewSigner(key, agent)
 }
 
 // forClient is the signer of a client's requests: its entry's own, else
@@ -154,18 +162,6 @@ func createSigningKey(path string) (ed25519.PrivateKey, bool, error) {
 	return key, true, nil
 }
 
-// LoadSigningKey returns the public half of the signing key in path, for
-// the bot-auth command, creating the key when the file does not exist (so
-// that its directory can be published before the first signed request);
-// created says whether it did.
-func LoadSigningKey(path string) (pub ed25519.PublicKey, created bool, err error) {
-	key, created, err := loadSigningKey(path)
-	if err != nil {
-		return nil, false, err
-	}
-	return key.Public().(ed25519.PublicKey), created, nil
-}
-
 // outboundKey is the context key of a proxied request's *outbound.
 type outboundKey struct{}
 
@@ -227,10 +223,11 @@ func signedCopy(req *http.Request, signer *botauth.Signer, also ...string) *http
 	return r
 }
 
-// signFetches wraps the robots.txt resolver's transport (robots.txt and
-// tdmrep.json, each redirect hop a request of its own) to sign with the
-// gateway key: those fetches are shared by every client, so only the
-// gateway's identity can sign them.
+// signFetches wraps the robots.txt resolver's transport (robots.txt,
+// tdmrep.json and licences, each redirect hop a request of its own): it
+// adds the operator's From (ownFrom) and signs with the gateway key, those
+// fetches being shared by every client, so that only the gateway's
+// identity can sign them. Both follow a reload.
 func (s *Server) signFetches(next http.RoundTripper) http.RoundTripper {
 	return &fetchSigner{next: next, s: s}
 }
@@ -242,11 +239,52 @@ type fetchSigner struct {
 
 func (f *fetchSigner) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := f.s.settings()
-	if st == nil || st.signers == nil || st.signers.gateway == nil {
+	if st == nil {
+		return f.next.RoundTrip(req)
+	}
+	if from := ownFrom(st.cfg); from != "" && req.Header.Get("From") == "" {
+		r := new(http.Request)
+		*r = *req
+		r.Header = req.Header.Clone()
+		r.Header.Set("From", from)
+		req = r
+	}
+	if st.signers == nil || st.signers.gateway == nil {
 		return f.next.RoundTrip(req)
 	}
 	f.s.metrics.SignedRequests.WithLabelValues("fetch").Inc()
 	return f.next.RoundTrip(signedCopy(req, st.signers.gateway))
+}
+
+// ownFrom is the From of robotsgate's own fetches (RFC 9110 Section
+// 10.1.2: a mailbox for the operator of a robotic agent): identify.from,
+// else the address of a mailto: bot_auth.contact (the card's contact),
+// else "".
+func ownFrom(cfg config.Config) string {
+	if cfg.Identify.From != "" {
+		return cfg.Identify.From
+	}
+	rest, ok := cutPrefixFold(cfg.BotAuth.Contact, "mailto:")
+	if !ok {
+		return ""
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	addr, err := url.PathUnescape(rest)
+	if err != nil {
+		return ""
+	}
+	if a, err := mail.ParseAddress(addr); err != nil || a.Address != addr || strings.ContainsAny(addr, "\r\n") {
+		return ""
+	}
+	return addr
+}
+
+// cutPrefixFold is strings.CutPrefix, the prefix compared without case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return s, false
+	}
+	return s[len(prefix):], true
 }
 
 // CloseIdleConnections passes on to the wrapped transport (the resolver's
@@ -271,14 +309,29 @@ func clientCovers(h http.Header) (from, userAgent bool) {
 	return slices.Contains(names, "from"), slices.Contains(names, "user-agent")
 }
 
+// DirectoryLifetime is how long the signature of the key directory the
+// admin listener serves is valid: it signs each response anew, and a
+// verifier that keeps the proof of a directory it fetched (the draft's
+// Appendix C.8 asks for lifetimes well beyond republication) can keep it
+// for a day.
+const DirectoryLifetime = 24 * time.Hour
+
 // KeyDirectory is the key directory of the gateway's signing key
-// (bot_auth), nil without one: the admin listener serves it.
-func (s *Server) KeyDirectory() []byte {
+// (bot_auth) and the header fields that sign it for the signature agent's
+// authority at now (botauth.SignDirectory), nil without signing: the admin
+// listener serves it.
+func (s *Server) KeyDirectory(now time.Time) ([]byte, http.Header) {
 	st := s.settings()
 	if st == nil || st.signers == nil || st.signers.gateway == nil {
-		return nil
+		return nil, nil
 	}
-	return botauth.Directory(st.signers.gateway.Public())
+	g := st.signers.gateway
+	body := botauth.Directory(g.Public())
+	h, err := botauth.SignDirectory(body, g.Agent().Authority(), now, DirectoryLifetime, g)
+	if err != nil {
+		return nil, nil
+	}
+	return body, h
 }
 
 // SignatureAgentCard is the gateway's signature agent card, nil without
@@ -288,5 +341,63 @@ func (s *Server) SignatureAgentCard() []byte {
 	if st == nil || st.signers == nil || st.signers.gateway == nil {
 		return nil
 	}
-	return botauth.Card(botauth.CardFacts{Name: "robotsgate", AgentURL: st.signers.gateway.AgentURL(), Contact: st.cfg.BotAuth.Contact})
+	return botauth.Card(CardFacts(st.cfg, -1))
+}
+
+// CardFacts are the facts of the signature agent card of the gateway's
+// key (client < 0) or of clients[client]'s own: its key set's URL, the
+// operator's contact, the product token (bot_auth.product_token, or the
+// client's fixed agent) and purpose, and rfc9309-compliance, which holds
+// only when every request signed with that key is judged by robots.txt:
+// no client signing with it is in monitor or bypass mode, and no site's
+// robots.txt is ignored.
+func CardFacts(cfg config.Config, client int) botauth.CardFacts {
+	raw, token := cfg.BotAuth.SignatureAgent, cfg.BotAuth.ProductToken
+	if client >= 0 && client < len(cfg.Clients) {
+		raw = cfg.Clients[client].SignatureAgent
+		if a := cfg.Clients[client].Agent; a != "" {
+			token = a
+		}
+	}
+	f := botauth.CardFacts{Name: "robotsgate", Contact: cfg.BotAuth.Contact, ProductToken: token, Purpose: cfg.BotAuth.Purpose}
+	if a, err := botauth.ParseAgent(raw, botauth.Form(cfg.BotAuth.SignatureAgentForm)); err == nil {
+		f.JWKSURI = a.DirectoryURL()
+	}
+	f.Compliance = true
+	for _, s := range cfg.Sites {
+		if s.Robots == config.RobotsIgnore {
+			f.Compliance = false
+		}
+	}
+	for i, c := range cfg.Clients {
+		own := c.SignatureAgent != ""
+		signsWithIt := (client < 0 && !own) || i == client
+		if signsWithIt && (c.Mode == config.ModeMonitor || c.Mode == config.ModeBypass) {
+			f.Compliance = false
+		}
+	}
+	return f
+}
+
+// SignedDirectory is the key directory of the signing key in keyPath
+// (created when missing, so that it can be published before the first
+// signed request) published at agentURL, and
+// the header fields that sign it at now for lifetime, for the bot-auth
+// command to write where the operator serves it.
+func SignedDirectory(keyPath, agentURL string, form botauth.Form, now time.Time, lifetime time.Duration) (body []byte, h http.Header, created bool, err error) {
+	agent, err := botauth.ParseAgent(agentURL, form)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	key, created, err := loadSigningKey(keyPath)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	s, err := botauth.NewSigner(key, agent)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	body = botauth.Directory(s.Public())
+	h, err = botauth.SignDirectory(body, agent.Authority(), now, lifetime, s)
+	return body, h, created, err
 }

@@ -159,7 +159,7 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 	st.engine.ObserveAnswer(ctx, d, pacing.Answer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"),
 		Date: resp.Header.Get("Date"), At: time.Now()})
 	permit.Answered()
-	j, err := judgeResponseSignals(ctx, d, resp, func(n string) { notes = append(notes, n) })
+	j, err := judgeResponseSignals(ctx, d, resp)
 	if err != nil {
 		return fmt.Errorf("fetch %s: the RSL licence it names: %w", u, err)
 	}

@@ -16,15 +16,17 @@ import (
 
 // The politeness governor (pacing.Governor) learns from every answer the
 // relay sees: a 429 or 503 pauses the origin (for all its requests, the
-// policy engine holding them in Pace), a response time counts for
-// adaptive pacing. Here the relay's view of an answer becomes a
+// policy engine holding them in Pace), so do 500, 502, 504 and timeouts a
+// few in a row, and a response time counts for adaptive pacing. Here the relay's view of an answer becomes a
 // pacing.Answer, and a pause is counted, logged and recorded.
 
 // governorParams translates pacing.backoff and pacing.adaptive.
 func governorParams(p config.Pacing) (pacing.BackoffParams, pacing.AdaptiveParams) {
 	b := pacing.BackoffParams{
 		Enabled: p.Backoff.Enabled, Statuses: p.Backoff.Statuses, ConnectionErrors: p.Backoff.ConnectionErrors,
+		FailureStatuses: p.Backoff.Failures.Statuses, FailureTimeouts: p.Backoff.Failures.Timeouts, FailuresInARow: p.Backoff.Failures.InARow,
 		Initial: p.Backoff.Initial.Duration(), Factor: float64(p.Backoff.Factor), Max: p.Backoff.Max.Duration(),
+		RetryAfterMax: p.Backoff.RetryAfterMax.Duration(),
 	}
 	a := pacing.AdaptiveParams{Factor: float64(p.Adaptive.Factor), Min: p.Adaptive.Min.Duration(), Max: p.Adaptive.Max.Duration()}
 	return b, a
@@ -69,14 +71,25 @@ func (s *Server) observeFailure(req *http.Request, err error) {
 	if slot == nil || req.Context().Err() != nil {
 		return
 	}
+	if a, ok := failureAnswer(err, time.Now()); ok {
+		s.tellGovernor(req.Context(), slot, a)
+	}
+}
+
+// failureAnswer is the governor's view of an upstream error at at: a
+// connection error, a timeout among them (which counts towards
+// pacing.backoff.failures); ok is false for errors that say nothing of the
+// origin (the egress guard's refusals, DNS, TLS).
+func failureAnswer(err error, at time.Time) (pacing.Answer, bool) {
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
-		return
+		return pacing.Answer{}, false
 	}
-	switch egress.Cause(err) {
+	switch cause := egress.Cause(err); cause {
 	case egress.CauseRefused, egress.CauseTimeout, egress.CauseUnreachable:
-		s.tellGovernor(req.Context(), slot, pacing.Answer{ConnectionError: true, At: time.Now()})
+		return pacing.Answer{ConnectionError: true, Timeout: cause == egress.CauseTimeout, At: at}, true
 	}
+	return pacing.Answer{}, false
 }
 
 // tellGovernor passes a to the policy engine for the slot's decision.

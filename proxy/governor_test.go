@@ -285,3 +285,60 @@ func TestStatusPageListsOriginsAwaitingTheirProbe(t *testing.T) {
 		t.Errorf("after the probe's answer the paused origins are %q, want none", rows)
 	}
 }
+
+// A paused origin's refusal says what is left of the pause, not the whole
+// of it: an origin that answered 503 with Retry-After: 6 and is asked
+// again 2.5 s later is refused (max_wait 0) with Retry-After 4 (3.5 s
+// rounded up), in the header, the JSON body and the message alike. The
+// bounds follow from when the 503 and the refusal may have been made,
+// between sending each request and reading its answer.
+func TestPausedOriginRetryAfterIsWhatIsLeft(t *testing.T) {
+	const pause = 6 * time.Second
+	var pages atomic.Int64
+	o := serveAt(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		if pages.Add(1) == 1 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(pause/time.Second)))
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	cfg := testConfig(t, nil)
+	cfg.Pacing.MaxWait = config.Duration(0)
+	c := startProxy(t, cfg).client()
+	sent0 := time.Now()
+	if resp, _ := get(t, c, o.URL+"/first"); resp.StatusCode != 503 {
+		t.Fatalf("first: %d, want the origin's 503", resp.StatusCode)
+	}
+	got0 := time.Now()
+	// The time passing is what is tested: no event to wait for.
+	time.Sleep(time.Until(got0.Add(2500 * time.Millisecond)))
+	req, _ := http.NewRequest("GET", o.URL+"/second", nil)
+	req.Header.Set("Accept", "application/json")
+	sent1 := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got1 := time.Now()
+	least, most := seconds(sent0.Add(pause).Sub(got1)), seconds(got0.Add(pause).Sub(sent1))
+	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 429 || resp.Header.Get("X-Robotsgate-Decision") != "origin-backoff" || err != nil || ra < least || ra > most {
+		t.Fatalf("second: %d %q, Retry-After %q; want 429 origin-backoff with Retry-After %d to %d (the pause was %v)",
+			resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision"), resp.Header.Get("Retry-After"), least, most, pause)
+	}
+	var e struct {
+		RetryAfter int    `json:"retry_after"`
+		Message    string `json:"message"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.RetryAfter != ra || !strings.Contains(e.Message, "retry after "+strconv.Itoa(ra)+" s") {
+		t.Errorf("JSON body %s (%v): want retry_after %d and the message saying so", body, err, ra)
+	}
+	if pages.Load() != 1 {
+		t.Errorf("%d page requests reached the paused origin, want 1", pages.Load())
+	}
+}

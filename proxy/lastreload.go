@@ -7,6 +7,7 @@ import (
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/witness"
 )
 
 // NoteReload records the outcome of a configuration reload (err is what
@@ -45,6 +46,9 @@ func CheckFiles(cfg config.Config) error {
 		if _, err := readRedisLogin(cfg.Pacing.Redis); err != nil {
 			return err
 		}
+	}
+	if _, err := witness.Roots(cfg.Log.Witness.CA); err != nil {
+		return fmt.Errorf("proxy: log.witness.ca: %w", err)
 	}
 	return nil
 }

@@ -59,10 +59,13 @@ type auditSlot struct {
 	signals []audit.UsageSignal
 	notes   string
 	// price is the crawler-price of the origin's 402 (pay per crawl) as
-	// parsed, charged the crawler-charged of the paid retry's answer.
-	price, charged string
-	rec            audit.Record // made at the end (held here: one allocation less per request)
-	w              recordingWriter
+	// parsed, charged the crawler-charged of the paid retry's answer,
+	// overcharged whether that is above the price, crawlerError an
+	// origin's crawler-error.
+	price, charged, crawlerError string
+	overcharged                  bool
+	rec                          audit.Record // made at the end (held here: one allocation less per request)
+	w                            recordingWriter
 }
 
 // decide records the decision of the request and the pacing permit it holds.
@@ -206,6 +209,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 		rec.SentMS = float64(slot.released.Sub(start).Microseconds()) / 1000
 	}
 	rec.CrawlerPrice, rec.CrawlerCharged = slot.price, slot.charged
+	rec.CrawlerOvercharged, rec.CrawlerError = slot.overcharged, slot.crawlerError
 	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
 	if slot.unanswered {
 		rec.Status = 0
@@ -213,7 +217,12 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)
-	s.metrics.CountRequest(rec.Decision, r.Method)
+	if monitored(rec) {
+		s.metrics.CountRequest(monitoredDecision, r.Method)
+		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()
+	} else {
+		s.metrics.CountRequest(rec.Decision, r.Method)
+	}
 	if kind := slot.d.RefusedBy(); slot.decided && kind != "" {
 		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()
 	}

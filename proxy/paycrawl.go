@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/robotsgate/robotsgate/paycrawl"
 )
@@ -11,17 +12,22 @@ import (
 // reused for the paid retry; a longer body closes the connection.
 const maxDrain = 64 << 10
 
-// maxChargedLen bounds the crawler-charged value kept in the audit record.
+// maxChargedLen bounds the crawler-charged and crawler-error values kept
+// in the audit record.
 const maxChargedLen = 64
 
 // payPerCrawl answers an origin's 402 with a crawler-price (pay per
 // crawl): when the client has a signer and a max_price in the price's
 // currency at or above it, and the request can be sent again (GET or HEAD
-// without a body), it is retried once, signed over crawler-max-price too,
-// after a pacing slot of its own (it is one more request to the origin,
-// so Crawl-delay and the concurrency limit apply to it as to any); the
-// retry's answer is relayed whatever it is. Otherwise the 402 is relayed.
-// Every 402 with a price is counted by what was done with it.
+// without a body), it is retried once with crawler-exact-price set to the
+// price quoted, byte for byte (Cloudflare: it "should exactly match the
+// price set in the response header crawler-price"; one price header per
+// request), signed over crawler-exact-price too, after a pacing slot of
+// its own (it is one more request to the origin, so Crawl-delay and the
+// concurrency limit apply to it as to any); the retry's answer is relayed
+// whatever it is. Otherwise the 402 is relayed. Every 402 with a price is
+// counted by what was done with it; a charge above the quote (or that
+// cannot be read) is flagged in the audit record and counted.
 func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outbound) (*http.Response, error) {
 	outcome := func(o string) { u.metrics.PriceAnswers.WithLabelValues(o).Inc() }
 	if out == nil {
@@ -32,7 +38,8 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 		outcome("no_max_price")
 		return resp, nil
 	}
-	price, err := paycrawl.Parse(resp.Header.Get(paycrawl.HeaderPrice))
+	quote := strings.Trim(resp.Header.Get(paycrawl.HeaderPrice), " \t")
+	price, err := paycrawl.Parse(quote)
 	if err != nil {
 		outcome("bad_price")
 		return resp, nil
@@ -59,13 +66,15 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 	retry := new(http.Request)
 	*retry = *req
 	retry.Header = req.Header.Clone()
-	retry.Header.Set(paycrawl.HeaderMaxPrice, out.max.String())
-	retry = signedCopy(retry, out.signer, "crawler-max-price")
+	retry.Header.Del(paycrawl.HeaderMaxPrice) // one price header per request
+	retry.Header.Set(paycrawl.HeaderExactPrice, quote)
+	retry = signedCopy(retry, out.signer, "crawler-exact-price")
 	u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
 	resp, err = u.send(retry)
 	if err != nil {
 		return nil, err
 	}
+	noteCrawlerError(out.slot, resp)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		outcome("retry_refused")
 		return resp, nil
@@ -75,12 +84,35 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 	if out.slot != nil && len(charged) <= maxChargedLen && checkHeaderValue(charged) {
 		out.slot.charged = charged
 	}
-	if c, err := paycrawl.Parse(charged); err == nil && c.Currency == out.max.Currency {
+	c, err := paycrawl.Parse(charged)
+	if charged != "" && (err != nil || !c.Within(price)) {
+		// More than the quote, another currency, or a charge that cannot be
+		// read: the client agreed to the quote, not to this.
+		if out.slot != nil {
+			out.slot.overcharged = true
+		}
+		u.metrics.CrawlerOvercharges.Inc()
+	}
+	if err == nil && c.Currency == out.max.Currency {
 		// Only the currencies of max_price: the label's values are bounded
 		// by the configuration, not by what origins send.
 		u.metrics.CrawlerCharged.WithLabelValues(c.Currency).Add(c.Float())
 	}
 	return resp, nil
+}
+
+// noteCrawlerError keeps in the audit slot the crawler-error code an
+// origin's answer carries (pay per crawl's error responses), bounded and
+// printable; the last answer's wins.
+func noteCrawlerError(slot *auditSlot, resp *http.Response) {
+	v := resp.Header.Get(paycrawl.HeaderError)
+	if slot == nil || v == "" {
+		return
+	}
+	if len(v) > maxChargedLen || !checkHeaderValue(v) {
+		v = "(unreadable)"
+	}
+	slot.crawlerError = v
 }
 
 // checkHeaderValue reports whether v is printable ASCII (what the audit

@@ -65,6 +65,10 @@ type explanation struct {
 	LicenseElement string `json:"license_element,omitempty"`
 	LicenseServer  string `json:"license_server,omitempty"`
 	LicenseError   string `json:"license_error,omitempty"`
+	// LicenseTerm is the licence's term the client does not meet (a
+	// payment, a reporting obligation, a user or geo term) when one
+	// refused.
+	LicenseTerm string `json:"license_term,omitempty"`
 }
 
 // licence fills in the RSL licence that refused, if one did; it reports
@@ -75,11 +79,13 @@ func (e *explanation) licence(d *policy.Decision) bool {
 		return false
 	}
 	e.LicenseURL, e.LicenseSource, e.LicenseElement = l.URL, l.Source, clip(l.Element())
-	if d.Verdict == policy.LicenseRequired {
+	if u := l.Verdict.Unmet; u != nil {
+		e.LicenseTerm = clip(u.Element)
+	} else if d.Verdict == policy.LicenseRequired {
 		e.LicenseServer = clip(l.Verdict.Server)
 	}
 	if l.Unknown {
-		e.LicenseError = clip(l.Result.Cause())
+		e.LicenseError = clip(l.Cause())
 	}
 	return true
 }
@@ -126,7 +132,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusForbidden
 		if e.licence(d) {
 			e.Message = "The site's RSL licence refuses this client's purpose: " + d.Licence.Explain() + "."
-			if d.Verdict == policy.LicenseRequired {
+			if d.Verdict == policy.LicenseRequired && d.Licence.Verdict.Unmet == nil {
 				e.Message += " (usage.on_license_server: refuse)"
 			}
 			if d.Response != nil {
@@ -145,9 +151,14 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
+		if r := d.Response; r != nil && r.Signal.Unscanned { // judged on the response
+			e.Message = "The origin's response was withheld: " + r.Signal.Explain() + " (usage.on_unknown: refuse)."
+			e.Group, e.RobotsURL, e.RobotsInfo = "", "", ""
+			break
+		}
 		if e.licence(d) {
 			e.Message = d.Licence.Explain() + ", which refuses the purpose " + d.Licence.Purpose + " (usage.on_unknown: refuse)."
-			proxyError = robotsProxyError(d.Licence.Result.Cause())
+			proxyError = robotsProxyError(d.Licence.Cause())
 			break
 		}
 		e.tdmRep(d)
@@ -168,7 +179,7 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Message = s.rateLimitMessage(d, e.RetryAfter)
 	case policy.OriginPaused:
 		e.Status = http.StatusTooManyRequests
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = seconds(pauseLeft(d, time.Now()))
 		e.Message = fmt.Sprintf("The origin asked to slow down: %s; retry after %d s.", d.Note, e.RetryAfter)
 	case policy.OutsideVisitTime:
 		e.Status = http.StatusTooManyRequests
@@ -180,6 +191,38 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
 	return render(req, &e, proxyError)
+}
+
+// wouldRefuseHeader tells a monitored client (clients[].monitor_header)
+// what the proxy would have answered its request: the decision, the status
+// and the explanation of Proxy-Status's details, as an RFC 9651
+// dictionary-like list item ("disallow; status=403; details=\"...\"").
+const wouldRefuseHeader = "X-Robotsgate-Would-Refuse"
+
+// wouldRefuse is the X-Robotsgate-Would-Refuse value of a monitored
+// decision: what the refusal it stands for says, rendered by the one
+// function that renders refusals.
+func (s *Server) wouldRefuse(req *http.Request, d *policy.Decision) string {
+	plain := req.Clone(req.Context())
+	plain.Header = http.Header{} // the text of the refusal, not JSON
+	r := s.refusal(plain, d)
+	r.Body.Close()
+	_, details, _ := strings.Cut(r.Header.Get("Proxy-Status"), "; details=")
+	return fmt.Sprintf("%s; status=%d; details=%s", r.Header.Get("X-Robotsgate-Decision"), r.StatusCode, details)
+}
+
+// pauseLeft is the Retry-After of a refusal for a paused origin: what is
+// left of the pause when the refusal is written, not the whole pause (an
+// origin's Retry-After: 120 seen 30 s ago is 90 s away), whatever the
+// pacer computed it from. A pause that is over (its probe's answer is
+// awaited) keeps the decision's.
+func pauseLeft(d *policy.Decision, now time.Time) time.Duration {
+	if d.Pause != nil {
+		if left := d.Pause.Until.Sub(now); left > 0 {
+			return left
+		}
+	}
+	return d.RetryAfter
 }
 
 // upperFirst capitalises the first letter of an ASCII sentence.

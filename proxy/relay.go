@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/policy"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -102,6 +103,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	}
 	if slot.decided && slot.d.Pause != nil && slot.d.Paused > 0 {
 		resp.Header.Set("X-Robotsgate-Backoff", backoffHeader(&slot.d))
+	}
+	if slot.decided && slot.d.Verdict != policy.Allow && slot.d.Request.Client.MonitorHeader {
+		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(resp.Request, &slot.d))
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
 		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}

@@ -64,10 +64,13 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		return
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
+	slot := auditSlotOf(req.Context())
+	if slot != nil && slot.decided && slot.d.ScanHTML && slot.d.ResponseJudge().Refuses() {
+		restrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
+	}
 	if tunnel != nil && tunnel.dest.IsValid() {
 		req = req.WithContext(context.WithValue(req.Context(), pinKey{}, tunnel.dest))
 	}
-	slot := auditSlotOf(req.Context())
 	if req.Body != nil && req.Body != http.NoBody {
 		b := newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
 		req.Body = b

@@ -35,6 +35,7 @@ import (
 	"net/netip"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ import (
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 	"github.com/robotsgate/robotsgate/transparent"
+	"github.com/robotsgate/robotsgate/witness"
 )
 
 // Timeouts. Upstream ones bound each phase of talking to an origin; client
@@ -114,13 +116,20 @@ type Server struct {
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
 	auditLog            *audit.Writer
+	witness             *witness.Client
 	coldGates           coldGates    // robots.cold_fetches_per_client
 	authFails           authFailures // auth.failure_limit
 	auditFails          auditFailures
 	stats               *stats
 	archive             *archive.Writer // nil: archive.dir is ""
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
-	serving             atomic.Bool
+	// caPath is the CA certificate clients must trust (mitm.ca_cert,
+	// absolute), which the messages on failed handshakes name.
+	caPath string
+	// listening is the proxy port's address once Serve runs (listen's
+	// port 0 resolved), for the PAC file.
+	listening atomic.Pointer[string]
+	serving   atomic.Bool
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration), and governor the origins'
 	// pauses and response times, whose parameters a reload changes.
@@ -172,6 +181,10 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.roots = roots
+	s.caPath = cfg.MITM.CACert
+	if abs, err := filepath.Abs(s.caPath); err == nil {
+		s.caPath = abs
+	}
 	if cfg.MITM.Enabled {
 		if opts.CA == nil {
 			return nil, errors.New("proxy: mitm.enabled needs a CA")
@@ -190,6 +203,9 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := s.newResolver(cfg, roots); err != nil {
 		return nil, err
 	}
+	if err := s.openWitness(cfg); err != nil {
+		return nil, fmt.Errorf("proxy: log.witness: %w", err)
+	}
 	if err := s.openAudit(cfg.Log, key); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
@@ -206,7 +222,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	for _, d := range audit.Decisions() { // every decision's counters without a lock per request
 		decisions = append(decisions, d.Name)
 	}
-	s.metrics.PrepareRequests(decisions...)
+	s.metrics.PrepareRequests(append(decisions, monitoredDecision)...)
 	for _, kind := range audit.SignalKinds { // every label shown from the start, at 0
 		s.metrics.UsageRefusals.WithLabelValues(kind)
 	}
@@ -428,6 +444,7 @@ func (s *Server) Reload(cfg config.Config) error {
 		TDMUnknown:    cfg.Usage.OnUnknown,
 		RSL:           s.rsl,
 		LicenseServer: cfg.Usage.OnLicenseServer,
+		RSLUnstated:   cfg.Usage.RSLUnstatedUsage,
 		StrictPaths:   cfg.Robots.StrictPaths,
 		ScanHTML:      cfg.Usage.ScanHTML,
 		Clients:       cfg.Clients,
@@ -586,6 +603,7 @@ func (s *Server) AddSelf(addr net.Addr) {
 // to ln's address are refused (a request to the proxy itself would loop).
 func (s *Server) Serve(ln net.Listener) error {
 	s.setSelf(ln.Addr())
+	s.Listening(ln.Addr())
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
@@ -594,6 +612,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// Listening tells the server the proxy port's address before Serve runs
+// (the PAC file names it; the admin listener may answer first).
+func (s *Server) Listening(addr net.Addr) {
+	a := addr.String()
+	s.listening.Store(&a)
 }
 
 // warnIfOpen warns when the proxy listens beyond loopback for anyone: no
@@ -634,6 +659,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.resolver.Close()
 	s.upstream.close()
 	s.auditLog.Close()
+	s.closeWitness()
 	if s.archive != nil {
 		s.archive.Close()
 	}

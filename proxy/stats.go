@@ -24,6 +24,9 @@ type stats struct {
 	origins   sync.Map // origin string -> *originCounters
 	size      atomic.Int64
 	decisions []atomic.Int64 // by decisionTable index; the last counts unknown values
+	// monitored counts, by the same index, the refusals only logged (a
+	// client in monitor mode, whose request went on): not in decisions.
+	monitored []atomic.Int64
 	// skew is added to the clock of the per-minute counts (tests: traffic
 	// in earlier minutes).
 	skew   atomic.Int64
@@ -63,7 +66,8 @@ const (
 )
 
 func newStats() *stats {
-	return &stats{started: time.Now(), decisions: make([]atomic.Int64, len(decisionTable.infos)+1)}
+	n := len(decisionTable.infos) + 1
+	return &stats{started: time.Now(), decisions: make([]atomic.Int64, n), monitored: make([]atomic.Int64, n)}
 }
 
 // The kinds of decisions, as the status page sorts them.
@@ -72,7 +76,25 @@ const (
 	kindRefused  = "refused"          // refused by robots.txt or the proxy's policy
 	kindUpstream = "upstream failure" // allowed, but the origin or its name failed
 	kindClient   = "client"           // what the client did to itself: left, failed the TLS handshake
+	// kindMonitored: a refusal only logged (a client in monitor mode):
+	// the request went on to the origin.
+	kindMonitored = "monitored (would refuse; forwarded)"
 )
+
+// monitoredDecision is the requests metric's decision label of a refusal
+// only logged (monitor mode); robotsgate_monitored_requests_total says
+// which refusal it would have been.
+const monitoredDecision = "monitored"
+
+// monitored reports whether rec is a refusal only logged: a decision that
+// is a refusal, not enforced (monitor mode).
+func monitored(rec *audit.Record) bool {
+	if rec.Enforced {
+		return false
+	}
+	kind, _ := kindOf(rec.Decision)
+	return kind == kindRefused
+}
 
 // decisionTable indexes audit.Decisions() for counting: a read-only map, built
 // once.
@@ -172,7 +194,12 @@ func (s *stats) holding(origin string, interval time.Duration, delta int64, wait
 
 func (s *stats) add(rec *audit.Record) {
 	kind, i := kindOf(rec.Decision)
-	s.decisions[i].Add(1)
+	if kind == kindRefused && !rec.Enforced {
+		kind = kindMonitored
+		s.monitored[i].Add(1)
+	} else {
+		s.decisions[i].Add(1)
+	}
 	if kind == kindAllowed && failedUpstream(rec) {
 		kind = kindUpstream
 	}
@@ -184,10 +211,12 @@ func (s *stats) add(rec *audit.Record) {
 	c.perMinute[ringRequests].add(minute)
 	var ring *recordRing
 	switch {
-	case kind == kindRefused && rec.Enforced:
+	case kind == kindRefused:
 		c.refused.Add(1)
 		c.perMinute[ringRefusals].add(minute)
 		ring = &s.recent
+	case kind == kindMonitored:
+		ring = &s.recent // listed, marked as only logged
 	case kind == kindUpstream:
 		c.failed.Add(1)
 		ring = &s.failures
@@ -284,6 +313,16 @@ func (s *stats) view(n int, now time.Time, v *admin.Status) {
 	}
 	if n := s.decisions[len(decisionTable.infos)].Load(); n > 0 {
 		v.Decisions = append(v.Decisions, admin.DecisionCount{Name: "(other)", Kind: kindRefused, Count: n})
+	}
+	// Monitor mode's would-be refusals, a row of their own per decision
+	// that had any (a row for every refusal at 0 would double the table).
+	for i, d := range decisionTable.infos {
+		if n := s.monitored[i].Load(); n > 0 {
+			v.Decisions = append(v.Decisions, admin.DecisionCount{Name: d.Name, Kind: kindMonitored, Status: d.Status, Count: n, Monitored: true})
+		}
+	}
+	if n := s.monitored[len(decisionTable.infos)].Load(); n > 0 {
+		v.Decisions = append(v.Decisions, admin.DecisionCount{Name: "(other)", Kind: kindMonitored, Count: n, Monitored: true})
 	}
 	v.Reload = s.reload.Load()
 }

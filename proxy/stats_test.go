@@ -95,7 +95,8 @@ func TestStatsSortsRecords(t *testing.T) {
 	for _, r := range v.RecentFailures {
 		failures = append(failures, r.URL)
 	}
-	if want := []string{"http://a.test/z", "http://a.test/private"}; !slices.Equal(recent, want) {
+	// The monitored would-be refusal is listed too (the page marks it).
+	if want := []string{"http://a.test/z", "http://a.test/monitored", "http://a.test/private"}; !slices.Equal(recent, want) {
 		t.Errorf("recent refusals %q, want %q", recent, want)
 	}
 	if want := []string{"//nowhere.test:443", "http://nowhere.test/", "http://a.test/y"}; !slices.Equal(failures, want) {
@@ -103,9 +104,14 @@ func TestStatsSortsRecords(t *testing.T) {
 	}
 	counts := map[string]int64{}
 	for _, d := range v.Decisions {
-		counts[d.Name] = d.Count
+		name := d.Name
+		if d.Monitored {
+			name += " (monitored)"
+		}
+		counts[name] = d.Count
 	}
-	for name, want := range map[string]int64{"allow": 3, "disallow": 2, "upstream-error": 2, "client-closed": 1,
+	// A monitored would-be refusal is its own kind, not a disallow.
+	for name, want := range map[string]int64{"allow": 3, "disallow": 1, "disallow (monitored)": 1, "upstream-error": 2, "client-closed": 1,
 		"client-tls-failed": 1, "(other)": 1, "unreachable": 0} {
 		if counts[name] != want {
 			t.Errorf("%s counted %d times, want %d", name, counts[name], want)

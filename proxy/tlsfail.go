@@ -37,23 +37,26 @@ const (
 )
 
 // tlsFailureReason classifies a failed server-side handshake, with a
-// sentence for the log and audit record.
-func tlsFailureReason(err error) (reason, explain string) {
+// sentence for the log and audit record that names caPath, the CA
+// certificate the client should trust (mitm.ca_cert, in the state
+// directory by default).
+func tlsFailureReason(err error, caPath string) (reason, explain string) {
+	install := " (install " + caPath + " in its trust store)"
 	if alert, ok := remoteAlert(err); ok {
 		switch alert {
 		case "tls: unknown certificate authority": // RFC 8446 §6.2, unknown_ca (OpenSSL's clients)
-			return tlsUnknownCA, "unknown certificate authority: the client does not trust robotsgate's CA (install certs/ca.pem in its trust store)"
+			return tlsUnknownCA, "unknown certificate authority: the client does not trust robotsgate's CA" + install
 		case "tls: bad certificate", "tls: unsupported certificate", "tls: revoked certificate",
 			"tls: expired certificate", "tls: unknown certificate":
 			// Go's clients say bad_certificate where OpenSSL says unknown_ca.
-			return tlsBadCert, "the client rejected robotsgate's certificate (" + alert + "): most often it does not trust robotsgate's CA (install certs/ca.pem in its trust store)"
+			return tlsBadCert, "the client rejected robotsgate's certificate (" + alert + "): most often it does not trust robotsgate's CA" + install
 		}
 		return tlsOtherAlert, "the client ended the handshake: " + alert
 	}
 	var atCert *closedAtCertError
 	switch {
 	case errors.As(err, &atCert):
-		return tlsClosedAtCert, "the client closed the connection once it had robotsgate's certificate, without a TLS alert: most often it does not trust robotsgate's CA (install certs/ca.pem in its trust store)"
+		return tlsClosedAtCert, "the client closed the connection once it had robotsgate's certificate, without a TLS alert: most often it does not trust robotsgate's CA" + install
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return tlsTimeout, "the client did not finish the TLS handshake in time"
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
@@ -234,7 +237,7 @@ func (f *tlsFailures) snapshot() ([]admin.TLSFailureCount, string) {
 
 // clientTLSFailed records a failed handshake of an intercepted tunnel.
 func (s *Server) clientTLSFailed(err error, clientAddr, host string, slot *auditSlot) {
-	reason, explain := tlsFailureReason(err)
+	reason, explain := tlsFailureReason(err, s.caPath)
 	s.metrics.ClientTLSFailures.WithLabelValues(reason).Inc()
 	ip, _, err2 := net.SplitHostPort(clientAddr)
 	if err2 != nil {

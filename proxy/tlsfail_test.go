@@ -30,7 +30,7 @@ func TestTLSFailureReasons(t *testing.T) {
 		{&plainAlertError{alert: tls.AlertError(48), err: errors.New("local error: tls: bad record MAC")}, tlsUnknownCA, "does not trust robotsgate's CA"},
 		{&closedAtCertError{io.EOF}, tlsClosedAtCert, "does not trust robotsgate's CA"},
 	} {
-		reason, says := tlsFailureReason(tt.err)
+		reason, says := tlsFailureReason(tt.err, "/var/lib/robotsgate/ca.pem")
 		if reason != tt.reason || !strings.Contains(says, tt.says) {
 			t.Errorf("%v: %s %q, want %s with %q", tt.err, reason, says, tt.reason, tt.says)
 		}
@@ -58,10 +58,14 @@ func TestClientThatDistrustsTheCAIsReported(t *testing.T) {
 			t.Fatal("the handshake succeeded without trusting the CA")
 		}
 	}
+	// Every message names the CA the client should trust where it is
+	// (mitm.ca_cert, absolute), not where it was before the state
+	// directory.
+	install := "install " + absPath(t, cfg.MITM.CACert) + " in its trust store"
 	recs := waitAudit(t, cfg.Log.Audit, 3)
 	for _, r := range recs {
-		if r["method"] != "CONNECT" || r["decision"] != "client-tls-failed" || !strings.Contains(r["note"].(string), "robotsgate's CA") {
-			t.Errorf("audit record %v", r)
+		if r["method"] != "CONNECT" || r["decision"] != "client-tls-failed" || !strings.Contains(r["note"].(string), install) {
+			t.Errorf("audit record %v, want a note saying %q", r, install)
 		}
 	}
 	admin := startAdmin(t, p)
@@ -70,8 +74,8 @@ func TestClientThatDistrustsTheCAIsReported(t *testing.T) {
 		t.Errorf("client TLS failures metric = %q, want 3", v)
 	}
 	_, page := adminGet(t, admin, "/")
-	if !strings.Contains(page, "bad_certificate") || !strings.Contains(page, "robotsgate&#39;s CA") {
-		t.Errorf("the status page does not show the failures:\n%s", page)
+	if !strings.Contains(page, "bad_certificate") || !strings.Contains(page, "robotsgate&#39;s CA") || !strings.Contains(page, install) {
+		t.Errorf("the status page does not show the failures, or not %q:\n%s", install, page)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(p.logText(), "client TLS handshake failed") == 0 && time.Now().Before(deadline) {
@@ -80,6 +84,18 @@ func TestClientThatDistrustsTheCAIsReported(t *testing.T) {
 	if n := strings.Count(p.logText(), "level=WARN msg=\"client TLS handshake failed\""); n != 1 {
 		t.Errorf("%d WARN lines for 3 failures of one client and host, want 1:\n%s", n, p.logText())
 	}
+	if log := p.logText(); !strings.Contains(log, install) || strings.Contains(log, "certs/ca.pem") {
+		t.Errorf("the WARN line does not name %q:\n%s", install, log)
+	}
+}
+
+func absPath(t *testing.T, path string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }
 
 // The pairs of client and host remembered for rate-limiting warnings stay

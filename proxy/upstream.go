@@ -87,6 +87,9 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 		u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
 	}
 	resp, err := u.send(req)
+	if err == nil {
+		noteCrawlerError(auditSlotOf(req.Context()), resp)
+	}
 	if err != nil || resp.StatusCode != http.StatusPaymentRequired || len(resp.Header[paycrawl.HeaderPrice]) == 0 {
 		return resp, err
 	}

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/robotsgate/robotsgate/botauth"
 	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/policy"
 )
@@ -28,12 +30,19 @@ import (
 // client; the audit record keeps the origin's status (upstream_status) and
 // says in its note which signal withheld the body.
 //
-// With usage.scan_html, the head of a text/html page is read for its meta
-// tags first: the relay holds back up to htmlmeta.Limit bytes of the body
-// (until </head> or <body>), then passes them on ahead of the rest. A gzip
-// or deflate body is decompressed for the scan only, the client still
-// receives the origin's bytes; any other coding (br, zstd, several) is not
-// scanned, and the audit note says so.
+// With usage.scan_html, the head of an HTML page (text/html,
+// application/xhtml+xml, or a response with no Content-Type at all) is read
+// for its meta and link tags first: the relay holds back up to
+// htmlmeta.Limit bytes of the body (until </head> or <body>), then passes
+// them on ahead of the rest. A client cannot switch the scan off: its
+// request asks the origin only for the content codings the scan decodes
+// (restrictAcceptEncoding: gzip and deflate, identity), and a gzip or
+// deflate body is decompressed for the scan only, the client still
+// receiving the origin's bytes. A page the scan cannot read — another
+// coding the origin sent anyway, a head that does not end within the
+// limit, a body that fails — is unscanned: what it says is unknown
+// (policy.Head.Unscanned; 503 usage-unknown under usage.on_unknown), never
+// let through as if it said nothing.
 
 // usageRefusedError is a response withheld because one of its AI-usage
 // signals refuses the client's purpose: the decision, made UsageDenied by
@@ -61,7 +70,7 @@ func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
 // (usageRefusedError).
 func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	ctx := withLicenceBudget(resp.Request.Context(), s.settings()) // one for this response's licences
-	j, err := judgeResponseSignals(ctx, &slot.d, resp, slot.addNote)
+	j, err := judgeResponseSignals(ctx, &slot.d, resp)
 	if err != nil {
 		return &clientLeftError{"while the response's RSL licence was fetched", err}
 	}
@@ -72,6 +81,9 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	slot.d.ApplyResponse(j, resp.StatusCode)
 	d := &slot.d
 	if !j.Enforced {
+		if d.Request.Client.MonitorHeader {
+			resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(resp.Request, d))
+		}
 		s.log.Info("response would be refused (monitor mode): delivered", "url", d.Request.Origin.URL(d.Request.Target),
 			"signal", j.Refusal.String(), "purpose", j.Refusal.Purpose, "client", resp.Request.RemoteAddr, "client_rule", d.Request.Client.Name)
 		return nil
@@ -82,72 +94,49 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 }
 
 // judgeResponseSignals judges the AI-usage signals of resp for the
-// request d allowed, as the relay, /explain and check all do: its header
-// fields and meta tags (ResponseJudge.Judge), then, when they refuse
-// nothing, the RSL licences it names (ResponseJudge.JudgeLicenses), whose
-// signals are listed after the others. The head is read once for both.
-// The only error is ctx's (the client left while a licence was fetched).
-func judgeResponseSignals(ctx context.Context, d *policy.Decision, resp *http.Response, note func(string)) (policy.ResponseJudgement, error) {
-	judge := d.ResponseJudge()
-	head := headOf(resp, note)
-	j := judge.Judge(resp.Header, head.metas())
-	if j.Refused {
-		return j, nil
-	}
-	lj, err := judge.JudgeLicenses(ctx, resp.Header, head.links())
-	if err != nil {
-		return j, err
-	}
-	lj.Signals = append(j.Signals, lj.Signals...)
-	return lj, nil
+// request d allowed (policy.ResponseJudge.JudgeResponse), as the relay,
+// /explain and check all do, reading its head at most once. The only error
+// is ctx's (the client left while a licence was fetched).
+func judgeResponseSignals(ctx context.Context, d *policy.Decision, resp *http.Response) (policy.ResponseJudgement, error) {
+	return d.ResponseJudge().JudgeResponse(ctx, resp.Header, headOf(resp).read())
 }
 
 // headScan reads resp's HTML head at most once (scanHead), for its meta
 // and its link tags; nil when resp is not an HTML page with a body.
 type headScan struct {
 	resp *http.Response
-	note func(string)
 	done bool
-	head htmlmeta.Head
+	head policy.Head
 }
 
 // headOf returns what reads resp's HTML head, nil when resp is not an
-// HTML page with a body; note receives why the head was not read, if it
-// was not.
-func headOf(resp *http.Response, note func(string)) *headScan {
+// HTML page with a body.
+func headOf(resp *http.Response) *headScan {
 	if !hasHTMLBody(resp) {
 		return nil
 	}
-	return &headScan{resp: resp, note: note}
+	return &headScan{resp: resp}
 }
 
-func (h *headScan) get() htmlmeta.Head {
-	if !h.done {
-		h.done = true
-		var why string
-		h.head, why = scanHead(h.resp)
-		if why != "" {
-			h.note(why)
+// read returns what reads the head, nil for no HTML head.
+func (h *headScan) read() func() policy.Head {
+	if h == nil {
+		return nil
+	}
+	return func() policy.Head {
+		if !h.done {
+			h.done = true
+			h.head = scanHead(h.resp)
 		}
+		return h.head
 	}
-	return h.head
 }
 
-// metas returns what reads the meta tags, nil for no HTML head.
-func (h *headScan) metas() func() []htmlmeta.Meta {
-	if h == nil {
-		return nil
-	}
-	return func() []htmlmeta.Meta { return h.get().Metas }
-}
-
-// links returns what reads the link tags, nil for no HTML head.
-func (h *headScan) links() func() []htmlmeta.Link {
-	if h == nil {
-		return nil
-	}
-	return func() []htmlmeta.Link { return h.get().Links }
-}
+// htmlTypes are the media types whose head is read: HTML and XHTML (a
+// <meta> means the same in both). A response without a Content-Type is
+// read too: a client would sniff it, and an origin must not be able to
+// hide its tags by leaving the type out.
+var htmlTypes = []string{"text/html", "application/xhtml+xml"}
 
 // hasHTMLBody reports whether resp is an HTML page with a body to scan.
 func hasHTMLBody(resp *http.Response) bool {
@@ -155,19 +144,30 @@ func hasHTMLBody(resp *http.Response) bool {
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return false
 	}
-	mediaType, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
-	return strings.EqualFold(strings.TrimSpace(mediaType), "text/html")
+	ct := resp.Header.Values("Content-Type")
+	if len(ct) == 0 || strings.TrimSpace(strings.Join(ct, "")) == "" {
+		return true
+	}
+	mediaType, _, _ := strings.Cut(ct[0], ";")
+	for _, t := range htmlTypes {
+		if strings.EqualFold(strings.TrimSpace(mediaType), t) {
+			return true
+		}
+	}
+	return false
 }
 
-// scanHead reads the meta tags of an HTML response's head, holding back
-// what it read: resp.Body becomes those bytes, then the rest of the
-// origin's body. The note says why the head was not read, if it was not.
-func scanHead(resp *http.Response) (htmlmeta.Head, string) {
+// scanCodings are the content codings the scan decodes, which
+// restrictAcceptEncoding leaves in a request.
+var scanCodings = []string{"gzip", "x-gzip", "deflate", "identity"}
+
+// scanHead reads the tags of an HTML response's head, holding back what it
+// read: resp.Body becomes those bytes, then the rest of the origin's body.
+// Head.Unscanned says why the head could not be read, if it could not.
+func scanHead(resp *http.Response) policy.Head {
 	coding := strings.ToLower(strings.TrimSpace(strings.Join(resp.Header.Values("Content-Encoding"), ",")))
-	switch coding {
-	case "", "identity", "gzip", "x-gzip", "deflate":
-	default:
-		return htmlmeta.Head{}, "meta tags not scanned: Content-Encoding " + coding + " is not decoded for the scan"
+	if coding != "" && !slices.Contains(scanCodings, coding) {
+		return policy.Head{Unscanned: "Content-Encoding " + coding + " is not decoded for the scan"}
 	}
 	held := &heldBody{rest: resp.Body}
 	resp.Body = held
@@ -176,14 +176,54 @@ func scanHead(resp *http.Response) (htmlmeta.Head, string) {
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(src)
 		if err != nil {
-			return htmlmeta.Head{}, "meta tags not scanned: the body is not gzip" // the client gets what the origin sent
+			return policy.Head{Unscanned: "the body is not the gzip its Content-Encoding says"} // the client gets what the origin sent
 		}
 		src = zr
 	case "deflate":
 		src = deflateReader(bufio.NewReader(src))
 	}
-	head, _ := htmlmeta.ScanHead(src, htmlmeta.Limit) // a failed read only ends the scan
-	return head, ""
+	head, err := htmlmeta.ScanHead(src, htmlmeta.Limit)
+	switch {
+	case err != nil:
+		return policy.Head{Unscanned: "the body could not be read: " + err.Error()}
+	case !head.Complete:
+		return policy.Head{Unscanned: fmt.Sprintf("the head does not end within the first %d KiB", htmlmeta.Limit>>10)}
+	}
+	return policy.Head{Head: head}
+}
+
+// restrictAcceptEncoding keeps, of a request's Accept-Encoding, only the
+// codings the scan decodes (scanCodings), so that a client with purposes
+// cannot have a page sent in a coding its scan does not read; with none
+// left, the request asks for identity. A request without the field is left
+// as it is (nothing is added), nor one whose client signs the field itself
+// (Signature-Input covering accept-encoding, or unparsable): a signature
+// robotsgate does not hold must stay valid. A page sent in another coding
+// anyway is unscanned (scanHead).
+func restrictAcceptEncoding(h http.Header) {
+	values := h.Values("Accept-Encoding")
+	if len(values) == 0 {
+		return
+	}
+	if h.Get(botauth.HeaderSignatureInput) != "" {
+		covered, err := botauth.CoveredFields(h)
+		if err != nil || slices.Contains(covered, "accept-encoding") {
+			return
+		}
+	}
+	var kept []string
+	for _, v := range values {
+		for member := range strings.SplitSeq(v, ",") {
+			coding, _, _ := strings.Cut(member, ";")
+			if slices.Contains(scanCodings, strings.ToLower(strings.TrimSpace(coding))) {
+				kept = append(kept, strings.TrimSpace(member))
+			}
+		}
+	}
+	if len(kept) == 0 {
+		kept = []string{"identity"}
+	}
+	h.Set("Accept-Encoding", strings.Join(kept, ", "))
 }
 
 // deflateReader decodes Content-Encoding: deflate, which is zlib (RFC 9110

@@ -85,6 +85,10 @@ func signalPages(t testing.TB) map[string]signalPage {
 		"/meta-br":      {[]string{"Content-Type", "text/html", "Content-Encoding", "br"}, append([]byte("\x1b\x00\x00"), noai...)},
 		"/gzip-clean":   {[]string{"Content-Type", "text/html", "Content-Encoding", "gzip"}, compress(t, "gzip", htmlPage("", 200<<10))},
 		"/big":          {[]string{"Content-Type", "text/html"}, htmlPage(`<meta name="viewport" content="width=device-width">`, 200<<10)},
+		"/xhtml":        {[]string{"Content-Type", "application/xhtml+xml"}, noai},
+		"/untyped":      {[]string{"Content-Type", "-"}, noai},
+		// Sent as brotli to a request that accepts br, else as gzip.
+		"/negotiated": {[]string{"Vary", "Accept-Encoding"}, noai},
 	}
 }
 
@@ -102,11 +106,26 @@ func startSignalOrigin(t testing.TB, ip string, tlsOn bool) *httptest.Server {
 			http.NotFound(w, r)
 			return
 		}
+		body := pg.body
 		for i := 0; i+1 < len(pg.header); i += 2 {
+			if pg.header[i+1] == "-" { // sent without the field (net/http would sniff a Content-Type)
+				w.Header()[pg.header[i]] = nil
+				continue
+			}
 			w.Header().Add(pg.header[i], pg.header[i+1])
 		}
-		w.Header().Set("Content-Length", fmt.Sprint(len(pg.body)))
-		w.Write(pg.body)
+		if r.URL.Path == "/negotiated" {
+			w.Header().Set("Content-Type", "text/html")
+			if strings.Contains(r.Header.Get("Accept-Encoding"), "br") {
+				w.Header().Set("Content-Encoding", "br")
+				body = append([]byte("\x1b\x00\x00"), body...) // not real brotli: no scan could read it
+			} else {
+				w.Header().Set("Content-Encoding", "gzip")
+				body = compress(t, "gzip", body)
+			}
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body)
 	})
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
@@ -160,9 +179,10 @@ func TestResponseSignals(t *testing.T) {
 	plain := newProxy(nil, true)
 	const ua = "Mozilla/5.0 (compatible; TrainBot/1.0)"
 
+	const unknown = "unknown: "
 	tests := []struct {
 		path   string
-		signal string // what the refusal names; "" when train-ai gets the page
+		signal string // what the refusal names; "" when train-ai gets the page; unknown+why: 503 usage-unknown
 	}{
 		{"/plain", ""},
 		{"/tdm", "tdm-reservation: 1 refuses the purpose train-ai (tdm-policy https://example.org/tdm-policy.json)"},
@@ -179,13 +199,20 @@ func TestResponseSignals(t *testing.T) {
 		{"/meta-agent", `<meta name="trainbot" content="noai"> refuses the purpose train-ai`},
 		{"/meta-comment", ""},
 		{"/meta-within", `<meta name="robots" content="noai"> refuses the purpose train-ai`},
-		{"/meta-late", ""},
+		// The head does not end within the limit: what the page says is
+		// unknown (usage.on_unknown: refuse), not "nothing".
+		{"/meta-late", unknown + "the head does not end within the first 64 KiB"},
 		{"/meta-gzip", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
 		{"/meta-deflate", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
 		{"/meta-raw", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
-		{"/meta-br", ""},
+		{"/meta-br", unknown + "Content-Encoding br is not decoded for the scan"},
 		{"/gzip-clean", ""},
 		{"/big", ""},
+		{"/xhtml", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
+		{"/untyped", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
+		// The client asks for br; robotsgate asks the origin for what its
+		// scan decodes (gzip, deflate), so the page is read.
+		{"/negotiated", `<meta name="robots" content="noindex, noai"> (noai) refuses the purpose train-ai`},
 	}
 	for _, origin := range []*httptest.Server{o, tlsOrigin} {
 		for _, tt := range tests {
@@ -193,11 +220,21 @@ func TestResponseSignals(t *testing.T) {
 			want := pages[tt.path].body
 			t.Run(strings.TrimPrefix(u, "http"), func(t *testing.T) {
 				resp, body := rawGet(t, trainer.client(), http.MethodGet, u, ua)
-				if tt.signal == "" {
+				why, isUnknown := strings.CutPrefix(tt.signal, unknown)
+				switch {
+				case isUnknown:
+					checkRefusal(t, resp, 503, "usage-unknown", "http_request_denied")
+					if ra := resp.Header.Get("Retry-After"); ra != "300" { // the documented figure
+						t.Errorf("train-ai: Retry-After %q, want 300", ra)
+					}
+					if !strings.Contains(string(body), why) || bytes.Contains(body, []byte(bodyMarker)) {
+						t.Errorf("train-ai: the refusal does not name %q, or carries the body:\n%s", why, body)
+					}
+				case tt.signal == "":
 					if resp.StatusCode != 200 || !bytes.Equal(body, want) {
 						t.Errorf("train-ai: %d, %d bytes (%.100q); want the origin's 200 and %d bytes", resp.StatusCode, len(body), body, len(want))
 					}
-				} else {
+				default:
 					checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
 					if !strings.Contains(string(body), tt.signal) {
 						t.Errorf("train-ai: the refusal does not name %q:\n%s", tt.signal, body)
@@ -207,16 +244,28 @@ func TestResponseSignals(t *testing.T) {
 					}
 				}
 				// A client without purposes, or with one no signal here
-				// concerns, gets the origin's response as it was sent.
+				// concerns, gets the origin's response as it was sent
+				// (the search client too reads the head, for RSL <link>s:
+				// an unreadable one is unknown to it as well).
 				for name, p := range map[string]*testProxy{"no purposes": plain, "search": searcher} {
 					resp, body := rawGet(t, p.client(), http.MethodGet, u, ua)
+					if isUnknown && name == "search" {
+						checkRefusal(t, resp, 503, "usage-unknown", "http_request_denied")
+						continue
+					}
+					if tt.path == "/negotiated" && name == "no purposes" {
+						want = append([]byte("\x1b\x00\x00"), pages[tt.path].body...) // what it asked for, untouched
+					}
+					if tt.path == "/negotiated" && name == "search" {
+						want = compress(t, "gzip", pages[tt.path].body)
+					}
 					if resp.StatusCode != 200 || !bytes.Equal(body, want) {
 						t.Errorf("%s: %d, %d bytes (%.100q); want the origin's 200 and %d bytes", name, resp.StatusCode, len(body), body, len(want))
 					}
 				}
 				// Meta tags are read only with usage.scan_html.
 				resp, _ = rawGet(t, trainerNoScan.client(), http.MethodGet, u, ua)
-				if refused := resp.StatusCode == 403; refused != (tt.signal != "" && !strings.HasPrefix(tt.signal, "<meta")) {
+				if refused := resp.StatusCode == 403; refused != (tt.signal != "" && !isUnknown && !strings.HasPrefix(tt.signal, "<meta")) {
 					t.Errorf("scan_html off: %d", resp.StatusCode)
 				}
 			})
@@ -240,7 +289,8 @@ func TestResponseSignals(t *testing.T) {
 		!strings.Contains(r["note"].(string), "the origin's response (200) was withheld: X-Robots-Tag: noarchive, noai (noai) refuses the purpose train-ai") {
 		t.Errorf("audit record of a withheld response: %v", r)
 	}
-	if r := byURL[o.URL+"/meta-br"]; r["decision"] != "allow" || !strings.Contains(r["note"].(string), "meta tags not scanned: Content-Encoding br") {
+	if r := byURL[o.URL+"/meta-br"]; r["decision"] != "usage-unknown" || r["upstream_status"] != 200.0 ||
+		!strings.Contains(r["note"].(string), "Content-Encoding br is not decoded for the scan") {
 		t.Errorf("audit record of a br page: %v", r)
 	}
 	if r := byURL[o.URL+"/plain"]; r["decision"] != "allow" || r["note"] != "" || r["upstream_status"] != 200.0 {
@@ -328,5 +378,35 @@ func TestWithheldResponseClosesTheOrigin(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("the origin is still writing 10 s after the refusal: its connection was not closed")
+	}
+}
+
+// TestRestrictAcceptEncoding: a scanned client's Accept-Encoding keeps only
+// the codings the scan decodes, or asks for identity; a request without
+// the field, or whose client signs the field itself, is left as it is.
+func TestRestrictAcceptEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header []string
+		want   []string // nil: no Accept-Encoding
+	}{
+		{"none stays none", nil, nil},
+		{"br only becomes identity", []string{"Accept-Encoding", "br"}, []string{"identity"}},
+		{"the decoded codings are kept with their weights", []string{"Accept-Encoding", "gzip;q=1.0, br;q=0.9, zstd, deflate;q=0.5"}, []string{"gzip;q=1.0, deflate;q=0.5"}},
+		{"lines are one list", []string{"Accept-Encoding", "br", "Accept-Encoding", "X-GZIP"}, []string{"X-GZIP"}},
+		{"a signature covering the field keeps it", []string{"Accept-Encoding", "br", "Signature-Input", `sig1=("@authority" "accept-encoding");created=1`}, []string{"br"}},
+		{"an unparsable signature keeps it", []string{"Accept-Encoding", "br", "Signature-Input", `sig1=(`}, []string{"br"}},
+		{"a signature covering other fields does not", []string{"Accept-Encoding", "br", "Signature-Input", `sig1=("@authority" "user-agent");created=1`}, []string{"identity"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				h.Add(tc.header[i], tc.header[i+1])
+			}
+			restrictAcceptEncoding(h)
+			if got := h.Values("Accept-Encoding"); strings.Join(got, "|") != strings.Join(tc.want, "|") || (got == nil) != (tc.want == nil) {
+				t.Errorf("Accept-Encoding %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -43,7 +43,13 @@ type Options struct {
 	// Partial accepts audit logs whose first line links to a line that is
 	// not among them (rotated logs whose predecessors are gone); without
 	// it such a chain is not whole, since its first lines may have been cut.
-	Partial bool
+	// Legacy accepts lines without a link (written before the chain).
+	Partial, Legacy bool
+	// Interval is the checkpoint interval assumed for checkpoints that
+	// state none (the configuration's); Witness, when set, what a witness
+	// saw of the audit log (compliance.ChainOptions).
+	Interval audit.Interval
+	Witness  *compliance.Witnessed
 }
 
 // Build reads the audit logs once and the archive's fetch logs once and
@@ -61,18 +67,19 @@ func Build(opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	chain, err := compliance.CheckChain(opts.Audit, opts.Key)
+	co := compliance.ChainOptions{Key: opts.Key, Interval: opts.Interval, Witness: opts.Witness}
+	chain, err := compliance.CheckChain(opts.Audit, co)
 	if err != nil {
 		return nil, err
 	}
 	fetches := &compliance.ChainResult{}
 	if opts.Archive != "" {
-		if fetches, err = compliance.CheckFetchLogs(opts.Archive, opts.Key); err != nil {
+		if fetches, err = compliance.CheckFetchLogs(opts.Archive, co); err != nil {
 			return nil, err
 		}
 	}
 	r := a.report()
-	r.Chain = chainSummary(chain, fetches, opts.Partial)
+	r.Chain = chainSummary(chain, fetches, compliance.Accept{Partial: opts.Partial, Legacy: opts.Legacy})
 	return r, nil
 }
 
@@ -93,20 +100,23 @@ type clientKey struct{ addr, user, rule string }
 
 // aggregator keeps what the report needs while the audit streams by.
 type aggregator struct {
-	opts     Options
-	bodies   *compliance.Bodies // nil without an archive
-	refusal  map[string]bool    // decision -> is a refusal
-	records  int64
-	outside  int64
-	first    time.Time
-	last     time.Time
-	totals   Counts
-	decided  map[string]int64
-	clients  capped[clientKey]
-	agents   capped[string]
-	timeline timeline
-	origins  map[string]*originAgg
-	missing  map[string]bool // bodies the archive lacks
+	opts    Options
+	bodies  *compliance.Bodies // nil without an archive
+	refusal map[string]bool    // decision -> is a refusal
+	records int64
+	outside int64
+	first   time.Time
+	last    time.Time
+	totals  Counts
+	decided map[string]*decided
+	clients capped[clientKey] // requests (not tunnels) by client
+	agents  capped[string]    // requests by agent
+	// clientTunnels counts the tunnels (CONNECTs) by client, apart from
+	// their requests.
+	clientTunnels capped[clientKey]
+	timeline      timeline
+	origins       map[string]*originAgg
+	missing       map[string]bool // bodies the archive lacks
 	// sentRecorded and sentEstimated count the paced requests by where
 	// their send time came from (PacingSummary).
 	sentRecorded, sentEstimated int64
@@ -135,7 +145,7 @@ func (a *aggregator) skip(file string, line int, err error) {
 type originAgg struct {
 	name     string
 	counts   Counts
-	decided  map[string]int64
+	decided  map[string]*decided
 	rules    map[ruleKey]*RuleCount
 	signals  map[signalKey]*SignalCount
 	otherSig int64                  // refusals by signals beyond maxSignalRows
@@ -145,6 +155,7 @@ type originAgg struct {
 	pauses   pauseAgg
 	paid     map[string]*paidAgg // by currency
 	unread   int64               // charges not read, or beyond maxPaidCurrencies
+	over     int64               // charges above the price quoted
 }
 
 // maxPaidCurrencies bounds the currencies summed per origin: the values
@@ -215,7 +226,7 @@ func (o *originAgg) countSignals(rec *audit.Record, refused bool) {
 				// The licence named by a response (a Link header, a <link>
 				// tag) refused after the origin answered.
 				c.TDMRepSHA256, c.License, c.LicenseSHA256, c.Server = "", s.License, s.SHA256, s.Server
-				c.LicenseFor = slices.Clone(s.LicenseFor)
+				c.LicenseFor, c.Terms = slices.Clone(s.LicenseFor), slices.Clone(s.Terms)
 				c.OriginAnswered = !strings.HasPrefix(s.Where, "robots.txt")
 			}
 			o.signals[key] = c
@@ -242,7 +253,6 @@ type fetchAgg struct {
 	statuses               []int
 	inRange, revalidations int64
 	lastFetch              archive.Fetch // the latest (its headers)
-	outcome                string
 }
 
 type paceAgg struct {
@@ -278,7 +288,7 @@ func newAggregator(opts Options) *aggregator {
 	a := &aggregator{
 		opts:    opts,
 		refusal: map[string]bool{},
-		decided: map[string]int64{},
+		decided: map[string]*decided{},
 		origins: map[string]*originAgg{},
 		missing: map[string]bool{},
 	}
@@ -308,22 +318,30 @@ func (a *aggregator) record(rec *audit.Record) error {
 	if rec.Time.After(a.last) {
 		a.last = rec.Time
 	}
+	if refresh(rec) {
+		// An operator's refresh (robotsgate refresh, POST /refresh) is no
+		// client's request: counted apart, under its origin.
+		a.totals.Refreshes++
+		a.origin(originOf(rec.URL)).counts.Refreshes++
+		return nil
+	}
 	k := a.kindOf(rec)
 	forwarded := rec.UpstreamStatus != 0
 	a.totals.add(k, forwarded, rec)
-	if rec.Method != "CONNECT" {
-		a.decided[rec.Decision]++
-	}
-	a.clients.add(clientKey{clientAddr(rec.Client), rec.User, rec.ClientRule})
-	a.agents.add(rec.Agent)
-	if rec.Method != "CONNECT" {
+	client := clientKey{clientAddr(rec.Client), rec.User, rec.ClientRule}
+	if rec.Method == "CONNECT" {
+		a.clientTunnels.add(client)
+	} else {
+		countDecision(a.decided, rec.Decision, k == kindMonitored)
+		a.clients.add(client)
+		a.agents.add(rec.Agent)
 		a.timeline.add(rec.Time, k == kindAllowed, k == kindRefused)
 	}
 
-	o := a.origin(originOf(rec.URL))
+	o := a.origin(recordOrigin(rec))
 	o.counts.add(k, forwarded, rec)
 	if rec.Method != "CONNECT" {
-		o.decided[rec.Decision]++
+		countDecision(o.decided, rec.Decision, k == kindMonitored)
 	}
 	o.hold = max(o.hold, rec.WaitMS)
 	// A rule refused only a disallow: another refusal (usage-denied, rate-limited)
@@ -361,7 +379,48 @@ func (a *aggregator) record(rec *audit.Record) error {
 	if rec.CrawlerCharged != "" {
 		o.charge(rec.CrawlerCharged)
 	}
+	if rec.CrawlerOvercharged {
+		o.over++
+	}
 	return nil
+}
+
+// decided counts the records of one decision value; monitored of them
+// were refusals only logged (monitor mode).
+type decided struct{ count, monitored int64 }
+
+func countDecision(m map[string]*decided, decision string, monitored bool) {
+	d := m[decision]
+	if d == nil {
+		d = &decided{}
+		m[decision] = d
+	}
+	d.count++
+	if monitored {
+		d.monitored++
+	}
+}
+
+// refresh reports whether rec is an operator's refresh of an origin (its
+// robots.txt fetched again through the admin listener), not a request.
+func refresh(rec *audit.Record) bool { return rec.Via == audit.ViaAdmin }
+
+// recordOrigin is the origin a record counts under: its URL's, except for
+// a tunnel that carried plain HTTP (a CONNECT or SOCKS5 tunnel to port
+// 80), whose requests were judged as the http:// origin its note names:
+// the tunnel counts there, not under an https:// origin it never spoke to.
+func recordOrigin(rec *audit.Record) string {
+	if rec.Method == "CONNECT" {
+		if _, o, ok := strings.Cut(rec.Note, audit.NotePlainHTTPTunnel); ok {
+			if end := strings.IndexAny(o, "; "); end >= 0 {
+				o = o[:end]
+			}
+			if strings.HasPrefix(o, "http://") {
+				return o
+			}
+		}
+	}
+	return originOf(rec.URL)
 }
 
 // pacedRecord reports whether a forwarded request is one the proxy paces:
@@ -484,7 +543,7 @@ func (a *aggregator) origin(name string) *originAgg {
 	o := a.origins[name]
 	if o == nil {
 		o = &originAgg{
-			name: name, decided: map[string]int64{}, rules: map[ruleKey]*RuleCount{}, signals: map[signalKey]*SignalCount{},
+			name: name, decided: map[string]*decided{}, rules: map[ruleKey]*RuleCount{}, signals: map[signalKey]*SignalCount{},
 			versions: map[string]*versionAgg{}, keys: map[string]*paceAgg{}, paid: map[string]*paidAgg{},
 		}
 		a.origins[name] = o
@@ -640,13 +699,18 @@ func (a *aggregator) report() *Report {
 		Notes:      []string{},
 	}
 	for k, n := range a.clients.m {
-		r.Clients = append(r.Clients, Client{Address: k.addr, User: k.user, Rule: k.rule, Requests: n})
+		r.Clients = append(r.Clients, Client{Address: k.addr, User: k.user, Rule: k.rule, Requests: n, Tunnels: a.clientTunnels.m[k]})
+	}
+	for k, n := range a.clientTunnels.m {
+		if _, ok := a.clients.m[k]; !ok { // tunnels only (blind, or refused)
+			r.Clients = append(r.Clients, Client{Address: k.addr, User: k.user, Rule: k.rule, Tunnels: n})
+		}
 	}
 	slices.SortFunc(r.Clients, func(x, y Client) int {
-		return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(x.Address, y.Address),
+		return cmp.Or(cmp.Compare(y.Requests, x.Requests), cmp.Compare(y.Tunnels, x.Tunnels), cmp.Compare(x.Address, y.Address),
 			cmp.Compare(x.User, y.User), cmp.Compare(x.Rule, y.Rule))
 	})
-	r.OtherClients = a.clients.others
+	r.OtherClients, r.OtherClientTunnels = a.clients.others, a.clientTunnels.others
 	for k, n := range a.agents.m {
 		r.Agents = append(r.Agents, Agent{Agent: k, Requests: n})
 	}
@@ -760,13 +824,13 @@ func (a *aggregator) stat(b *Body) {
 	}
 }
 
-func (a *aggregator) decisionCounts(m map[string]int64) []DecisionCount {
+func (a *aggregator) decisionCounts(m map[string]*decided) []DecisionCount {
 	out := []DecisionCount{}
 	known := map[string]bool{}
 	for _, d := range audit.Decisions() {
 		known[d.Name] = true
-		if n := m[d.Name]; n > 0 {
-			out = append(out, DecisionCount{Decision: d.Name, Refusal: d.Refusal, Count: n})
+		if n := m[d.Name]; n != nil {
+			out = append(out, DecisionCount{Decision: d.Name, Refusal: d.Refusal, Count: n.count, Monitored: n.monitored})
 		}
 	}
 	var unknown []string
@@ -777,7 +841,7 @@ func (a *aggregator) decisionCounts(m map[string]int64) []DecisionCount {
 	}
 	slices.Sort(unknown)
 	for _, name := range unknown {
-		out = append(out, DecisionCount{Decision: name, Count: m[name]})
+		out = append(out, DecisionCount{Decision: name, Count: m[name].count, Monitored: m[name].monitored})
 	}
 	return out
 }
@@ -838,7 +902,7 @@ func (a *aggregator) originReport(o *originAgg) (Origin, gapStats) {
 		out.Paid = append(out.Paid, Paid{Amount: paycrawl.Price{Currency: cur, Amount: p.amount}.String(), Requests: p.requests})
 	}
 	slices.SortFunc(out.Paid, func(x, y Paid) int { return cmp.Compare(x.Amount[:3], y.Amount[:3]) })
-	out.UnreadCharges = o.unread
+	out.UnreadCharges, out.Overcharged = o.unread, o.over
 	return out, all
 }
 
@@ -930,16 +994,28 @@ func timePtr(t time.Time) *time.Time {
 // maxChainListed bounds the places of a broken chain the report names.
 const maxChainListed = 20
 
-// chainSummary is the report's view of the audit logs' hash chain.
-func chainSummary(c, fetches *compliance.ChainResult, partial bool) Chain {
-	s := Chain{Lines: c.Lines, Chained: c.Chained, Whole: c.Whole() && (partial || c.Start == "") && fetches.Whole(), Checkpoints: c.Checkpoints,
-		Key: c.Key, LastCheckpoint: c.LastCheckpoint, Unsigned: c.Unsigned, Start: c.Start,
-		FetchLines: fetches.Lines, FetchCheckpoints: fetches.Checkpoints, FetchLogsWhole: fetches.Whole()}
-	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.BadCheckpoints, c.Torn, fetches.Breaks, fetches.BadCheckpoints, fetches.Torn} {
+// chainSummary is the report's view of the audit logs' hash chain: whole
+// only when compliance says the logs are evidence (ChainResult.Failures).
+func chainSummary(c, fetches *compliance.ChainResult, accept compliance.Accept) Chain {
+	failures := c.Failures(accept)
+	fetchFailures := fetches.Failures(compliance.Accept{Legacy: accept.Legacy})
+	s := Chain{Lines: c.Lines, Chained: c.Chained, Whole: len(failures) == 0 && len(fetchFailures) == 0,
+		Linked: c.Whole(), Checkpoints: c.Checkpoints, Key: c.Key, LastCheckpoint: c.LastCheckpoint, Unsigned: c.Unsigned,
+		Start: c.Start, Witness: c.Witness, Witnessed: c.Witnessed, Legacy: accept.Legacy && c.Chained == 0,
+		LastCheckpointTime: timePtr(c.LastCheckpointTime), UnsignedFrom: timePtr(c.UnsignedFrom), UnsignedTo: timePtr(c.UnsignedTo),
+		FetchLines: fetches.Lines, FetchCheckpoints: fetches.Checkpoints, FetchLogsWhole: len(fetchFailures) == 0}
+	s.Failures = append(failures, fetchFailures...)
+	for _, list := range [][]compliance.ChainPlace{c.Breaks, c.BadCheckpoints, c.Torn, c.Uncovered, c.Gaps,
+		fetches.Breaks, fetches.BadCheckpoints, fetches.Torn, fetches.Uncovered, fetches.Gaps} {
 		for _, p := range list {
 			if len(s.Problems) < maxChainListed {
 				s.Problems = append(s.Problems, p.String())
 			}
+		}
+	}
+	for _, m := range c.WitnessMissing {
+		if len(s.Problems) < maxChainListed {
+			s.Problems = append(s.Problems, m)
 		}
 	}
 	return s

@@ -192,6 +192,13 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"time":  formatTime,
 	"n":     formatCount,
 	"count": formatCountOf,
+	"plural": func(n any, one, many string) string {
+		if fmt.Sprint(n) == "1" {
+			return one
+		}
+		return many
+	},
+	"sub":   func(a, b int64) int64 { return a - b },
 	"secs":  formatSeconds,
 	"ms":    func(ms float64) string { return formatSeconds(ms / 1000) },
 	"short": shortSHA,

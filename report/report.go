@@ -60,13 +60,17 @@ type Report struct {
 	// Decisions counts them by decision, in the order of the README's
 	// list of decisions (proxy.Decisions), unknown values last.
 	Decisions []DecisionCount `json:"decisions"`
-	// Clients and Agents are who sent the requests, busiest first. Each
-	// list keeps at most 1,000 entries; OtherClients and OtherAgents count
-	// the records of those left out.
-	Clients      []Client `json:"clients"`
-	OtherClients int64    `json:"other_clients"`
-	Agents       []Agent  `json:"agents"`
-	OtherAgents  int64    `json:"other_agents"`
+	// Clients and Agents are who sent the requests, busiest first: their
+	// Requests add up to Totals.Requests with OtherClients (OtherAgents),
+	// and the clients' Tunnels to Totals.Tunnels with OtherClientTunnels.
+	// Each list keeps at most 1,000 entries (the clients' twice that, by
+	// requests and by tunnels); the Other fields count the records of
+	// those left out. An operator's refresh is in neither.
+	Clients            []Client `json:"clients"`
+	OtherClients       int64    `json:"other_clients"`
+	OtherClientTunnels int64    `json:"other_client_tunnels"`
+	Agents             []Agent  `json:"agents"`
+	OtherAgents        int64    `json:"other_agents"`
 	// Timeline counts the records over the period, by arrival time.
 	Timeline Timeline `json:"timeline"`
 	// Pacing sums up every origin's pacing figures: the gaps counted,
@@ -97,17 +101,35 @@ type Chain struct {
 	// Lines counts the lines read, Chained those carrying a link.
 	Lines   int64 `json:"lines"`
 	Chained int64 `json:"chained"`
-	// Whole: no break, every checkpoint verified, and the chain starts in
-	// the files read (unless Options.Partial).
-	Whole bool `json:"whole"`
+	// Whole: the logs are evidence that they are as written
+	// (compliance.ChainResult.Failures finds nothing, for the audit logs
+	// and the fetch logs): no break, every record covered by a checkpoint
+	// verified with the key (and seen by the witness, when one was
+	// checked) but for the last interval's, the chain starting in the files
+	// read (unless Options.Partial). Failures say why not.
+	Whole    bool     `json:"whole"`
+	Failures []string `json:"failures,omitempty"`
+	// Linked: no line breaks the chain, and no checkpoint fails to verify
+	// (which proves nothing when the chain was recomputed).
+	Linked bool `json:"linked"`
+	// Legacy: the lines carry no link, accepted as written before the
+	// chain (Options.Legacy).
+	Legacy bool `json:"legacy,omitempty"`
 	// Checkpoints counts the checkpoints verified, by the key of
 	// fingerprint Key ("" when none was given: counted, not verified);
-	// LastCheckpoint is where the last is, Unsigned how many lines follow
-	// it.
-	Checkpoints    int64  `json:"checkpoints"`
-	Key            string `json:"key,omitempty"`
-	LastCheckpoint string `json:"last_checkpoint,omitempty"`
-	Unsigned       int64  `json:"unsigned_lines"`
+	// Witnessed those a witness saw, when one was checked (Witness).
+	// LastCheckpoint is where the last that covers the lines before it
+	// is, and when it was signed; Unsigned how many lines follow it, and
+	// the times of the first and last of them.
+	Checkpoints        int64      `json:"checkpoints"`
+	Key                string     `json:"key,omitempty"`
+	Witness            bool       `json:"witness,omitempty"`
+	Witnessed          int64      `json:"witnessed,omitempty"`
+	LastCheckpoint     string     `json:"last_checkpoint,omitempty"`
+	LastCheckpointTime *time.Time `json:"last_checkpoint_time,omitempty"`
+	Unsigned           int64      `json:"unsigned_lines"`
+	UnsignedFrom       *time.Time `json:"unsigned_from,omitempty"`
+	UnsignedTo         *time.Time `json:"unsigned_to,omitempty"`
 	// FetchLines and FetchCheckpoints count the lines and good checkpoints
 	// of the archive's fetch logs, each a chain of its own;
 	// FetchLogsWhole says none is broken (Whole requires it too).
@@ -142,6 +164,10 @@ type Counts struct {
 	// Tunnels are the CONNECTs (and SOCKS5 and transparent openings),
 	// counted apart: none is a request, and none is in the figures above.
 	Tunnels Tunnels `json:"tunnels"`
+	// Refreshes are operators' refreshes of an origin (robotsgate
+	// refresh): its robots.txt fetched again. Not requests of a client,
+	// and in no other figure.
+	Refreshes int64 `json:"refreshes"`
 }
 
 // Tunnels says what became of tunnels.
@@ -171,6 +197,9 @@ type DecisionCount struct {
 	// (audit.DecisionInfo.Refusal).
 	Refusal bool  `json:"refusal"`
 	Count   int64 `json:"count"`
+	// Monitored are those of Count only logged (a client in monitor mode,
+	// its request forwarded): not refusals.
+	Monitored int64 `json:"monitored"`
 }
 
 // Client is one client: its address (without the port), the proxy user
@@ -180,6 +209,9 @@ type Client struct {
 	User     string `json:"user,omitempty"`
 	Rule     string `json:"client_rule,omitempty"`
 	Requests int64  `json:"requests"`
+	// Tunnels counts its CONNECTs (and SOCKS5 openings), apart from the
+	// requests in them.
+	Tunnels int64 `json:"tunnels"`
 }
 
 // Agent is what requests were judged as (the audit record's agent: a
@@ -238,9 +270,11 @@ type Origin struct {
 	// Paid sums what the origin charged under pay per crawl (the audit
 	// records' crawler_charged), per currency, at most maxPaidCurrencies;
 	// UnreadCharges counts the charges that could not be read or were in
-	// a currency beyond them.
+	// a currency beyond them; Overcharged counts the charges flagged as
+	// above the price the origin quoted (crawler_overcharged).
 	Paid          []Paid `json:"paid,omitempty"`
 	UnreadCharges int64  `json:"unread_charges,omitempty"`
+	Overcharged   int64  `json:"overcharged,omitempty"`
 }
 
 // Paid is what an origin charged in one currency.
@@ -273,6 +307,10 @@ type SignalCount struct {
 	// LicenseFor are the purposes Server's token is needed for (a
 	// license-required refusal is for one of them).
 	LicenseFor []string `json:"license_for,omitempty"`
+	// Terms are the terms of the licences of the RSL <content> that
+	// applied (audit.UsageSignal.Terms): usages, user types, countries,
+	// payment and reporting terms.
+	Terms []string `json:"terms,omitempty"`
 	// OriginAnswered: read from the origin's response (a header, a meta
 	// tag), so the origin saw the request; the client got none of its
 	// response. Otherwise the origin never saw it.

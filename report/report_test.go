@@ -250,10 +250,11 @@ func TestBuild(t *testing.T) {
 	if got := strings.Join(decisions, " "); got != "allow=9 disallow=5 upstream-error=1" {
 		t.Errorf("decisions %s", got)
 	}
-	if len(r.Clients) != 2 || r.Clients[0] != (Client{Address: "10.0.0.5", Requests: 15}) || r.Clients[1].Address != "10.0.0.9" {
+	// The CONNECT is its client's tunnel, not a request, and no agent's.
+	if len(r.Clients) != 2 || r.Clients[0] != (Client{Address: "10.0.0.5", Requests: 15}) || r.Clients[1] != (Client{Address: "10.0.0.9", Tunnels: 1}) {
 		t.Errorf("clients %+v", r.Clients)
 	}
-	if len(r.Agents) != 3 || r.Agents[0].Agent != "ResearchBot/2.0" || r.Agents[0].Requests != 14 {
+	if len(r.Agents) != 2 || r.Agents[0].Agent != "ResearchBot/2.0" || r.Agents[0].Requests != 14 {
 		t.Errorf("agents %+v", r.Agents)
 	}
 	var tlTotal int64
@@ -541,9 +542,14 @@ func TestBuildCountsTunnelsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tunnel that carried plain HTTP counts under the http:// origin
+	// its requests were judged as, not under https://a.example.
 	want := Counts{Requests: 1, Allowed: 1, Forwarded: 1, Tunnels: Tunnels{Intercepted: 2, Blind: 1, Refused: 1, Failed: 1}}
-	if r.Totals != want || r.Origins[0].Counts != want {
-		t.Errorf("totals %+v, origin %+v; want %+v", r.Totals, r.Origins[0].Counts, want)
+	wantHTTPS := Counts{Requests: 1, Allowed: 1, Forwarded: 1, Tunnels: Tunnels{Intercepted: 1, Blind: 1, Refused: 1, Failed: 1}}
+	wantHTTP := Counts{Tunnels: Tunnels{Intercepted: 1}}
+	if len(r.Origins) != 2 || r.Totals != want || r.Origins[0].Origin != "https://a.example" || r.Origins[0].Counts != wantHTTPS ||
+		r.Origins[1].Origin != "http://a.example:443" || r.Origins[1].Counts != wantHTTP {
+		t.Errorf("totals %+v, origins %+v; want %+v, https://a.example %+v and http://a.example:443 %+v", r.Totals, r.Origins, want, wantHTTPS, wantHTTP)
 	}
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, r); err != nil {
@@ -698,5 +704,37 @@ func TestBuildSumsWhatWasPaidPerOrigin(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "USD 0.30") || !strings.Contains(buf.String(), "1 more charge could not be read") {
 		t.Errorf("the HTML does not show what was paid:\n%s", buf.String())
+	}
+}
+
+// TestBuildFlagsChargesAboveTheQuote: records the proxy flagged
+// (crawler_overcharged: a crawler-charged above the crawler-price quoted)
+// are counted per origin, and the HTML says so.
+func TestBuildFlagsChargesAboveTheQuote(t *testing.T) {
+	paid := func(url, price, charged string, over bool, arrival time.Duration) audit.Record {
+		r := allowed(url, "", arrival, 0)
+		r.CrawlerPrice, r.CrawlerCharged, r.CrawlerOvercharged = price, charged, over
+		return r
+	}
+	recs := []audit.Record{
+		paid("https://a.example/1", "USD 0.01", "USD 0.01", false, 0),
+		paid("https://a.example/2", "USD 0.01", "USD 0.05", true, sec),
+		paid("https://b.example/1", "USD 0.01", "USD 0.01", false, 0),
+	}
+	r, err := Build(Options{Audit: []string{writeAudit(t, t.TempDir(), "audit.log", recs)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range r.Origins {
+		if want := int64(map[string]int{"https://a.example": 1}[o.Origin]); o.Overcharged != want {
+			t.Errorf("%s: %d overcharges, want %d", o.Origin, o.Overcharged, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(buf.String(), "above the price the origin quoted"); got != 1 {
+		t.Errorf("the HTML flags %d origins' charges as above the quote, want 1", got)
 	}
 }

@@ -89,8 +89,12 @@ func firstWord(v []byte) []byte {
 	return v
 }
 
-// parseContentUsage reads "content-usage: [path ]train-ai=n, search=y".
-// Without a path the line applies to the whole site ("/").
+// parseContentUsage reads "content-usage: [path ]train-ai=n, search=y"
+// (draft-ietf-aipref-attach-05 §3.2). Without a path the line applies to
+// the whole site ("/"). The attach draft starts a path only with "/";
+// robotsgate also reads a value starting with "*" as a path pattern
+// ("*.pdf train-ai=n"), which the draft would read as a statement that
+// does not parse (no preference): the reading that refuses more.
 func parseContentUsage(v []byte, num uint32) (usageRule, bool) {
 	pattern := []byte("/")
 	if len(v) > 0 && (v[0] == '/' || v[0] == '*') {
@@ -101,25 +105,5 @@ func parseContentUsage(v []byte, num uint32) (usageRule, bool) {
 	if len(v) == 0 {
 		return usageRule{}, false
 	}
-	return usageRule{pattern: string(pattern), prefs: string(v), line: num}, true
-}
-
-// appendPrefs appends the "name=value" entries of a comma-separated list,
-// lower-cased and trimmed; entries without "=" are skipped.
-func appendPrefs(dst []Pref, v []byte, line uint32) []Pref {
-	for len(v) > 0 {
-		var item []byte
-		item, v, _ = bytes.Cut(v, []byte(","))
-		name, value, ok := bytes.Cut(item, []byte("="))
-		name, value = trimSpace(name), trimSpace(value)
-		if !ok || len(name) == 0 {
-			continue
-		}
-		dst = append(dst, Pref{
-			Name:  string(bytes.ToLower(name)),
-			Value: string(bytes.ToLower(value)),
-			Line:  int(line),
-		})
-	}
-	return dst
+	return usageRule{pattern: string(pattern), stmt: ParseContentUsage([]string{string(v)}, int(num))}, true
 }

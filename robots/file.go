@@ -49,7 +49,7 @@ type fileExtras struct {
 // aiPrefs are a file's Content-Usage and Content-Signal lines.
 type aiPrefs struct {
 	usage   []usageRule
-	signals []Pref
+	signals []Statement
 }
 
 var (
@@ -134,14 +134,13 @@ type member struct{ run, line uint32 }
 
 type usageRule struct {
 	pattern string // escaped; "/" when the line names no path
-	prefs   string
-	line    uint32
+	stmt    Statement
 	run     uint32
 }
 
-// Pref is one AI-usage preference: a Content-Usage (IETF aipref) or
-// Content-Signal (Cloudflare) entry such as "train-ai=n" or "ai-train=no".
-// Name and Value are lower case.
+// Pref is one AI-usage preference of a Statement: a Content-Usage (IETF
+// aipref) or Content-Signal (Cloudflare) entry such as "train-ai=n" or
+// "ai-train=no". Line is the statement's robots.txt line, 0 for a header.
 type Pref struct {
 	Name  string
 	Value string
@@ -184,10 +183,10 @@ func (f *File) canonical() *File { return f.extras().canon }
 // patterns are all decoded.
 func (f *File) decodedFile() *File { return f.extras().decoded }
 
-// ContentSignals returns the file's Content-Signal preferences (Cloudflare's
-// "search=yes, ai-train=no" lines), in order. The caller must not modify the
-// slice.
-func (f *File) ContentSignals() []Pref { return f.extras().aiPrefs().signals }
+// ContentSignals returns the file's Content-Signal statements (Cloudflare's
+// "search=yes, ai-train=no" lines, ParseContentSignal), in order, whatever
+// group they are written in. The caller must not modify the slice.
+func (f *File) ContentSignals() []Statement { return f.extras().aiPrefs().signals }
 
 // MaxLicenses bounds the License lines a File keeps (the first ones): each
 // names a document a client may have to fetch before a request is judged.

@@ -202,29 +202,27 @@ func (g Group) Interval() time.Duration {
 	return max(g.CrawlDelay(), g.RequestInterval())
 }
 
-// ContentUsage returns the AI-usage preferences (IETF aipref Content-Usage
-// lines) that apply to target: those of the line with the longest matching
-// path pattern; when several lines tie, all of their preferences, so that a
-// caller letting any "n" win sees every one. It returns nil when none apply.
-func (g Group) ContentUsage(target string) []Pref {
+// ContentUsage returns the AI-usage statements (IETF aipref Content-Usage
+// lines, ParseContentUsage) that apply to target: that of the line with the
+// longest matching path pattern; when several lines tie, all of them, which
+// draft-ietf-aipref-attach-05 §3.1 has apply separately (any "n" wins). It
+// returns nil when none apply. The caller must not modify the statements.
+func (g Group) ContentUsage(target string) []Statement {
 	path := requestPath(target)
-	var best []usageRule
+	var out []Statement
 	bestLen := -1
 	g.eachRun(func(run uint32, _ *run) {
-		for _, u := range g.f.extras().aiPrefs().usage {
+		for i := range g.f.extras().aiPrefs().usage {
+			u := &g.f.extras().aiPrefs().usage[i]
 			switch {
 			case u.run != run || len(u.pattern) < bestLen || !matchPattern(u.pattern, path):
 			case len(u.pattern) > bestLen:
-				best, bestLen = append(best[:0], u), len(u.pattern)
+				out, bestLen = append(out[:0], u.stmt), len(u.pattern)
 			default:
-				best = append(best, u)
+				out = append(out, u.stmt)
 			}
 		}
 	})
-	var out []Pref
-	for _, u := range best {
-		out = appendPrefs(out, []byte(u.prefs), u.line)
-	}
 	return out
 }
 

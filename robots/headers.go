@@ -9,35 +9,10 @@ import (
 	"github.com/dunglas/httpsfv"
 )
 
-// The AI-usage preferences and agent names that reach robotsgate outside a
+// The agent names and Robots-Tag rules that reach robotsgate outside a
 // robots.txt file (in HTTP response headers and HTML meta tags) are read
-// with robots.txt's own rules, so that a preference means the same thing
-// wherever a site states it.
-
-// ParseContentUsage reads the value of a Content-Usage response header
-// field (IETF aipref, a structured-field dictionary such as
-// "train-ai=n, search=y") as the preferences of a robots.txt Content-Usage
-// line without a path: names and values lower-cased and trimmed, entries
-// without "=" skipped. Parameters (";…" after a value) are ignored and a
-// quoted value ("n") counts as the token. Line is 0.
-func ParseContentUsage(value string) []Pref {
-	var out []Pref
-	for len(value) > 0 {
-		var item string
-		item, value, _ = strings.Cut(value, ",")
-		item, _, _ = strings.Cut(item, ";")
-		name, v, ok := strings.Cut(item, "=")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-			v = v[1 : len(v)-1]
-		}
-		out = appendPrefs(out, []byte(name+"="+v), 0)
-	}
-	return out
-}
+// with robots.txt's own rules, so that they mean the same thing wherever a
+// site states them. (AI-usage statements: aiprefs.go.)
 
 // NamesAgent reports whether token, an agent name as a site writes it
 // ("FooBot" in "X-Robots-Tag: FooBot: noai" or <meta name="FooBot">),
@@ -65,12 +40,6 @@ func NamesAgent(userAgent, token string) bool {
 	}
 	return false
 }
-
-// ParseContentSignal reads the value of a Content-Signal response header
-// field (Cloudflare's Content Signals: "search=yes, ai-train=no") as the
-// preferences of a robots.txt Content-Signal line, by the rules of
-// ParseContentUsage: the two share the "name=value, ..." form.
-func ParseContentSignal(value string) []Pref { return ParseContentUsage(value) }
 
 // MaxRobotsTagBytes bounds the Robots-Tag field value ParseRobotsTag reads
 // (its field lines joined): draft-illyes-repext asks a reader to limit it,

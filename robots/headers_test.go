@@ -7,20 +7,44 @@ import (
 	"testing"
 )
 
-func TestParseContentUsage(t *testing.T) {
+// TestParseStatements: Content-Usage and Content-Signal statements are RFC
+// 9651 dictionaries (draft-ietf-aipref-vocab-07 §6.5); the policy package's
+// conformance tables judge with them.
+func TestParseStatements(t *testing.T) {
 	for _, tc := range []struct {
-		in   string
-		want []Pref
+		name   string
+		signal bool
+		in     []string
+		want   []Pref
+		bad    bool
 	}{
-		{"train-ai=n", []Pref{{Name: "train-ai", Value: "n"}}},
-		{" Train-AI = N , search=y", []Pref{{Name: "train-ai", Value: "n"}, {Name: "search", Value: "y"}}},
-		{`train-ai="n";src=x, search=y;a=b`, []Pref{{Name: "train-ai", Value: "n"}, {Name: "search", Value: "y"}}},
-		{"train-ai, =n, ,search=", []Pref{{Name: "search", Value: ""}}},
-		{"", nil},
+		{"one preference", false, []string{"train-ai=n"}, []Pref{{Name: "train-ai", Value: "n"}}, false},
+		{"parameters ignored", false, []string{`train-ai=n;note="why", search=y;a=b`}, []Pref{{Name: "train-ai", Value: "n"}, {Name: "search", Value: "y"}}, false},
+		{"last value wins", false, []string{"train-ai=n, train-ai=y"}, []Pref{{Name: "train-ai", Value: "y"}}, false},
+		{"a string is not a token", false, []string{`train-ai="n"`}, nil, false},
+		{"a boolean is not a token", false, []string{"train-ai"}, nil, false},
+		{"upper case fails the parse", false, []string{"Train-AI=n"}, nil, true},
+		{"lines are one dictionary", false, []string{"train-ai=n", "train-ai=y, search=n"}, []Pref{{Name: "train-ai", Value: "y"}, {Name: "search", Value: "n"}}, false},
+		{"blank lines are skipped", false, []string{"", " train-ai=n "}, []Pref{{Name: "train-ai", Value: "n"}}, false},
+		{"blank", false, []string{""}, nil, false},
+		{"signal", true, []string{"search=yes, ai-train=no"}, []Pref{{Name: "search", Value: "yes"}, {Name: "ai-train", Value: "no"}}, false},
+		{"signal, quoted and mixed case values", true, []string{`ai-train="No", search=YES`}, []Pref{{Name: "ai-train", Value: "no"}, {Name: "search", Value: "yes"}}, false},
+		{"signal, last value wins", true, []string{"ai-train=no, ai-train=yes"}, []Pref{{Name: "ai-train", Value: "yes"}}, false},
+		{"signal not a dictionary keeps its nos", true, []string{"AI-Train=No, search=yes, junk"}, []Pref{{Name: "ai-train", Value: "no"}}, true},
 	} {
-		if got := ParseContentUsage(tc.in); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ParseContentUsage(%q) = %+v, want %+v", tc.in, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			parse := ParseContentUsage
+			if tc.signal {
+				parse = ParseContentSignal
+			}
+			got := parse(tc.in, 0)
+			if !reflect.DeepEqual(got.Prefs, tc.want) || (got.Err != nil) != tc.bad {
+				t.Errorf("%q = %+v (err %v), want %+v (error %v)", tc.in, got.Prefs, got.Err, tc.want, tc.bad)
+			}
+			if tc.bad && !errors.Is(got.Err, ErrNotDictionary) {
+				t.Errorf("err %v does not wrap ErrNotDictionary", got.Err)
+			}
+		})
 	}
 }
 

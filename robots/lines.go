@@ -128,7 +128,7 @@ func splitLine(text []byte) (key, value []byte, shape lineShape, ok bool) {
 		}
 		shape |= shapeNoColon
 		val := trimLeftSpaceTab(text[sep:])
-		if bytes.IndexAny(val, " \t") >= 0 {
+		if bytes.ContainsAny(val, " \t") {
 			return nil, nil, shape | shapeTooManyWS, false
 		}
 	}

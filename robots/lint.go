@@ -524,7 +524,7 @@ func (l *linter) agentToken(num int, value []byte) (token []byte, ok bool) {
 		l.add(num, chkAgentNoToken, "user-agent %s names no crawler: Google reads the name up to the first character outside A-Z, a-z, '_' and '-', which leaves nothing%s",
 			quote(value, 40), hint)
 		return nil, false
-	case len(rest) > 0 && (rest[0] != '/' || bytes.IndexAny(rest, " \t") >= 0):
+	case len(rest) > 0 && (rest[0] != '/' || bytes.ContainsAny(rest, " \t")):
 		l.add(num, chkAgentToken, "user-agent %s is read as %q: Google cuts the name at the first character outside A-Z, a-z, '_' and '-'",
 			quote(value, 40), token)
 	}
@@ -561,7 +561,7 @@ func (l *linter) rule(num int, kind keyKind, value []byte) {
 
 // checkPattern reports allow/disallow patterns that cannot match as meant.
 func (l *linter) checkPattern(num int, name string, value []byte) {
-	if bytes.IndexAny(value, " \t") >= 0 {
+	if bytes.ContainsAny(value, " \t") {
 		l.add(num, chkSeveralPaths, "%s %s has whitespace inside: Google reads one pattern, not several paths, and no URL matches it (URLs encode spaces); write one path per line",
 			name, quote(value, 60))
 	}
@@ -607,15 +607,24 @@ func (l *linter) groupExtension(num int, kind keyKind, value []byte) {
 }
 
 // checkPrefs reports a content-usage or content-signal line that states no
-// preference.
+// preference: one that is not an RFC 9651 dictionary (for content-usage,
+// draft-ietf-aipref-vocab-07 §6.5.1 makes that "no preference"), or one
+// whose values are none the vocabulary defines (y or n; yes or no).
 func (l *linter) checkPrefs(num int, kind keyKind, value []byte) {
-	prefs := value
+	var s Statement
 	if kind == keyContentUsage {
 		u, _ := parseContentUsage(value, 0)
-		prefs = []byte(u.prefs)
+		s = u.stmt
+	} else {
+		s = ParseContentSignal([]string{string(value)}, 0)
 	}
-	if len(appendPrefs(nil, prefs, 0)) == 0 {
-		l.add(num, chkInvalidPrefs, "%s %s states no preference (name=value, such as train-ai=n): it is ignored", keyNames[kind], quote(value, 60))
+	switch {
+	case s.Err != nil && kind == keyContentUsage:
+		l.add(num, chkInvalidPrefs, "%s %s is not an RFC 9651 dictionary (lower-case names, token values: train-ai=n): it states no preference", keyNames[kind], quote(value, 60))
+	case s.Err != nil:
+		l.add(num, chkInvalidPrefs, "%s %s is not an RFC 9651 dictionary (lower-case names, token values: ai-train=no): readers may ignore it", keyNames[kind], quote(value, 60))
+	case len(s.Prefs) == 0:
+		l.add(num, chkInvalidPrefs, "%s %s states no preference (name=value, such as train-ai=n or ai-train=no): it is ignored", keyNames[kind], quote(value, 60))
 	}
 }
 

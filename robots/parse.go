@@ -37,7 +37,7 @@ type builder struct {
 	usage    []usageRule
 	sitemaps []byte // joined by '\n'
 	host     []byte
-	signals  []Pref
+	signals  []Statement
 	visits   []visitRule
 	licenses []LicenseLine
 	// sawRule is Google's seen_separator_: an allow/disallow line was read
@@ -78,7 +78,9 @@ func (b *builder) line(num uint32, text []byte) {
 			b.host = append(b.host, value...)
 		}
 	case keyContentSignal:
-		b.signals = appendPrefs(b.signals, value, num)
+		if len(value) > 0 {
+			b.signals = append(b.signals, ParseContentSignal([]string{string(value)}, int(num)))
+		}
 	case keyLicense:
 		if len(value) > 0 && len(b.licenses) < MaxLicenses {
 			b.licenses = append(b.licenses, LicenseLine{URL: string(value), Line: int(num)})

@@ -11,7 +11,7 @@ import (
 // bounded time, an error only wrapping ErrRobotsTag and always past
 // MaxRobotsTagBytes, rules that are RFC 9651 keys (lower case, never
 // empty), and RobotsTagRules giving only rules the field names; and that
-// ParseContentSignal never panics.
+// ParseContentSignal and ParseContentUsage never panic.
 func FuzzRobotsTag(f *testing.F) {
 	for _, s := range [][2]string{
 		{"*;noai, ExampleBot;noindex", ""}, {"*;noindex;nosnippet, ExampleBot;", "FooBot;noml"},
@@ -22,7 +22,8 @@ func FuzzRobotsTag(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b, ua string) {
 		start := time.Now()
-		ParseContentSignal(a)
+		ParseContentSignal([]string{a, b}, 0)
+		ParseContentUsage([]string{a, b}, 0)
 		items, err := ParseRobotsTag([]string{a, b})
 		if el := time.Since(start); el > time.Second {
 			t.Fatalf("parse took %v", el)

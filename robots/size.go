@@ -17,12 +17,12 @@ func (f *File) Size() int64 {
 		n += int64(unsafe.Sizeof(*ex))
 		if ai := ex.ai; ai != nil {
 			n += int64(unsafe.Sizeof(*ai)) +
-				int64(cap(ai.usage))*int64(unsafe.Sizeof(usageRule{})) + int64(cap(ai.signals))*int64(unsafe.Sizeof(Pref{}))
+				int64(cap(ai.usage))*int64(unsafe.Sizeof(usageRule{})) + int64(cap(ai.signals))*int64(unsafe.Sizeof(Statement{}))
 			for _, u := range ai.usage {
-				n += int64(len(u.pattern) + len(u.prefs))
+				n += int64(len(u.pattern)) + u.stmt.size()
 			}
-			for _, p := range ai.signals {
-				n += int64(len(p.Name) + len(p.Value))
+			for _, s := range ai.signals {
+				n += s.size()
 			}
 		}
 		if ex.visits != nil {

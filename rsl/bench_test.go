@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/robotsgate/robotsgate/origin"
 )
 
 // BenchmarkParse measures Parse of the sample licence and of one near
@@ -29,10 +31,11 @@ func BenchmarkJudge(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	o := origin.Origin{Scheme: "https", Host: "example.com", Port: 443}
 	b.ReportAllocs()
 	for b.Loop() {
-		m := doc.Match("https", "example.com", "/section/999/article")
-		if m.Content == nil || !m.Content.Judge(UsageAITrain).Refused {
+		m := doc.Match(o, "/section/999/article", false)
+		if m.Content == nil || !m.Content.Judge(UsageAITrain, Client{}, Options{}).Refused {
 			b.Fatal("no refusal")
 		}
 	}

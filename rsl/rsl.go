@@ -1,36 +1,34 @@
 // Package rsl reads RSL 1.0 documents (Really Simple Licensing,
-// https://rslstandard.org/rsl, Recommendation of 2025-11-06): the XML
+// https://rslstandard.org/rsl, RSL-SPEC-1.0, a Recommendation first
+// published 2025-11-06 and amended through its errata page): the XML
 // licences a site names in robots.txt (License: lines), in Link response
-// headers (rel="license", type="application/rsl+xml") or in an HTML
-// <link rel="license">. It parses and judges; it does no I/O, and what a
-// verdict means for a request is package policy's decision.
+// headers (rel="license", type="application/rsl+xml") or in an HTML <link
+// rel="license">. It parses and judges; it does no I/O, and what a verdict
+// means for a request is package policy's decision.
+//
+// Only the Recommendation's front matter, element list and errata could be
+// read first-hand here; its sections 3 and 4 are known through quotes by
+// third parties (an RSL reference summary citing §3.4.1, §3.7, §3.12 and
+// §4.9, published licence generators and validators). Every reading that
+// rests on them says so (judge.go), and where they leave a case open the
+// reading that refuses more is taken.
 //
 // What is read, and how:
 //
 //   - the root is <rsl> in the RSL namespace; each <content url="…"> names
-//     digital assets, by a full URL or a path, with RFC 9309's pattern
+//     digital assets, by a full URL (its scheme, host and port compared in
+//     the canonical form of package origin), a path with RFC 9309's pattern
 //     rules ('*' any run of octets, a final '$' the end of the path),
 //     matched with robots.MatchPattern on the canonical target as tdmrep
-//     matches its locations. Of the elements that match a target, the one
-//     with the longest pattern applies (as RFC 9309 chooses between rules),
-//     the first of equals;
-//   - a <content> has one or more <license> elements, each with
-//     <permits type="usage"> and <prohibits type="usage"> lists of usages
-//     (comma or white space separated): all, ai-all (ai-train, ai-input and
-//     ai-index), ai-train, ai-input, ai-index, search, and any other token,
-//     which only names itself. Elements of type user and geo are kept but
-//     not judged (robotsgate knows neither the client's user type nor its
-//     place); an element without a type is read as a usage one, the
-//     conservative reading;
-//   - a usage is refused by a licence when one of its <prohibits> lists it
-//     (all and ai-all included), or when the licence has <permits
-//     type="usage"> elements and none lists it: a licence grants what it
-//     permits and no more. Several licences are alternatives: a usage one
-//     of them grants is granted;
+//     matches its locations, or the empty url, which names the resource
+//     whose Link header or <link> tag named the document (Match);
+//   - a <content> has <license> elements, each with <permits> and
+//     <prohibits> of type usage, user or geo (an element without a type is
+//     read as a usage one, the conservative reading), <payment> terms and
+//     <reporting> obligations, which judge.go reads;
 //   - a <content server="…"> names a licence server: a client must obtain a
 //     licence token from it (Authorization: License <token>) even for a
-//     free licence. A granted usage of such content is reported as
-//     needing the server.
+//     free licence.
 //
 // Hostile documents are the normal case: at most MaxDocumentSize bytes are
 // read, the nesting depth and the number of elements are bounded, a
@@ -50,6 +48,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -118,17 +117,47 @@ type Content struct {
 	// Licenses are its <license> elements, in order.
 	Licenses []License
 
-	// scheme and host are the URL's, lower-cased, for a full URL; "" for
-	// a path. pattern is the path pattern as matched (canonical).
-	scheme, host, pattern string
+	// origin is the URL's, in canonical form, for a full URL; the zero
+	// Origin for a path or the empty url. pattern is the path pattern as
+	// matched (canonical), "" for the empty url.
+	origin  origin.Origin
+	pattern string
 }
 
 // License is one <license> element.
 type License struct {
-	// Line is the line it starts on.
-	Line int
+	// Index is its position among its content's licences, from 0; Line
+	// the line it starts on.
+	Index, Line int
 	// Terms are its <permits> and <prohibits> elements, in order.
 	Terms []Terms
+	// Payments are its <payment> elements, Reports its <reporting> ones.
+	Payments []Payment
+	Reports  []Reporting
+	// Unknown are the elements in the RSL namespace it has that robotsgate
+	// does not know (a term it cannot judge), by local name.
+	Unknown []string
+}
+
+// Payment is one <payment> element: what the licence asks in return.
+type Payment struct {
+	// Type is its type attribute, lower-cased ("crawl", "free"); "" when
+	// absent.
+	Type string
+	// Amounts are its <amount> elements ("0.015 USD"); Standard and Custom
+	// the URLs of its <standard> and <custom> elements; Accepts the types
+	// of its <accepts> elements.
+	Amounts, Standard, Custom, Accepts []string
+	Line                               int
+}
+
+// Reporting is one <reporting> element: an obligation to report use.
+type Reporting struct {
+	// Type is its type attribute (telemetry, provenance, audit), Profile
+	// its profile (an opaque URI naming the reporting protocol), Endpoint
+	// its endpoint; each "" when absent.
+	Type, Profile, Endpoint string
+	Line                    int
 }
 
 // Terms is one <permits> or <prohibits> element.
@@ -181,9 +210,25 @@ func (d *Document) Size() int64 {
 	n := int64(unsafe.Sizeof(*d)) + int64(cap(d.Contents))*int64(unsafe.Sizeof(Content{}))
 	for i := range d.Contents {
 		c := &d.Contents[i]
-		n += int64(len(c.URL)+len(c.Server)+len(c.scheme)+len(c.host)+len(c.pattern)) + int64(cap(c.Licenses))*int64(unsafe.Sizeof(License{}))
+		n += int64(len(c.URL)+len(c.Server)+len(c.origin.Host)+len(c.pattern)) + int64(cap(c.Licenses))*int64(unsafe.Sizeof(License{}))
 		for _, l := range c.Licenses {
-			n += int64(cap(l.Terms)) * int64(unsafe.Sizeof(Terms{}))
+			n += int64(cap(l.Terms))*int64(unsafe.Sizeof(Terms{})) + int64(cap(l.Payments))*int64(unsafe.Sizeof(Payment{})) +
+				int64(cap(l.Reports))*int64(unsafe.Sizeof(Reporting{})) + int64(cap(l.Unknown))*16
+			for _, pay := range l.Payments {
+				for _, list := range [][]string{pay.Amounts, pay.Standard, pay.Custom, pay.Accepts} {
+					n += int64(cap(list)) * 16
+					for _, v := range list {
+						n += int64(len(v))
+					}
+				}
+				n += int64(len(pay.Type))
+			}
+			for _, r := range l.Reports {
+				n += int64(len(r.Type) + len(r.Profile) + len(r.Endpoint))
+			}
+			for _, u := range l.Unknown {
+				n += int64(len(u))
+			}
 			for _, t := range l.Terms {
 				n += int64(len(t.Type)) + int64(cap(t.Values))*16
 				for _, v := range t.Values {
@@ -198,7 +243,8 @@ func (d *Document) Size() int64 {
 // Parse reads an RSL document. The error says why the document cannot be
 // judged: larger than MaxDocumentSize, not well-formed XML, a DOCTYPE, too
 // deep or too many elements, a root other than <rsl> in the RSL namespace,
-// no <content> element, or a <content> without a usable url.
+// no <content> element, or a <content> without a usable url (an empty url
+// is usable: it names the linking resource).
 func Parse(body []byte) (*Document, error) {
 	if len(body) > MaxDocumentSize {
 		return nil, ErrTooLarge
@@ -352,7 +398,7 @@ func attr(se xml.StartElement, name string) (string, bool) {
 func (p *parser) content(se xml.StartElement, index int) (Content, error) {
 	c := Content{Index: index, Line: p.line()}
 	u, ok := attr(se, "url")
-	if !ok || u == "" {
+	if !ok {
 		return c, errors.New("a <content> without a url attribute")
 	}
 	c.URL = u
@@ -368,7 +414,7 @@ func (p *parser) content(se xml.StartElement, index int) (Content, error) {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if t.Name.Space == Namespace && t.Name.Local == "license" {
-				l, err := p.license()
+				l, err := p.license(len(c.Licenses))
 				if err != nil {
 					return c, err
 				}
@@ -384,22 +430,36 @@ func (p *parser) content(se xml.StartElement, index int) (Content, error) {
 	}
 }
 
-// setPattern reads the url attribute: a full http(s) URL, whose scheme and
-// host must then be the target's, or a path ('/' or '*' first).
+// setPattern reads the url attribute: a full http(s) URL, whose scheme,
+// host and port must then be the target's (compared as package origin
+// spells them: lower case, IDNA A-labels, no trailing dot, no default
+// port), a path ('/' or '*' first), or "" (the linking resource, Match).
 func (c *Content) setPattern() error {
+	if c.URL == "" {
+		return nil
+	}
 	path := c.URL
 	if scheme, rest, ok := strings.Cut(c.URL, "://"); ok {
 		scheme = strings.ToLower(scheme)
 		if scheme != "http" && scheme != "https" {
 			return fmt.Errorf("<content url=%s>: not an http(s) URL or a path", quote(c.URL))
 		}
-		host, p, _ := strings.Cut(rest, "/")
-		host, _, _ = strings.Cut(host, "?")
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
+		}
+		host, p := rest[:end], rest[end:]
 		if host == "" || strings.ContainsAny(host, "@*") {
 			return fmt.Errorf("<content url=%s>: no usable host", quote(c.URL))
 		}
-		c.scheme, c.host = scheme, normalHost(scheme, strings.ToLower(host))
-		path = "/" + p
+		o, err := origin.New(scheme, host)
+		if err != nil {
+			return fmt.Errorf("<content url=%s>: no usable host: %s", quote(c.URL), origin.Reason(err))
+		}
+		c.origin, path = o, p
+		if path == "" || path[0] != '/' {
+			path = "/" + path
+		}
 	}
 	if path == "" || path[0] != '/' && path[0] != '*' {
 		return fmt.Errorf("<content url=%s>: not an http(s) URL or a path", quote(c.URL))
@@ -408,17 +468,9 @@ func (c *Content) setPattern() error {
 	return nil
 }
 
-// normalHost drops the scheme's default port from host[:port].
-func normalHost(scheme, host string) string {
-	if scheme == "http" {
-		return strings.TrimSuffix(host, ":80")
-	}
-	return strings.TrimSuffix(host, ":443")
-}
-
 // license reads a <license> element.
-func (p *parser) license() (License, error) {
-	l := License{Line: p.line()}
+func (p *parser) license(index int) (License, error) {
+	l := License{Index: index, Line: p.line()}
 	for {
 		tok, err := p.next()
 		if err != nil {
@@ -426,13 +478,41 @@ func (p *parser) license() (License, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if t.Name.Space == Namespace && (t.Name.Local == "permits" || t.Name.Local == "prohibits") {
+			if t.Name.Space != Namespace {
+				if err := p.skip(); err != nil { // another vocabulary's: an extension, ignored
+					return l, err
+				}
+				continue
+			}
+			switch t.Name.Local {
+			case "permits", "prohibits":
 				terms, err := p.terms(t)
 				if err != nil {
 					return l, err
 				}
 				l.Terms = append(l.Terms, terms)
 				continue
+			case "payment":
+				pay, err := p.payment(t)
+				if err != nil {
+					return l, err
+				}
+				l.Payments = append(l.Payments, pay)
+				continue
+			case "reporting":
+				r := Reporting{Line: p.line()}
+				r.Type, _ = attr(t, "type")
+				r.Profile, _ = attr(t, "profile")
+				r.Endpoint, _ = attr(t, "endpoint")
+				r.Type = strings.ToLower(r.Type)
+				l.Reports = append(l.Reports, r)
+			case "legal":
+				// Warranties and disclaimers: what the site asserts, no
+				// term a client must meet.
+			default:
+				if len(l.Unknown) < maxUnknown {
+					l.Unknown = append(l.Unknown, t.Name.Local)
+				}
 			}
 			if err := p.skip(); err != nil {
 				return l, err
@@ -441,6 +521,84 @@ func (p *parser) license() (License, error) {
 			return l, nil
 		}
 	}
+}
+
+// maxUnknown bounds the unknown elements a License keeps (one is enough to
+// make its terms unmet).
+const maxUnknown = 8
+
+// maxPaymentItems bounds the children of each kind a Payment keeps.
+const maxPaymentItems = 8
+
+// payment reads a <payment> element: its type and the text of its
+// <amount currency>, <standard>, <custom> and the types of its <accepts>.
+func (p *parser) payment(se xml.StartElement) (Payment, error) {
+	pay := Payment{Line: p.line()}
+	pay.Type, _ = attr(se, "type")
+	pay.Type = strings.ToLower(pay.Type)
+	for {
+		tok, err := p.next()
+		if err != nil {
+			return pay, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			var list *[]string
+			var extra string
+			switch {
+			case t.Name.Space != Namespace:
+			case t.Name.Local == "amount":
+				list = &pay.Amounts
+				if cur, ok := attr(t, "currency"); ok {
+					extra = " " + cur
+				}
+			case t.Name.Local == "standard":
+				list = &pay.Standard
+			case t.Name.Local == "custom":
+				list = &pay.Custom
+			case t.Name.Local == "accepts":
+				list = &pay.Accepts
+				extra, _ = attr(t, "type")
+			}
+			text, err := p.text()
+			if err != nil {
+				return pay, err
+			}
+			if list == &pay.Accepts {
+				text = ""
+			}
+			if list != nil && len(*list) < maxPaymentItems {
+				*list = append(*list, clipText(strings.TrimSpace(text+extra)))
+			}
+		case xml.EndElement:
+			return pay, nil
+		}
+	}
+}
+
+// text reads the character data of the element just started, through its
+// end (child elements skipped).
+func (p *parser) text() (string, error) {
+	depth := p.depth
+	var b []byte
+	for p.depth >= depth {
+		tok, err := p.next()
+		if err != nil {
+			return "", err
+		}
+		if cd, ok := tok.(xml.CharData); ok && p.depth == depth && len(b) < maxQuoted {
+			b = append(b, cd...)
+		}
+	}
+	return string(b), nil
+}
+
+// clipText cuts s to maxQuoted bytes.
+func clipText(s string) string {
+	if len(s) > maxQuoted {
+		s = strings.ToValidUTF8(s[:maxQuoted], "") + "…"
+	}
+	return s
 }
 
 // terms reads a <permits> or <prohibits> element: its text, a list.
@@ -469,121 +627,4 @@ func (p *parser) terms(se xml.StartElement) (Terms, error) {
 			return t, nil
 		}
 	}
-}
-
-// Match is the <content> element that applies to a target.
-type Match struct {
-	// Content is the element; nil when none matches or TooCostly.
-	Content *Content
-	// TooCostly reports that the patterns would have needed more than
-	// MaxMatchWork octets of comparisons: no element is named, and the
-	// caller must judge conservatively.
-	TooCostly bool
-}
-
-// Match returns the <content> element that applies to the target of a
-// request to scheme://host (host[:port], the port omitted when it is the
-// scheme's default): of the elements whose url matches, the one with the
-// longest pattern, the first of equals. A full url matches only its own
-// scheme and host. A nil Document matches nothing.
-func (d *Document) Match(scheme, host, target string) Match {
-	if d == nil {
-		return Match{}
-	}
-	scheme = strings.ToLower(scheme)
-	host = normalHost(scheme, strings.ToLower(host))
-	target = robots.MatchTarget(target)
-	work := 0
-	var best *Content
-	for i := range d.Contents {
-		c := &d.Contents[i]
-		if c.host != "" && (c.scheme != scheme || c.host != host) {
-			continue
-		}
-		if robots.MatchPattern(c.pattern, target, &work) && (best == nil || len(c.pattern) > len(best.pattern)) {
-			best = c
-		}
-		if work > MaxMatchWork {
-			return Match{TooCostly: true}
-		}
-	}
-	return Match{Content: best}
-}
-
-// Verdict is what a <content> element says of one usage.
-type Verdict struct {
-	// Refused reports that no licence grants the usage; By is the element
-	// that refused it in the first licence (a <prohibits> listing it, or,
-	// when NotPermitted, the <permits> that does not), nil when Refused is
-	// false.
-	Refused      bool
-	NotPermitted bool
-	By           *Terms
-	// Server is the licence server a granted usage needs a token from
-	// (the content's server attribute), "" when none.
-	Server string
-}
-
-// Judge says whether the content's licences grant usage, an RSL usage
-// ("ai-train"; any other token names only itself, which all covers).
-// Content without a licence grants everything.
-func (c *Content) Judge(usage string) Verdict {
-	var first Verdict
-	for i := range c.Licenses {
-		v := c.Licenses[i].judge(usage)
-		if !v.Refused {
-			return Verdict{Server: c.Server}
-		}
-		if first.By == nil {
-			first = v
-		}
-	}
-	if len(c.Licenses) == 0 {
-		return Verdict{Server: c.Server}
-	}
-	return first
-}
-
-// judge is one licence's verdict on usage.
-func (l *License) judge(usage string) Verdict {
-	var permits *Terms
-	granted := false
-	for i := range l.Terms {
-		t := &l.Terms[i]
-		if t.Type != "usage" {
-			continue
-		}
-		covered := Covers(t.Values, usage)
-		switch {
-		case t.Prohibits && covered:
-			return Verdict{Refused: true, By: t}
-		case !t.Prohibits:
-			if permits == nil {
-				permits = t
-			}
-			granted = granted || covered
-		}
-	}
-	if permits != nil && !granted {
-		return Verdict{Refused: true, NotPermitted: true, By: permits}
-	}
-	return Verdict{}
-}
-
-// Covers reports whether a list of usages names usage: itself, all, or
-// ai-all for an AI usage.
-func Covers(list []string, usage string) bool {
-	for _, v := range list {
-		switch {
-		case v == usage, v == UsageAll:
-			return true
-		case v == UsageAIAll:
-			for _, a := range aiUsages {
-				if a == usage {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }

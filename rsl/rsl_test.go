@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/robotsgate/robotsgate/origin"
 )
 
 const sample = `<?xml version="1.0" encoding="UTF-8"?>
@@ -34,15 +36,18 @@ const sample = `<?xml version="1.0" encoding="UTF-8"?>
 </rsl>`
 
 // TestJudgeReadsPermitsAndProhibits: the content element with the longest
-// matching pattern applies, a prohibition refuses what it lists (all and
-// ai-all included), a licence with permits refuses what it does not
-// list, alternatives grant what one of them grants, and a server
-// attribute is reported for what is granted.
+// matching pattern applies, a prohibition of any licence refuses what it
+// lists (all and ai-all included), a licence with usage permits grants
+// what it lists and no more, one with only usage prohibitions what they do
+// not list, one that states no usage nothing; a server attribute is
+// reported for what is granted. (The conformance table, with the sections
+// each case follows, is policy's TestConformanceRSL.)
 func TestJudgeReadsPermitsAndProhibits(t *testing.T) {
 	doc, err := Parse([]byte(sample))
 	if err != nil {
 		t.Fatal(err)
 	}
+	user := Client{User: "commercial", Country: "FR"}
 	tests := []struct {
 		name, scheme, host, target, usage string
 		content                           int // -1: none
@@ -57,30 +62,32 @@ func TestJudgeReadsPermitsAndProhibits(t *testing.T) {
 		{"the default port is the URL's", "https", "EXAMPLE.com:443", "/premium/x", "ai-train", 1, true, false, `<prohibits type="usage">ai-train</prohibits>`, ""},
 		{"a full URL of another host does not match", "https", "other.example", "/premium/x", "ai-train", 0, true, true, `<permits type="usage">search, ai-input</permits>`, ""},
 		{"a full URL of another scheme does not match", "http", "example.com", "/premium/x", "search", 0, false, false, "", ""},
-		{"content without licence grants", "https", "example.com", "/nolicence/x", "ai-train", 2, false, false, "", ""},
-		{"geo terms are not judged", "https", "example.com", "/open/x", "ai-train", 3, false, false, "", ""},
-		{"ai-all prohibits ai-input, the other licence does not grant it", "https", "example.com", "/alternatives/x", "ai-input", 4, true, false, `<prohibits type="usage">ai-all</prohibits>`, ""},
-		{"one alternative grants ai-index", "https", "example.com", "/alternatives/x", "ai-index", 4, false, false, "", ""},
+		{"content without licence grants nothing", "https", "example.com", "/nolicence/x", "ai-train", 2, true, true, "", ""},
+		{"a geo prohibition of the client's country refuses", "https", "example.com", "/open/x", "ai-train", 3, true, false, `<prohibits type="geo">us</prohibits>`, ""},
+		{"ai-all prohibits ai-input", "https", "example.com", "/alternatives/x", "ai-input", 4, true, false, `<prohibits type="usage">ai-all</prohibits>`, ""},
+		{"a prohibition in one licence wins over another's permission", "https", "example.com", "/alternatives/x", "ai-index", 4, true, false, `<prohibits type="usage">ai-all</prohibits>`, ""},
 		{"ai-all does not cover search: the first licence grants it", "https", "example.com", "/alternatives/x", "search", 4, false, false, "", ""},
 		{"all and no type prohibit anything", "https", "example.com", "/everything", "search", 5, true, false, `<prohibits type="usage">all</prohibits>`, ""},
 		{"$ anchors the end", "https", "example.com", "/everything/more", "search", 0, false, false, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := doc.Match(tc.scheme, tc.host, tc.target)
+			o, err := origin.New(tc.scheme, tc.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := doc.Match(o, tc.target, false)
 			if m.TooCostly {
 				t.Fatal("too costly")
-			}
-			if tc.content < 0 {
-				if m.Content != nil {
-					t.Fatalf("matched %s", m.Content)
-				}
-				return
 			}
 			if m.Content == nil || m.Content.Index != tc.content {
 				t.Fatalf("matched %v, want content %d", m.Content, tc.content)
 			}
-			v := m.Content.Judge(tc.usage)
+			c := user
+			if tc.content == 3 {
+				c.Country = "US" // the list says us: codes compare ignoring case
+			}
+			v := m.Content.Judge(tc.usage, c, Options{})
 			by := ""
 			if v.By != nil {
 				by = v.By.String()
@@ -100,11 +107,63 @@ func TestMatchNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := doc.Match("https", "example.com", "/b"); m.Content != nil || m.TooCostly {
+	o := origin.Origin{Scheme: "https", Host: "example.com", Port: 443}
+	if m := doc.Match(o, "/b", false); m.Content != nil || m.TooCostly {
 		t.Fatalf("got %+v", m)
 	}
-	if m := doc.Match("https", "example.com", "/a/%7Ex"); m.Content == nil {
+	if m := doc.Match(o, "/a/%7Ex", false); m.Content == nil {
 		t.Fatal("a canonical target does not match")
+	}
+}
+
+// TestMatchCanonicalHosts: a full url names its site in any spelling the
+// origin package reads as the same (IDNA, trailing dot, case, default or
+// zero-padded port, IPv4 shorthands), and no other site.
+func TestMatchCanonicalHosts(t *testing.T) {
+	for _, tc := range []struct {
+		url, site string
+		match     bool
+	}{
+		{"https://bücher.example/", "https://xn--bcher-kva.example", true},
+		{"https://xn--bcher-kva.example/", "https://bücher.example", true},
+		{"http://localhost.:8080/", "http://localhost:8080", true},
+		{"https://example.com:0443/", "https://example.com", true},
+		{"https://EXAMPLE.com/", "https://example.com:443", true},
+		{"http://127.1:8080/", "http://127.0.0.1:8080", true},
+		{"https://example.com/", "http://example.com", false},
+		{"https://example.com:8443/", "https://example.com", false},
+		{"https://other.example/", "https://example.com", false},
+	} {
+		doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="` + tc.url + `"/></rsl>`))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		o, err := origin.Parse(tc.site)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := doc.Match(o, "/x", false); (m.Content != nil) != tc.match {
+			t.Errorf("<content url=%q> for %s: matched %v, want %v", tc.url, tc.site, m.Content != nil, tc.match)
+		}
+	}
+}
+
+// TestEmptyURLIsTheLinkingPage: <content url=""> matches the resource that
+// linked the document, before any pattern, and nothing for robots.txt.
+func TestEmptyURLIsTheLinkingPage(t *testing.T) {
+	doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="/*"/><content url=""/></rsl>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := origin.Origin{Scheme: "https", Host: "example.com", Port: 443}
+	if m := doc.Match(o, "/page", true); m.Content == nil || m.Content.Index != 1 {
+		t.Errorf("linked: matched %v, want the empty url", m.Content)
+	}
+	if m := doc.Match(o, "/page", false); m.Content == nil || m.Content.Index != 0 {
+		t.Errorf("from robots.txt: matched %v, want the pattern", m.Content)
+	}
+	if doc.HasEmptyURL() != &doc.Contents[1] {
+		t.Error("HasEmptyURL does not name it")
 	}
 }
 
@@ -120,6 +179,7 @@ func TestParseRefusesWhatCannotBeJudged(t *testing.T) {
 		{"another namespace", `<rsl xmlns="https://example.org/rsl"><content url="/"/></rsl>`, "not <rsl>"},
 		{"no content", `<rsl xmlns="https://rslstandard.org/rsl"></rsl>`, "no <content>"},
 		{"content without url", `<rsl xmlns="https://rslstandard.org/rsl"><content/></rsl>`, "without a url"},
+		{"content url with no usable host", `<rsl xmlns="https://rslstandard.org/rsl"><content url="https://a..b/"/></rsl>`, "no usable host"},
 		{"content url neither URL nor path", `<rsl xmlns="https://rslstandard.org/rsl"><content url="premium"/></rsl>`, "not an http(s) URL or a path"},
 		{"content url of another scheme", `<rsl xmlns="https://rslstandard.org/rsl"><content url="ftp://x/"/></rsl>`, "not an http(s) URL"},
 		{"DOCTYPE with entities", `<!DOCTYPE rsl [<!ENTITY a "aaaa">]><rsl xmlns="https://rslstandard.org/rsl"><content url="/">&a;</content></rsl>`, "DOCTYPE"},
@@ -153,7 +213,27 @@ func TestPrefixedElements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := doc.Match("https", "a.example", "/x").Content.Judge("search"); !v.Refused {
+	if v := doc.Match(origin.Origin{Scheme: "https", Host: "a.example", Port: 443}, "/x", false).Content.Judge("search", Client{}, Options{}); !v.Refused {
 		t.Fatalf("got %+v", v)
+	}
+}
+
+// TestSummaryIsBounded: the terms an audit record lists are bounded, in
+// licences (4, then a count) and in bytes per licence.
+func TestSummaryIsBounded(t *testing.T) {
+	doc, err := Parse([]byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="/">` +
+		strings.Repeat(`<license><permits type="usage">`+strings.Repeat("ai-train ", 100)+`</permits><payment type="crawl"><amount currency="USD">1</amount></payment></license>`, 10) +
+		`</content></rsl>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Contents[0].Summary()
+	if len(s) != 5 || s[4] != "… 6 more licences" || !strings.HasPrefix(s[0], "license 1 (line 1): usage ai-train ai-train") {
+		t.Fatalf("Summary = %q", s)
+	}
+	for _, l := range s {
+		if len(l) > maxQuoted+len("…") {
+			t.Errorf("a line of %d bytes", len(l))
+		}
 	}
 }

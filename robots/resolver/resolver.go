@@ -33,7 +33,9 @@ import (
 
 // Config configures a Resolver. Zero fields take the defaults given.
 type Config struct {
-	// UserAgent is sent with every fetch. Default "robotsgate/1.0".
+	// UserAgent is sent with every fetch. Default
+	// "robotsgate/1.0 (+https://github.com/robotsgate/robotsgate)": a product
+	// token and a URL that says who fetches.
 	UserAgent string
 	// FetchTimeout bounds a whole fetch, redirects and body included.
 	// Default 10s.
@@ -85,7 +87,7 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	c.UserAgent = cmp.Or(c.UserAgent, "robotsgate/1.0")
+	c.UserAgent = cmp.Or(c.UserAgent, "robotsgate/1.0 (+https://github.com/robotsgate/robotsgate)")
 	c.FetchTimeout = cmp.Or(c.FetchTimeout, 10*time.Second)
 	c.CacheEntries = cmp.Or(c.CacheEntries, 100000)
 	c.CacheBytes = cmp.Or(c.CacheBytes, 256<<20)
