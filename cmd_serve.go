@@ -106,7 +106,11 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
-	admin, adminAddr, err := startAdmin(cfg.AdminListen, srv.AdminHandler(), logger)
+	// Each listener is guarded before any of them serves: from then on
+	// its address is refused by the egress guard (listenInbound guards
+	// its own, startAdmin the admin listener).
+	ln = srv.Guard(ln, "proxy")
+	admin, adminAddr, err := startAdmin(cfg.AdminListen, srv, logger)
 	if err != nil {
 		ln.Close()
 		inbound.close()
@@ -114,7 +118,6 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	}
 	adminShown := ""
 	if admin != nil {
-		srv.AddSelf(adminAddr)
 		warnIfAdminOpen(adminAddr, cfg.AdminAuth, logger)
 		adminShown = adminAddr.String()
 	}
@@ -129,16 +132,25 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 		shortVersion(), ln.Addr())
 
 	inbound.announce(stderr, logger, cfg)
-	errc := make(chan error, 1+len(inbound))
+	// A listener that stops (an accept error retrying cannot mend; a
+	// temporary one such as EMFILE is retried) is logged and makes /readyz
+	// fail: the process goes on serving the others until it is told to
+	// stop. Nothing a client does ends it.
 	for _, in := range inbound {
 		go func() {
 			if err := in.serve(in.ln); err != nil {
-				errc <- fmt.Errorf("%s: %w", in.key, err)
+				logger.Error("listener stopped; /readyz fails until robotsgate is restarted", "key", in.key, "err", err)
 			}
 		}()
 	}
-	go func() { errc <- srv.Serve(ln) }()
-	err = waitForSignals(sigs, srv, admin, errc, reloader{configPath, listen, adminListen, level}, logger)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil {
+			logger.Error("the proxy port stopped; /readyz fails until robotsgate is restarted", "err", err)
+		}
+	}()
+	err = waitForSignals(sigs, srv, admin, served, reloader{configPath, listen, adminListen, level}, logger)
 	logger.Info("stopped", "err", err)
 	return err
 }
@@ -170,7 +182,8 @@ func listenInbound(cfg config.Config, srv *proxy.Server) (inboundListeners, erro
 			out.close()
 			return nil, fmt.Errorf("%s: %w", l.key, err)
 		}
-		l.ln = ln
+		kind, _, _ := strings.Cut(l.key, ".") // socks, transparent
+		l.ln = srv.Guard(ln, kind)
 		out = append(out, l)
 	}
 	return out, nil
@@ -206,27 +219,24 @@ type reloader struct {
 
 // waitForSignals runs until SIGINT/SIGTERM (drain, then exit) and reloads the
 // configuration on SIGHUP, keeping the old one if the new one is invalid.
-func waitForSignals(sigs <-chan os.Signal, srv *proxy.Server, admin *http.Server, errc chan error, rl reloader, logger *slog.Logger) error {
-	for {
-		select {
-		case err := <-errc:
-			return err
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				rl.reload(srv, logger)
-				continue
-			}
-			logger.Info("draining", "signal", sig.String(), "timeout", drainTimeout)
-			ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
-			err := srv.Shutdown(ctx)
-			if admin != nil {
-				admin.Shutdown(ctx)
-			}
-			cancel()
-			<-errc
-			return err
+// served is closed when the proxy port's Serve has returned.
+func waitForSignals(sigs <-chan os.Signal, srv *proxy.Server, admin *http.Server, served <-chan struct{}, rl reloader, logger *slog.Logger) error {
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			rl.reload(srv, logger)
+			continue
 		}
+		logger.Info("draining", "signal", sig.String(), "timeout", drainTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		err := srv.Shutdown(ctx)
+		if admin != nil {
+			admin.Shutdown(ctx)
+		}
+		cancel()
+		<-served
+		return err
 	}
+	return nil
 }
 
 // reload reopens the audit log (for logrotate) and reloads the
@@ -278,7 +288,10 @@ func loadConfig(path, listen, adminListen string) (config.Config, error) {
 // startAdmin serves the admin endpoints (metrics, health, explain, status
 // page) on their own listener and returns its address; nil and "" when
 // disabled.
-func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.Server, net.Addr, error) {
+// The admin listener is guarded as every listener is (proxy.Server.Guard:
+// accept errors retried, connections capped, /readyz, its address refused
+// by the egress guard).
+func startAdmin(addr string, proxySrv *proxy.Server, logger *slog.Logger) (*http.Server, net.Addr, error) {
 	if addr == "" {
 		return nil, nil, nil
 	}
@@ -286,7 +299,8 @@ func startAdmin(addr string, handler http.Handler, logger *slog.Logger) (*http.S
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin listen: %w", err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	ln = proxySrv.Guard(ln, "admin")
+	srv := &http.Server{Handler: proxySrv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 			logger.Error("admin listener stopped", "err", err)

@@ -93,6 +93,7 @@ type Config struct {
 	Timeouts       Timeouts       `yaml:"timeouts"`
 	Transparent    Transparent    `yaml:"transparent"`
 	SOCKS          SOCKS          `yaml:"socks"`
+	Connections    Connections    `yaml:"connections"`
 	Archive        Archive        `yaml:"archive"`
 	Log            Log            `yaml:"log"`
 }
@@ -594,6 +595,20 @@ type Usage struct {
 	// parsed files measure it (its entries are bounded by
 	// robots.cache_entries). Must be >= 1MiB. Default 64MiB.
 	CacheBytes ByteSize `yaml:"cache_bytes"`
+	// LicenseFetchesPerResponse caps the RSL licence documents that one
+	// response (or one robots.txt, for its License lines) may make
+	// robotsgate fetch: documents already cached do not count; a licence
+	// beyond the cap is unknown (on_unknown) for this request and fetched
+	// for a later one. A site naming many licence URLs on another site
+	// cannot turn robotsgate into a reflector. Must be >= 1. Default 4.
+	LicenseFetchesPerResponse int `yaml:"license_fetches_per_response"`
+	// LicenseFetchesPerOrigin caps the RSL licence documents robotsgate
+	// fetches from one origin in any minute, whoever names them; beyond
+	// it a licence is unknown (on_unknown). Every licence fetch also obeys
+	// the licence origin's robots.txt, Crawl-delay and pauses, as
+	// robotsgate's own agent (robots.fetch_user_agent). Must be 1..100.
+	// Default 10.
+	LicenseFetchesPerOrigin int `yaml:"license_fetches_per_origin"`
 }
 
 // Trap configures the crawler-trap guard (docs/configuration.md): limits that stop a
@@ -722,6 +737,26 @@ type SOCKS struct {
 	// Proxy-Authorization on the proxy port. Needs a restart to change.
 	// Default "".
 	Listen string `yaml:"listen"`
+}
+
+// Connections caps the connections each listener (the proxy port, the
+// SOCKS5 and transparent listeners, the admin listener) holds open at
+// once, so that one client cannot take every descriptor of the process
+// (docs/operations.md, Descriptor budget). A connection beyond a cap is
+// closed as soon as it is accepted, and counted. They need a restart to
+// change.
+type Connections struct {
+	// MaxPerListener caps the connections open at once on each listener;
+	// 0 sets no cap. At start it is lowered, with a warning, to what the
+	// process's descriptor limit (RLIMIT_NOFILE) holds for every listener,
+	// two descriptors per connection and 128 kept for the rest. Default
+	// 4096.
+	MaxPerListener int `yaml:"max_per_listener"`
+	// MaxPerClient caps the connections open at once on each listener
+	// from one client address (an IPv6 client's /64); 0 sets no cap. When
+	// max_per_listener is lowered to fit the descriptor limit, it is
+	// lowered to at most a quarter of it. Default 256.
+	MaxPerClient int `yaml:"max_per_client"`
 }
 
 // Log configures logging.

@@ -90,6 +90,7 @@ func Default() Config {
 			ClientIdle:   Duration(90 * time.Second),
 			ClientBody:   Duration(60 * time.Second),
 		},
+		Connections: Connections{MaxPerListener: 4096, MaxPerClient: 256},
 		Log: Log{
 			Level:             LevelInfo,
 			AuditOnError:      AuditContinue,
@@ -97,6 +98,9 @@ func Default() Config {
 			CheckpointRecords: 10000,
 		},
 	}
+	// A site names one or two licences; these bound what a page naming
+	// many URLs on another site can make robotsgate send.
+	c.Usage.LicenseFetchesPerResponse, c.Usage.LicenseFetchesPerOrigin = 4, 10
 	c.placeInStateDir(func(string) bool { return false })
 	return c
 }

@@ -118,6 +118,18 @@ func (v *validator) validate(c *Config) {
 	if c.Usage.CacheBytes < 1<<20 {
 		v.add("usage.cache_bytes", "must be at least 1MiB, got %s", c.Usage.CacheBytes)
 	}
+	if c.Usage.LicenseFetchesPerResponse < 1 {
+		v.add("usage.license_fetches_per_response", "must be >= 1, got %d", c.Usage.LicenseFetchesPerResponse)
+	}
+	if n := c.Usage.LicenseFetchesPerOrigin; n < 1 || n > 100 {
+		v.add("usage.license_fetches_per_origin", "must be 1..100, got %d", n)
+	}
+	if c.Connections.MaxPerListener < 0 {
+		v.add("connections.max_per_listener", "must be >= 0 (0: no cap), got %d", c.Connections.MaxPerListener)
+	}
+	if c.Connections.MaxPerClient < 0 {
+		v.add("connections.max_per_client", "must be >= 0 (0: no cap), got %d", c.Connections.MaxPerClient)
+	}
 	v.trap(&c.Trap)
 	if f := c.Identify.From; f != "" {
 		if a, err := mail.ParseAddress(f); err != nil || checkHeaderText(f) != "" {

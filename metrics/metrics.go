@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -87,6 +88,10 @@ type Metrics struct {
 	// (or none was tried), 0 when it was rejected; ReloadTimestamp is when
 	// the configuration last applied (start or reload), in Unix seconds.
 	ReloadSuccessful, ReloadTimestamp prometheus.Gauge
+
+	// listeners reads the listeners' counters (AddListener).
+	listeners     *listenerCollector
+	listenersOnce sync.Once
 }
 
 // New creates the instruments in a fresh registry, with Go runtime and

@@ -60,6 +60,11 @@ type Client struct {
 	// (what the proxy reads of the entry beyond the decision: its signing
 	// key, its maximum price).
 	Entry int
+	// OwnFetch: the request is robotsgate's own (an RSL licence document
+	// a site names), judged and paced as any, but not counted in
+	// pacing.max_concurrency, which bounds the clients' requests as it
+	// never bounds robots.txt fetches.
+	OwnFetch bool
 }
 
 // ErrAuthRequired means the request must be answered 407: proxy

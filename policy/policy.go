@@ -77,6 +77,12 @@ type Request struct {
 	// licence server's content then needs no refusal for: the origin
 	// checks the token.
 	LicenseToken bool
+	// At, when valid, is the address the request goes to whatever its
+	// name resolves to (a transparent client's original destination): its
+	// robots.txt is the one served there (resolver.ResolveAt), so that a
+	// name with several addresses never lets one server's robots.txt
+	// judge a request to another.
+	At netip.AddrPort
 }
 
 // Agent returns what the request is judged as: the client's fixed agent
@@ -293,7 +299,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 		d.Verdict, d.Note = TrapDenied, note
 		return d, nil
 	}
-	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
+	res, err := e.cfg.Resolver.ResolveAt(ctx, req.Origin, req.At)
 	if err != nil {
 		return d, coldLimited(&d, err)
 	}
@@ -379,15 +385,19 @@ func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 	if p == nil || d.Verdict != Allow || d.Request.Client.Mode != Enforce {
 		return pacing.Permit{}, nil
 	}
-	if d.Interval <= 0 && !p.Limited() && !e.cfg.Governor.Pausing() {
+	// robotsgate's own fetches (OwnFetch) are not counted in
+	// pacing.max_concurrency: a licence a response names on its own
+	// origin would wait for the permit that response holds.
+	limited := p.Limited() && !d.Request.Client.OwnFetch
+	if d.Interval <= 0 && !limited && !e.cfg.Governor.Pausing() {
 		return pacing.Permit{}, nil // the common case: nothing to hold for
 	}
 	pauseKey := e.pauseKey(d)
-	if d.Interval <= 0 && !p.Limited() && !e.holds(pauseKey) {
+	if d.Interval <= 0 && !limited && !e.holds(pauseKey) {
 		return pacing.Permit{}, nil
 	}
 	req := pacing.Request{Key: d.PaceKey, Interval: d.Interval, PauseKey: pauseKey}
-	if p.Limited() {
+	if limited {
 		req.Origin = d.Request.Origin.String()
 	}
 	permit, err := p.Acquire(ctx, req)
@@ -569,7 +579,7 @@ func (e *Engine) DecideHost(ctx context.Context, req Request) (Decision, error) 
 		d.Note = note
 		return d, nil
 	}
-	res, err := e.cfg.Resolver.Resolve(ctx, req.Origin)
+	res, err := e.cfg.Resolver.ResolveAt(ctx, req.Origin, req.At)
 	if err != nil {
 		return d, coldLimited(&d, err)
 	}

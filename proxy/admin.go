@@ -33,11 +33,15 @@ func (s *Server) AdminHandler() http.Handler {
 // Metrics serves the Prometheus registry.
 func (s *Server) Metrics() http.Handler { return s.metrics.Handler() }
 
-// Ready is nil once the proxy is serving with a loaded configuration
-// and, with a shared pacing store, that store answers.
+// Ready is nil once the proxy is serving with a loaded configuration,
+// every listener accepts connections (Guard) and, with a shared pacing
+// store, that store answers.
 func (s *Server) Ready(ctx context.Context) error {
 	if !s.serving.Load() {
 		return errors.New("not serving yet")
+	}
+	if err := s.listeners.err(); err != nil {
+		return err
 	}
 	if err := s.auditLog.Failing(); err != nil {
 		return fmt.Errorf("the audit log cannot be written: %w", err)

@@ -153,6 +153,9 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 	if a.purposes != nil {
 		client.Purposes = a.purposes
 	}
+	if len(client.Purposes) > 0 { // its robots.txt's RSL licences are read
+		ctx = withLicenceBudget(ctx, st)
+	}
 	if !a.checked {
 		if err := s.checkDestination(ctx, a.origin, a.connect && !a.intercept); err != nil {
 			return admitted{refused: err}
@@ -161,7 +164,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 			return admitted{refused: err}
 		}
 	}
-	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client, LicenseToken: a.licenseToken}
+	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client, LicenseToken: a.licenseToken, At: a.dest}
 	if g := s.coldGates.gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
 		ctx = resolver.WithColdGate(ctx, g)
 	}

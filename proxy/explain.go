@@ -90,6 +90,7 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 		target = "/"
 	}
 	st := s.settings()
+	ctx = withLicenceBudget(ctx, st) // for the licences of robots.txt and of the response, as the proxy's
 	start := time.Now()
 	a := admission{origin: o, target: target, method: http.MethodGet, userAgent: asker.UserAgent, clientAddr: asker.By,
 		purposes: asker.Purposes, hold: fetch}

@@ -115,23 +115,22 @@ func (l *listeners) close() {
 	}
 }
 
-// acceptLoop accepts connections on ln and serves each with serve until
-// ln is closed (nil) or fails.
-func (s *Server) acceptLoop(ln net.Listener, serve func(net.Conn)) error {
-	if !s.inbound.add(ln) {
-		ln.Close()
+// acceptLoop accepts connections on ln, guarded as this kind of listener
+// (Guard: temporary errors retried, connections capped), and serves each
+// with serve until ln is closed (nil) or stops for good (its error, which
+// Ready reports).
+func (s *Server) acceptLoop(ln net.Listener, kind string, serve func(net.Conn)) error {
+	g := s.guard(ln, kind)
+	if !s.inbound.add(g) {
+		g.Close()
 		return nil
 	}
 	for {
-		conn, err := ln.Accept()
+		conn, err := g.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return nil
 		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
 			return err
 		}
 		go serve(conn)

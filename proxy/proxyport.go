@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -36,6 +35,8 @@ func newProxyListener(ln net.Listener, s *Server) *proxyListener {
 	return l
 }
 
+// acceptLoop hands on every connection until the listener is closed or
+// stops: its Accept (listener.Listener) retries temporary errors itself.
 func (l *proxyListener) acceptLoop() {
 	for {
 		c, err := l.Listener.Accept()
@@ -43,11 +44,6 @@ func (l *proxyListener) acceptLoop() {
 			select {
 			case l.errs <- err:
 			case <-l.done:
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
 			}
 			return
 		}

@@ -60,6 +60,8 @@ var restartOnly = []struct {
 	{"transparent.tls_listen", func(c *config.Config) any { return c.Transparent.TLSListen }},
 	{"transparent.mark", func(c *config.Config) any { return c.Transparent.Mark }},
 	{"socks.listen", func(c *config.Config) any { return c.SOCKS.Listen }},
+	{"connections.max_per_listener", func(c *config.Config) any { return c.Connections.MaxPerListener }},
+	{"connections.max_per_client", func(c *config.Config) any { return c.Connections.MaxPerClient }},
 }
 
 // restartOnlyChanges names the keys that differ between the running

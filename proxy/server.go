@@ -49,6 +49,7 @@ import (
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -144,6 +145,10 @@ type Server struct {
 	redis                   redisClients   // the same clients, for metrics
 	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
 	inbound                 listeners      // SOCKS5 and transparent listeners
+	listeners               guardedListeners
+	own                     *ownConns // robotsgate's own upstream connections
+	licences                licenceFetches
+	caps                    listener.Caps // every listener's (connections)
 }
 
 // settings is the part of the server that a configuration reload replaces.
@@ -169,6 +174,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		// keeps them from being redirected back to robotsgate.
 		s.dialOpt = transparent.MarkedDialer(uint32(cfg.Transparent.Mark), dialTimeout).DialContext
 	}
+	s.own = newOwnConns()
+	s.dialOpt = s.own.wrap(s.dialOpt) // every upstream connection known, for transparent self-loops
 	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
 	if err != nil {
 		return nil, err
@@ -208,6 +215,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
+	s.prepareListeners(&cfg)
 	s.startDenyListWatch()
 	s.registerGauges()
 	var decisions []string
@@ -312,6 +320,10 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Store:        sharedRSL,
 		CacheEntries: cfg.Robots.CacheEntries,
 		OnAnswer:     s.onRSLAnswer(),
+		// Licence documents are robotsgate's own requests to their
+		// origins (licencefetch.go).
+		Admit: s.admitLicenceFetch,
+		Miss:  s.licenceMiss,
 	})
 	if err != nil {
 		s.tdmrep.Close()
@@ -595,7 +607,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxySrv.Serve(newProxyListener(ln, s))
+	err := s.proxySrv.Serve(newProxyListener(s.guard(ln, "proxy"), s))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -23,7 +23,7 @@ import (
 // mitm.skip_hosts. Domain names are resolved by robotsgate, so the egress
 // guard sees them.
 func (s *Server) ServeSOCKS(ln net.Listener) error {
-	return s.acceptLoop(ln, s.serveSOCKS)
+	return s.acceptLoop(ln, "socks", s.serveSOCKS)
 }
 
 // serveSOCKS serves one SOCKS5 client: its handshake (bounded by

@@ -29,7 +29,7 @@ import (
 
 // ServeTransparent accepts connections redirected to ln until Shutdown.
 func (s *Server) ServeTransparent(ln net.Listener) error {
-	return s.acceptLoop(ln, s.serveTransparent)
+	return s.acceptLoop(ln, "transparent", s.serveTransparent)
 }
 
 func (s *Server) serveTransparent(conn net.Conn) {
@@ -40,6 +40,9 @@ func (s *Server) serveTransparent(conn net.Conn) {
 	if err != nil {
 		s.log.Warn("transparent connection closed: its original destination is unknown", "client", conn.RemoteAddr().String(), "err", err)
 		conn.Close()
+		return
+	}
+	if s.refuseSelfLoop(conn, dest) {
 		return
 	}
 	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())

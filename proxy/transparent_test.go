@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,4 +238,83 @@ func TestTransparentRequestsGoToTheOriginalDestination(t *testing.T) {
 		t.Errorf("status %d (%s): the request reached 127.0.0.2 (the original destination): %v, 127.0.0.3: %v",
 			resp.StatusCode, body, second.saw("/where"), first.saw("/where"))
 	}
+}
+
+// A name with several addresses, the attacker's first: a client that
+// connects to the victim's address with the name is judged by the
+// victim's robots.txt, fetched from the address it connected to, never by
+// the attacker's, which the name reaches first; and the attacker's own
+// address keeps its own rules (the cache is by origin and address).
+func TestTransparentRobotsTxtComesFromTheAddressConnectedTo(t *testing.T) {
+	port := portFreeOnBoth(t, "127.0.0.3", "127.0.0.2")
+	attacker := startOriginTLS(t, fmt.Sprintf("127.0.0.3:%d", port), nil, "User-agent: *\nAllow: /\n", 0)
+	victim := startOriginTLS(t, fmt.Sprintf("127.0.0.2:%d", port), nil, testRobots, 0) // Disallow: /private
+	names := multiResolver{"both.test": {netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.2")}}
+	var dest atomic.Pointer[netip.AddrPort]
+	p := startProxyWith(t, testConfig(t, nil), Options{Resolver: names,
+		OriginalDst: func(net.Conn) (netip.AddrPort, error) { return *dest.Load(), nil }})
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.srv.ServeTransparent(tl)
+	defer tl.Close()
+	e := &transparentEnv{p: p, ln: tl.Addr().String()}
+	host := fmt.Sprintf("both.test:%d", port)
+	for _, c := range []struct {
+		name   string
+		o      *testOrigin
+		status int
+	}{
+		{"the victim's address", victim, http.StatusForbidden},
+		{"the attacker's address", attacker, http.StatusOK},
+		{"the victim's address again", victim, http.StatusForbidden},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			at := netip.MustParseAddrPort(c.o.Listener.Addr().String())
+			dest.Store(&at)
+			target := "/private/" + strings.ReplaceAll(c.name, " ", "-")
+			resp, body := e.get(t, "", host, target)
+			if resp.StatusCode != c.status {
+				t.Errorf("GET %s at %s: %d %s, want %d", target, at, resp.StatusCode, body, c.status)
+			}
+			if c.o.saw(target) != (c.status == http.StatusOK) || victim.saw(target) && c.o != victim {
+				t.Errorf("the request reached the victim: %v, the attacker: %v", victim.saw(target), attacker.saw(target))
+			}
+		})
+	}
+	if n := countTarget(victim, "/robots.txt"); n != 1 {
+		t.Errorf("the victim's robots.txt was fetched %d times, want once (then cached by origin and address)", n)
+	}
+}
+
+func countTarget(o *testOrigin, target string) int {
+	n := 0
+	for _, s := range o.seen() {
+		if s == target {
+			n++
+		}
+	}
+	return n
+}
+
+// portFreeOnBoth finds a port free on both loopback addresses (a name's
+// two servers must share the port its origin names).
+func portFreeOnBoth(t *testing.T, a, b string) int {
+	t.Helper()
+	for range 20 {
+		la, err := net.Listen("tcp", a+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := la.Addr().(*net.TCPAddr).Port
+		lb, err := net.Listen("tcp", fmt.Sprintf("%s:%d", b, port))
+		la.Close()
+		if err == nil {
+			lb.Close()
+			return port
+		}
+	}
+	t.Fatalf("no port free on both %s and %s in 20 tries", a, b)
+	return 0
 }

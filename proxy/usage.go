@@ -69,7 +69,8 @@ func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
 // says (policy.ResponseJudge); a non-nil error withholds the response
 // (usageRefusedError).
 func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
-	j, err := judgeResponseSignals(resp.Request.Context(), &slot.d, resp)
+	ctx := withLicenceBudget(resp.Request.Context(), s.settings()) // one for this response's licences
+	j, err := judgeResponseSignals(ctx, &slot.d, resp)
 	if err != nil {
 		return &clientLeftError{"while the response's RSL licence was fetched", err}
 	}

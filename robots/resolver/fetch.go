@@ -29,8 +29,10 @@ var (
 // newClient builds the dedicated client robots.txt is fetched with: never
 // through a proxy from the environment (only cfg.Proxy), through the
 // configured dialer (the egress guard), TLS verified, every phase bounded.
-func newClient(cfg *Config) *http.Client {
+// A client without keepAlive keeps no connection after a fetch.
+func newClient(cfg *Config, keepAlive bool) *http.Client {
 	tr := &http.Transport{
+		DisableKeepAlives:      !keepAlive,
 		Proxy:                  cfg.Proxy,
 		DialContext:            cfg.DialContext,
 		TLSClientConfig:        &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
@@ -101,12 +103,12 @@ func (f *fetched) finalURL() string { return cmp.Or(f.failedAt, f.url) }
 // included) by the fetch timeout, and classifies the outcome by RFC 9309.
 // With prev's validators the GET is conditional (RFC 9110 §13.1), and a 304
 // keeps prev's file (RFC 9309 §2.4 lets a crawler revalidate).
-func (r *Resolver) fetch(ctx context.Context, o origin.Origin, prev *Result) fetched {
+func (r *Resolver) fetch(ctx context.Context, client *http.Client, o origin.Origin, prev *Result) fetched {
 	var etag, lastModified string
 	if prev != nil && prev.Status == OK && !prev.Stale {
 		etag, lastModified = prev.validators()
 	}
-	f := r.get(ctx, o.RobotsURL(), "text/plain, */*;q=0.5", etag, lastModified)
+	f := r.getWith(ctx, client, o.RobotsURL(), "text/plain, */*;q=0.5", etag, lastModified)
 	if f.status == OK && !f.notModified {
 		// Parse sees one byte past the limit, to tell the file was cut;
 		// only the first MaxFileSize bytes are judged (RFC 9309 §2.5):
@@ -125,6 +127,11 @@ func (r *Resolver) fetch(ctx context.Context, o origin.Origin, prev *Result) fet
 // read up to one byte past robots.MaxFileSize (truncated says it went
 // past); the caller parses it.
 func (r *Resolver) get(ctx context.Context, u, accept, etag, lastModified string) fetched {
+	return r.getWith(ctx, r.client, u, accept, etag, lastModified)
+}
+
+// getWith is get through client.
+func (r *Resolver) getWith(ctx context.Context, client *http.Client, u, accept, etag, lastModified string) fetched {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -140,7 +147,7 @@ func (r *Resolver) get(ctx context.Context, u, accept, etag, lastModified string
 		req.Header.Set("If-Modified-Since", lastModified)
 	}
 	conditional := etag != "" || lastModified != ""
-	resp, err := r.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, errTooManyRedirects) || errors.Is(err, errRedirectLoop) {
 			return fetched{status: Unavailable, url: u, maxAge: -1, err: fmt.Errorf("fetch %s: %w", u, err)}

@@ -111,7 +111,10 @@ type Resolver struct {
 	// cache is keyed by a seeded hash of the origin rather than the origin
 	// itself, which would be stored twice more per entry (the LRU's element
 	// and its map); a Result names its origin, so a collision is a miss.
-	cache  *sizedlru.Cache[uint64, *Result]
+	cache *sizedlru.Cache[uint64, *Result]
+	// pinned holds the robots.txt files fetched from one address of their
+	// origin (ResolveAt), by origin and address.
+	pinned *sizedlru.Cache[pinnedKey, *Result]
 	seed   maphash.Seed
 	flight Flight[*Result]
 
@@ -141,7 +144,8 @@ type Stats struct {
 
 // Stats returns the current counters.
 func (r *Resolver) Stats() Stats {
-	return Stats{Hits: r.hits.Load(), Misses: r.misses.Load(), Entries: r.cache.Len(), Bytes: r.cache.Bytes()}
+	return Stats{Hits: r.hits.Load(), Misses: r.misses.Load(), Entries: r.cache.Len() + r.pinned.Len(),
+		Bytes: r.cache.Bytes() + r.pinned.Bytes()}
 }
 
 // promoteEvery limits LRU promotions of a hot entry: a hit is a read-locked
@@ -160,12 +164,17 @@ func New(cfg Config) (*Resolver, error) {
 		return nil, fmt.Errorf("resolver: cache: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Resolver{cfg: cfg, cache: cache, seed: maphash.MakeSeed(), ctx: ctx, cancel: cancel, hitNow: cfg.Now}
+	pinned, err := sizedlru.New[pinnedKey, *Result](max(cfg.CacheEntries/pinnedShare, 1), max(cfg.CacheBytes/pinnedShare, 1))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("resolver: cache: %w", err)
+	}
+	r := &Resolver{cfg: cfg, cache: cache, pinned: pinned, seed: maphash.MakeSeed(), ctx: ctx, cancel: cancel, hitNow: cfg.Now}
 	if !customClock {
 		r.clock = startCoarseClock()
 		r.hitNow = r.clock.Now
 	}
-	r.client = newClient(&r.cfg)
+	r.client = newClient(&r.cfg, true)
 	return r, nil
 }
 
@@ -286,10 +295,16 @@ func (r *Resolver) obtain(o origin.Origin, prev *Result) *Result {
 // and turns the answer into the Result to cache, telling OnFetch and
 // OnAnswer.
 func (r *Resolver) fetchVerdict(o origin.Origin, prev *Result) *Result {
+	return r.fetchVerdictWith(r.client, o, prev, true)
+}
+
+// fetchVerdictWith is fetchVerdict through client, sharing the answer
+// through the Store when share is set.
+func (r *Resolver) fetchVerdictWith(client *http.Client, o origin.Origin, prev *Result, share bool) *Result {
 	start := r.cfg.Now()
-	f := r.fetch(r.ctx, o, prev)
+	f := r.fetch(r.ctx, client, o, prev)
 	now := r.cfg.Now()
-	res := r.verdict(o, prev, f, now)
+	res := r.verdict(o, prev, f, now, share)
 	if r.cfg.OnFetch != nil {
 		r.cfg.OnFetch(res, now.Sub(start))
 	}
@@ -324,7 +339,7 @@ type Answer struct {
 }
 
 // verdict turns one fetch into the Result to cache.
-func (r *Resolver) verdict(o origin.Origin, prev *Result, f fetched, now time.Time) *Result {
+func (r *Resolver) verdict(o origin.Origin, prev *Result, f fetched, now time.Time, share bool) *Result {
 	if f.notModified {
 		return prev.revalidated(now, now.Add(r.ttl(f.maxAge)), f.header.Get("ETag"), f.header.Get("Last-Modified"))
 	}
@@ -340,7 +355,9 @@ func (r *Resolver) verdict(o origin.Origin, prev *Result, f fetched, now time.Ti
 	}
 	if f.status != Unreachable {
 		res.expires = now.Add(r.ttl(f.maxAge)).UnixNano()
-		r.toStore(o, res, f)
+		if share {
+			r.toStore(o, res, f)
+		}
 		return res
 	}
 	failures := uint16(1)

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/robots/resolver/doccache"
@@ -70,11 +71,17 @@ func (r *Result) Unknown() bool { return r.Doc == nil }
 
 // Cause says why there is no document, for a message: the fetch's cause
 // (http_5xx, dns_error, ...), "http_4xx" for an answer without a
-// document, or the parse error.
+// document, the parse error, or why it was not fetched (its origin's
+// robots.txt, a cap: "not fetched: ...").
 func (r *Result) Cause() string {
+	var notFetched *doccache.NotFetchedError
 	switch {
 	case r.Doc != nil:
 		return ""
+	case errors.As(r.Err, &notFetched) && resolver.CauseOf(notFetched.Err) == egress.CauseDenied:
+		return egress.CauseDenied // as a fetch the egress guard refuses is named
+	case errors.As(r.Err, &notFetched):
+		return notFetched.Error() // robotsgate's own rules kept it from fetching the document
 	case r.Status == resolver.OK && r.Err != nil:
 		return "not an RSL document: " + r.Err.Error()
 	case r.Status == resolver.Unavailable:

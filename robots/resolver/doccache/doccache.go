@@ -139,7 +139,27 @@ type Config[R any] struct {
 	// expires. Failures are not shared: each instance retries on its own
 	// schedule. A failing store only means a fetch.
 	Store resolver.Store
+	// Admit, when set, is asked before every fetch (cold, a background
+	// refresh, Refetch), on the fetch's own context (detached from any
+	// caller), whether the document may be fetched now; it may hold the
+	// fetch (a Crawl-delay). An error leaves the document unfetched: the
+	// result is a failure whose Err is a *NotFetchedError, retried on the
+	// failures' schedule, an earlier document kept (Stale). Otherwise done
+	// is called with the answer once the fetch has ended.
+	Admit func(ctx context.Context, loc Location) (done func(*resolver.FileAnswer), err error)
+	// Miss, when set, is asked with the caller's context on a lookup that
+	// would wait for a fetch (a per-request budget of fetches): an error
+	// makes the lookup's result a failure whose Err is a *NotFetchedError,
+	// neither fetched nor cached.
+	Miss func(ctx context.Context, loc Location) error
 }
+
+// NotFetchedError is a document that was not fetched because
+// Config.Admit or Config.Miss refused it.
+type NotFetchedError struct{ Err error }
+
+func (e *NotFetchedError) Error() string { return "not fetched: " + e.Err.Error() }
+func (e *NotFetchedError) Unwrap() error { return e.Err }
 
 // Answer is what one fetch, or one record of the shared store, received,
 // for an archive (Config.OnAnswer).
@@ -263,13 +283,20 @@ func (c *Cache[K, T, R]) Lookup(ctx context.Context, key K) (R, error) {
 		}
 	}
 	c.misses.Add(1)
+	loc := c.kind.Locate(key)
+	if c.cfg.Miss != nil {
+		if err := c.cfg.Miss(ctx, loc); err != nil {
+			now := c.cfg.Now()
+			return c.kind.Result(loc, Fetched[T]{State: State{Status: resolver.Unreachable, FetchedAt: now, Expires: now,
+				Err: &NotFetchedError{err}}}), nil
+		}
+	}
 	release, err := resolver.EnterCold(ctx)
 	if err != nil {
 		var zero R
 		return zero, err
 	}
 	defer release()
-	loc := c.kind.Locate(key)
 	return c.flight.Wait(ctx, loc.URL, func() R { return c.refresh(key, loc) })
 }
 
@@ -308,7 +335,7 @@ func (c *Cache[K, T, R]) Refetch(key K) R {
 // fetch fetches the document, caches and shares the result and tells
 // OnAnswer.
 func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[T, R]) R {
-	a := c.cfg.Resolver.FetchFile(c.ctx, loc.Origin, loc.Target, c.kind.Accept)
+	a := c.admitted(loc)
 	now := c.cfg.Now()
 	f := c.verdict(prev, &a, now)
 	e := c.entry(loc, f)
@@ -320,7 +347,8 @@ func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[T, R]) R {
 		}
 		resolver.SaveRecord(c.ctx, c.cfg.Store, loc.StoreKey, rec, c.kind.What)
 	}
-	if c.cfg.OnAnswer != nil {
+	var notFetched *NotFetchedError
+	if c.cfg.OnAnswer != nil && !errors.As(a.Err, &notFetched) { // nothing was received
 		ans := Answer[R]{Result: e.res, Time: now, Origin: loc.Origin, FetchedURL: loc.URL, FinalURL: a.URL,
 			HTTPStatus: a.HTTPStatus, Header: a.Header, Truncated: a.Truncated}
 		if a.Status == resolver.OK {
@@ -329,6 +357,22 @@ func (c *Cache[K, T, R]) fetch(key K, loc Location, prev *entry[T, R]) R {
 		c.cfg.OnAnswer(ans)
 	}
 	return e.res
+}
+
+// admitted fetches the document when Config.Admit lets it, telling
+// Admit's done the answer; a refusal is an Unreachable answer whose Err
+// is a *NotFetchedError.
+func (c *Cache[K, T, R]) admitted(loc Location) resolver.FileAnswer {
+	if c.cfg.Admit == nil {
+		return c.cfg.Resolver.FetchFile(c.ctx, loc.Origin, loc.Target, c.kind.Accept)
+	}
+	done, err := c.cfg.Admit(c.ctx, loc)
+	if err != nil {
+		return resolver.FileAnswer{Status: resolver.Unreachable, URL: loc.URL, Err: &NotFetchedError{err}}
+	}
+	a := c.cfg.Resolver.FetchFile(c.ctx, loc.Origin, loc.Target, c.kind.Accept)
+	done(&a)
+	return a
 }
 
 // verdict turns one fetch into what to cache, prev being the entry it
