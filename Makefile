@@ -15,9 +15,12 @@ test: deps fmt-check vet staticcheck
 # deps installs what the tests start, only what is missing (quick when all
 # is there):
 #   - Debian packages: redis-server (the pacing store's tests run a real
-#     one), squid (the parent proxy tests start their own on a free loopback
-#     port; the package may also start a system squid on 3128, which the
-#     tests do not use), curl and wget (the end-to-end tests drive the real binary with
+#     one, and three-node Clusters) and redis-sentinel (the fleet's
+#     failover tests run a primary, a replica and three sentinels; the
+#     package may also start a system sentinel on 26379, which the tests do
+#     not use), squid (the parent proxy tests start their own on a free
+#     loopback port; the package may also start a system squid on 3128,
+#     which the tests do not use), curl and wget (the end-to-end tests drive the real binary with
 #     them), chromium (the status page, and a client of e2e/clients_test.go) with
 #     certutil (libnss3-tools: Chromium's trust store), nft (nftables: the
 #     transparent listeners' tests REDIRECT ports 80 and 443 inside a
@@ -30,8 +33,8 @@ test: deps fmt-check vet staticcheck
 #     buildah, podman and runc, which build the container image without a
 #     daemon (deploy/build-image.sh) and run it (e2e/deploy_image_test.go;
 #     runc, since crun refuses this machine's cgroup hybrid). A binary counts when it
-#     is on PATH; redis-server, squid and nft also in /usr/local/sbin,
-#     /usr/sbin or /sbin, which a non-root PATH lacks (Debian's squid and
+#     is on PATH; redis-server, redis-sentinel, squid and nft also in
+#     /usr/local/sbin, /usr/sbin or /sbin, which a non-root PATH lacks (Debian's squid and
 #     nft are in /usr/sbin), where their tests look as well. Installing
 #     needs root and apt; otherwise it says what is missing and stops.
 #   - Node.js 20 or later with npm (not installed here: Debian's is older):
@@ -53,9 +56,9 @@ test: deps fmt-check vet staticcheck
 #     ~/.cache/robotsgate-e2e/pac; e2e/pac_test.go looks there), the same
 #     way.
 DEPS_BINARIES = curl wget chromium certutil systemd-analyze buildah podman runc
-DEPS_SERVERS = redis-server squid nft
+DEPS_SERVERS = redis-server redis-sentinel squid nft
 DEPS_SBIN = /usr/local/sbin /usr/sbin /sbin
-DEPS_PACKAGES = redis-server squid curl wget chromium libnss3-tools nftables \
+DEPS_PACKAGES = redis-server redis-sentinel squid curl wget chromium libnss3-tools nftables \
 	python3-requests python3-httpx python3-h2 python3-aiohttp python3-scrapy python3-socks systemd \
 	buildah podman runc ca-certificates
 DEPS_PYTHON = /usr/bin/python3

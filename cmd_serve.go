@@ -71,6 +71,7 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	level.Set(cfg.Log.Level.SlogLevel())
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	applyMemoryLimit(cfg, logger)
 	locks, err := lockState(cfg, logger)
 	if err != nil {
 		return err

@@ -40,6 +40,8 @@ var forbiddenImports = []struct {
 	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "robots/resolver/doccache", to: "tdmrep", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "robots/resolver/doccache", to: "rsl", why: "doccache is the machinery its document caches share: it knows no document of its own"},
+	{from: "memlimit", to: "...", why: "memlimit computes and sets the soft memory limit: a leaf that imports no other package of the module"},
+	{from: "redisconn", to: "...", why: "redisconn connects to a fleet's Redis: a leaf that imports no other package of the module (pacing and fleet take the connection it makes)"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
 	{from: "witness", to: "...", except: []string{"audit"},
 		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses)"},

@@ -221,14 +221,27 @@ func (h *handler) namesUs(r *http.Request) bool {
 // readyzTimeout bounds the readiness check (the shared store's answer).
 const readyzTimeout = 2 * time.Second
 
+// ReadyNoter is a Source whose /readyz answer, ready or not, goes on with
+// lines of its own (which Redis node the instance uses, its last
+// failover).
+type ReadyNoter interface {
+	ReadyNotes() []string
+}
+
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
 	defer cancel()
+	var notes string
+	if n, ok := h.src.(ReadyNoter); ok {
+		for _, line := range n.ReadyNotes() {
+			notes += line + "\n"
+		}
+	}
 	if err := h.src.Ready(ctx); err != nil {
-		http.Error(w, "not ready: "+err.Error()+"\n", http.StatusServiceUnavailable)
+		http.Error(w, "not ready: "+err.Error()+"\n"+notes, http.StatusServiceUnavailable)
 		return
 	}
-	w.Write([]byte("ready\n"))
+	w.Write([]byte("ready\n" + notes))
 }
 
 // Query is an /explain question: the URL, as which client and agent, and

@@ -52,6 +52,12 @@ type Config struct {
 	// Basic credentials of a user of auth.htpasswd: for an admin listener
 	// that others can reach. Default false. Restart-only.
 	AdminAuth bool `yaml:"admin_auth"`
+	// MemoryLimit is the Go runtime's soft memory limit: MemoryLimitAuto
+	// (robots.cache_bytes + usage.cache_bytes + the RSL cache's 16 MiB, a
+	// quarter more, and 64 MiB), MemoryLimitOff, or a size of at least
+	// 32 MiB. GOMEMLIMIT in the environment wins over it. Default "auto".
+	// Restart-only.
+	MemoryLimit MemoryLimit `yaml:"memory_limit"`
 	// KeyPermissions is what serve does with a private key file (the CA's,
 	// the evidence key, the Web Bot Auth keys) that group or others may
 	// read or write: "warn" names the file and its mode in the log and
@@ -318,13 +324,28 @@ type Adaptive struct {
 	Max Duration `yaml:"max"`
 }
 
-// Redis locates the Redis server a fleet shares (the pacing schedule and
-// the fetched robots.txt and tdmrep.json files), and how robotsgate logs
-// in to it. Every Redis client robotsgate makes uses all of it.
+// Redis locates the Redis a fleet shares (the pacing schedule and the
+// fetched robots.txt and tdmrep.json files): one server (Addr), a primary
+// that Redis Sentinel fails over (Sentinel), or a Redis Cluster (Cluster);
+// and how robotsgate logs in to it. Every Redis client robotsgate makes
+// uses all of it.
 type Redis struct {
 	// Addr is the server's host:port; required when pacing.store is
-	// "redis". Default "127.0.0.1:6379".
+	// "redis" and neither Sentinel nor Cluster is set, unused (and an
+	// error to set) when one is. Default "127.0.0.1:6379".
 	Addr string `yaml:"addr"`
+	// Sentinel finds the primary through Redis Sentinel and follows its
+	// failovers.
+	Sentinel RedisSentinel `yaml:"sentinel"`
+	// Cluster connects to a Redis Cluster.
+	Cluster RedisCluster `yaml:"cluster"`
+	// ReplicaAcks is how many replicas must acknowledge a pacing
+	// reservation (WAIT) before the request it admits is sent, at most:
+	// only the replicas that could be promoted in the primary's place are
+	// waited for, so a primary left without replicas goes on alone. 0
+	// relies on asynchronous replication (a failover may lose the last
+	// reservations). With Sentinel or Cluster only. Default 1.
+	ReplicaAcks int `yaml:"replica_acks"`
 	// Username is the ACL user robotsgate authenticates as (AUTH username
 	// password); "" means the default user, with PasswordFile's password
 	// (requirepass) if any. Default "".
@@ -339,16 +360,43 @@ type Redis struct {
 	// "pacing:", "robots:" and "tdmrep:" + the pacing key or origin. One
 	// Redis can serve several fleets with different prefixes, and an ACL
 	// can confine robotsgate to ~KeyPrefix*. Printable ASCII without
-	// spaces or glob characters (* ? [ ] \). Default "robotsgate:".
+	// spaces, glob characters (* ? [ ] \) or braces (Redis Cluster's hash
+	// tags are the origins in braces). Default "robotsgate:".
 	KeyPrefix string `yaml:"key_prefix"`
 	// TLS connects to Redis with TLS.
 	TLS RedisTLS `yaml:"tls"`
 }
 
-// RedisTLS configures TLS to Redis.
+// RedisSentinel locates the primary through Redis Sentinel. Set both
+// keys or neither.
+type RedisSentinel struct {
+	// MasterName is the name the sentinels monitor the primary under
+	// (sentinel monitor NAME ...). Default "".
+	MasterName string `yaml:"master_name"`
+	// Addrs are sentinels' host:port; robotsgate asks them, in turn, where
+	// the primary is, and learns of the others from them. Default [].
+	Addrs []string `yaml:"addrs"`
+	// Username and PasswordFile log in to the sentinels (their own
+	// requirepass or ACL user, not the data nodes'); the password is the
+	// file's first line. PasswordFile is required with Username. Default
+	// "" (none).
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+// RedisCluster locates a Redis Cluster.
+type RedisCluster struct {
+	// Addrs are some of the cluster's nodes (host:port); robotsgate learns
+	// the others from them. Default [].
+	Addrs []string `yaml:"addrs"`
+}
+
+// RedisTLS configures TLS to Redis (data nodes and sentinels alike).
 type RedisTLS struct {
-	// Enabled connects with TLS (TLS 1.2 or later), verifying the server's
-	// certificate for the host of pacing.redis.addr. Default false.
+	// Enabled connects with TLS (TLS 1.2 or later), verifying each
+	// server's certificate for the host it is reached at (pacing.redis.addr,
+	// a sentinel's address, the primary's address as the sentinels or the
+	// cluster announce it). Default false.
 	Enabled bool `yaml:"enabled"`
 	// CAFile is a PEM file of the CA certificates that verify the server,
 	// trusted instead of the system roots; "" means the system roots.
@@ -901,6 +949,31 @@ func (l LogLevel) SlogLevel() slog.Level {
 // Duration is a time.Duration written in YAML as a Go duration string
 // ("1.5s", "10m", "24h"; "0" is zero).
 type Duration time.Duration
+
+// MemoryLimit is a soft memory limit: MemoryLimitAuto, MemoryLimitOff or
+// a number of bytes, written "auto", "off" or as a ByteSize.
+type MemoryLimit int64
+
+// The memory limits that are not sizes.
+const (
+	MemoryLimitAuto MemoryLimit = 0
+	MemoryLimitOff  MemoryLimit = -1
+)
+
+// MinMemoryLimit is the least memory_limit: below it the collector would
+// run all the time for the process' own needs.
+const MinMemoryLimit = 32 << 20
+
+// String is "auto", "off" or the size ("1GiB").
+func (m MemoryLimit) String() string {
+	switch {
+	case m == MemoryLimitAuto:
+		return "auto"
+	case m < 0:
+		return "off"
+	}
+	return ByteSize(m).String()
+}
 
 // ByteSize is a number of bytes, written as an integer or with a binary
 // unit: 512KiB, 256MiB, 1GiB (KB, MB, GB are taken as the same units).

@@ -133,7 +133,23 @@ func TestParseValid(t *testing.T) {
 			"    tls: {enabled: true, ca_file: /etc/robotsgate/redis-ca.pem}\n", want: func(c *Config) {
 			c.Pacing.Store = StoreRedis
 			c.Pacing.Redis = Redis{Addr: "redis.internal:6380", Username: "robotsgate", PasswordFile: "/etc/robotsgate/redis-password",
-				DB: 3, KeyPrefix: "fleet-a:", TLS: RedisTLS{Enabled: true, CAFile: "/etc/robotsgate/redis-ca.pem"}}
+				DB: 3, KeyPrefix: "fleet-a:", ReplicaAcks: 1, TLS: RedisTLS{Enabled: true, CAFile: "/etc/robotsgate/redis-ca.pem"}}
+		}},
+		{name: "memory limit off", yaml: "memory_limit: off\n", want: func(c *Config) { c.MemoryLimit = MemoryLimitOff }},
+		{name: "memory limit size", yaml: "memory_limit: 1GiB\n", want: func(c *Config) { c.MemoryLimit = 1 << 30 }},
+		{name: "memory limit auto", yaml: "memory_limit: auto\n", want: func(c *Config) {}},
+		{name: "redis through sentinels", yaml: "pacing:\n  store: redis\n  redis:\n    sentinel:\n      master_name: robotsgate\n" +
+			"      addrs: [10.0.0.1:26379, 10.0.0.2:26379, 10.0.0.3:26379]\n      username: watcher\n      password_file: /etc/robotsgate/sentinel-password\n" +
+			"    replica_acks: 2\n", want: func(c *Config) {
+			c.Pacing.Store = StoreRedis
+			c.Pacing.Redis.Sentinel = RedisSentinel{MasterName: "robotsgate", Addrs: []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
+				Username: "watcher", PasswordFile: "/etc/robotsgate/sentinel-password"}
+			c.Pacing.Redis.ReplicaAcks = 2
+		}},
+		{name: "redis cluster", yaml: "pacing:\n  store: redis\n  redis:\n    cluster: {addrs: [\"10.0.0.1:7000\", \"[fd00::2]:7000\"]}\n    replica_acks: 0\n", want: func(c *Config) {
+			c.Pacing.Store = StoreRedis
+			c.Pacing.Redis.Cluster.Addrs = []string{"10.0.0.1:7000", "[fd00::2]:7000"}
+			c.Pacing.Redis.ReplicaAcks = 0
 		}},
 		{name: "redis with requirepass", yaml: "pacing:\n  redis: {password_file: pw.txt}\n", want: func(c *Config) {
 			c.Pacing.Redis.PasswordFile = "pw.txt"
@@ -350,6 +366,36 @@ func TestParseErrors(t *testing.T) {
 			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet*"`},
 		{"space in redis key prefix", "pacing:\n  redis:\n    key_prefix: \"fleet a:\"\n",
 			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet a:"`},
+		{"memory limit below 32MiB", "listen: 127.0.0.1:8080\nmemory_limit: 16MiB\n",
+			`cfg.yaml:2: memory_limit: at least 32MiB, got 16MiB (or auto, or off)`},
+		{"memory limit zero", "memory_limit: 0\n",
+			`cfg.yaml:1: memory_limit: invalid memory limit "0" (want auto, off, or a size: 512MiB, 1GiB)`},
+		{"memory limit not a size", "memory_limit: plenty\n",
+			`cfg.yaml:1: memory_limit: invalid memory limit "plenty"`},
+		{"brace in redis key prefix", "pacing:\n  redis:\n    key_prefix: \"fleet{a}:\"\n",
+			`cfg.yaml:3: pacing.redis.key_prefix: invalid key prefix "fleet{a}:"`},
+		{"redis addr beside sentinels", "pacing:\n  redis:\n    addr: 10.0.0.9:6379\n    sentinel: {master_name: m, addrs: [\"10.0.0.1:26379\"]}\n",
+			`cfg.yaml:3: pacing.redis.addr: not with pacing.redis.sentinel or pacing.redis.cluster`},
+		{"redis sentinels and cluster", "pacing:\n  redis:\n    sentinel: {master_name: m, addrs: [\"10.0.0.1:26379\"]}\n    cluster:\n      addrs: [\"10.0.0.1:7000\"]\n",
+			`cfg.yaml:4: pacing.redis.cluster: not with pacing.redis.sentinel`},
+		{"redis sentinels without a master name", "pacing:\n  redis:\n    sentinel:\n      addrs: [\"10.0.0.1:26379\"]\n",
+			`cfg.yaml:3: pacing.redis.sentinel.master_name: required with pacing.redis.sentinel.addrs`},
+		{"redis master name without sentinels", "pacing:\n  redis:\n    sentinel:\n      master_name: robotsgate\n",
+			`cfg.yaml:3: pacing.redis.sentinel.addrs: required with pacing.redis.sentinel.master_name`},
+		{"redis master name with a space", "pacing:\n  redis:\n    sentinel:\n      master_name: my master\n      addrs: [\"10.0.0.1:26379\"]\n",
+			`cfg.yaml:4: pacing.redis.sentinel.master_name: invalid master name "my master"`},
+		{"invalid sentinel addr", "pacing:\n  redis:\n    sentinel:\n      master_name: m\n      addrs:\n        - 10.0.0.1:26379\n        - sentinel-b\n",
+			`cfg.yaml:7: pacing.redis.sentinel.addrs[1]: invalid address "sentinel-b"`},
+		{"sentinel addr twice", "pacing:\n  redis:\n    sentinel:\n      master_name: m\n      addrs: [\"a:26379\", \"a:26379\"]\n",
+			`cfg.yaml:5: pacing.redis.sentinel.addrs[1]: a:26379 is listed twice (also pacing.redis.sentinel.addrs[0])`},
+		{"sentinel user without password", "pacing:\n  redis:\n    sentinel:\n      master_name: m\n      addrs: [\"a:26379\"]\n      username: watcher\n",
+			`cfg.yaml:3: pacing.redis.sentinel.password_file: required with pacing.redis.sentinel.username`},
+		{"invalid cluster addr", "pacing:\n  redis:\n    cluster:\n      addrs: [\"10.0.0.1:7000\", \"10.0.0.2:0\"]\n",
+			`cfg.yaml:4: pacing.redis.cluster.addrs[1]: invalid port "0" in "10.0.0.2:0"`},
+		{"cluster with a database", "pacing:\n  redis:\n    db: 2\n    cluster:\n      addrs: [\"10.0.0.1:7000\"]\n",
+			`cfg.yaml:3: pacing.redis.db: must be 0 with pacing.redis.cluster`},
+		{"negative replica acks", "pacing:\n  redis:\n    cluster: {addrs: [\"10.0.0.1:7000\"]}\n    replica_acks: -1\n",
+			`cfg.yaml:4: pacing.redis.replica_acks: must be 0 to 16, got -1`},
 		{"redis CA without TLS", "pacing:\n  redis:\n    tls:\n      ca_file: ca.pem\n",
 			`cfg.yaml:4: pacing.redis.tls.ca_file: needs pacing.redis.tls.enabled: true`},
 		{"redis password in the file", "pacing:\n  redis:\n    password: s3cret\n",

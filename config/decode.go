@@ -411,6 +411,30 @@ func parseByteSize(text string) (ByteSize, error) {
 // MarshalYAML writes s with its unit.
 func (s ByteSize) MarshalYAML() (any, error) { return s.String(), nil }
 
+// UnmarshalYAML reads "auto", "off" or a size such as 1GiB.
+func (m *MemoryLimit) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		return fmt.Errorf("expected auto, off or a size such as 1GiB, got %s", describe(n))
+	}
+	switch strings.TrimSpace(n.Value) {
+	case "auto":
+		*m = MemoryLimitAuto
+		return nil
+	case "off":
+		*m = MemoryLimitOff
+		return nil
+	}
+	v, err := parseByteSize(n.Value)
+	if err != nil || v == 0 {
+		return fmt.Errorf("invalid memory limit %s (want auto, off, or a size: 512MiB, 1GiB)", describe(n))
+	}
+	*m = MemoryLimit(v)
+	return nil
+}
+
+// MarshalYAML writes m as "auto", "off" or a size.
+func (m MemoryLimit) MarshalYAML() (any, error) { return m.String(), nil }
+
 // UnmarshalYAML reads a Go duration string such as "1.5s" or "10m".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || isNull(n) {

@@ -51,7 +51,7 @@ func Default() Config {
 			OverMaxDelay: OverMaxDelayClamp,
 			Key:          KeyOriginGroup,
 			Store:        StoreMemory,
-			Redis:        Redis{Addr: "127.0.0.1:6379", KeyPrefix: "robotsgate:"},
+			Redis:        Redis{Addr: "127.0.0.1:6379", KeyPrefix: "robotsgate:", ReplicaAcks: 1},
 			OnStoreError: OnStoreErrorRefuse,
 			Backoff: Backoff{
 				Enabled:  true,

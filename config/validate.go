@@ -91,6 +91,9 @@ func (v *validator) validate(c *Config) {
 	if c.AdminAuth && c.Auth.Htpasswd == "" {
 		v.add("admin_auth", "needs auth.htpasswd: the admin listener's users are its users")
 	}
+	if c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit {
+		v.add("memory_limit", "at least %s, got %s (or auto, or off)", ByteSize(MinMemoryLimit), ByteSize(c.MemoryLimit))
+	}
 	v.listeners(c)
 	v.robots(&c.Robots)
 	v.egress(&c.Egress)
@@ -301,7 +304,13 @@ func (v *validator) pacing(p *Pacing) {
 }
 
 func (v *validator) redis(r *Redis, used bool) {
+	sentinel, cluster := r.Sentinel.MasterName != "" || len(r.Sentinel.Addrs) > 0, len(r.Cluster.Addrs) > 0
 	switch {
+	case sentinel && cluster:
+		v.add("pacing.redis.cluster", "not with pacing.redis.sentinel: a fleet's Redis is one server, a Sentinel primary or a Cluster")
+	case (sentinel || cluster) && v.set("pacing.redis.addr"):
+		v.add("pacing.redis.addr", "not with pacing.redis.sentinel or pacing.redis.cluster, which find the nodes themselves")
+	case sentinel || cluster:
 	case r.Addr == "" && used:
 		v.add("pacing.redis.addr", "required when pacing.store is redis")
 	case r.Addr != "":
@@ -309,12 +318,19 @@ func (v *validator) redis(r *Redis, used bool) {
 			v.add("pacing.redis.addr", "%s", msg)
 		}
 	}
-	if strings.IndexFunc(r.Username, func(c rune) bool { return c <= ' ' || c == 0x7f }) >= 0 {
-		v.add("pacing.redis.username", "invalid user name %q (no spaces or control characters)", r.Username)
+	if sentinel {
+		v.redisSentinel(&r.Sentinel)
 	}
-	if r.Username != "" && r.PasswordFile == "" {
-		v.add("pacing.redis.password_file", "required with pacing.redis.username (a file holding the user's password)")
+	if cluster {
+		v.redisAddrs("pacing.redis.cluster.addrs", r.Cluster.Addrs)
+		if r.DB != 0 {
+			v.add("pacing.redis.db", "must be 0 with pacing.redis.cluster (a Redis Cluster has only database 0), got %d", r.DB)
+		}
 	}
+	if r.ReplicaAcks < 0 || r.ReplicaAcks > maxReplicaAcks {
+		v.add("pacing.redis.replica_acks", "must be 0 to %d, got %d", maxReplicaAcks, r.ReplicaAcks)
+	}
+	v.redisUser("pacing.redis", r.Username, r.PasswordFile)
 	if r.DB < 0 {
 		v.add("pacing.redis.db", "must be >= 0, got %d", r.DB)
 	}
@@ -326,16 +342,67 @@ func (v *validator) redis(r *Redis, used bool) {
 	}
 }
 
+// maxReplicaAcks bounds pacing.redis.replica_acks: more replicas than a
+// primary has in any real deployment.
+const maxReplicaAcks = 16
+
+// maxRedisAddrs bounds the sentinels' and a cluster's seed addresses.
+const maxRedisAddrs = 64
+
+// redisSentinel checks pacing.redis.sentinel.
+func (v *validator) redisSentinel(s *RedisSentinel) {
+	switch {
+	case s.MasterName == "":
+		v.add("pacing.redis.sentinel.master_name", "required with pacing.redis.sentinel.addrs (the name the sentinels monitor the primary under)")
+	case len(s.MasterName) > 200 || strings.IndexFunc(s.MasterName, func(c rune) bool { return c <= ' ' || c == 0x7f }) >= 0:
+		v.add("pacing.redis.sentinel.master_name", "invalid master name %q (1 to 200 characters, no spaces or control characters)", s.MasterName)
+	}
+	if len(s.Addrs) == 0 {
+		v.add("pacing.redis.sentinel.addrs", "required with pacing.redis.sentinel.master_name (host:port of at least one sentinel; give three or more)")
+	}
+	v.redisAddrs("pacing.redis.sentinel.addrs", s.Addrs)
+	v.redisUser("pacing.redis.sentinel", s.Username, s.PasswordFile)
+}
+
+// redisAddrs checks a list of Redis nodes' host:port.
+func (v *validator) redisAddrs(key string, addrs []string) {
+	if len(addrs) > maxRedisAddrs {
+		v.add(key, "at most %d addresses, got %d", maxRedisAddrs, len(addrs))
+		return
+	}
+	for i, a := range addrs {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		if msg := checkHostPort(a, 1); msg != "" {
+			v.add(k, "%s", msg)
+		} else if j := slices.Index(addrs, a); j < i {
+			v.add(k, "%s is listed twice (also %s[%d])", a, key, j)
+		}
+	}
+}
+
+// redisUser checks a Redis login: section.username and
+// section.password_file.
+func (v *validator) redisUser(section, username, passwordFile string) {
+	if strings.IndexFunc(username, func(c rune) bool { return c <= ' ' || c == 0x7f }) >= 0 {
+		v.add(section+".username", "invalid user name %q (no spaces or control characters)", username)
+	}
+	if username != "" && passwordFile == "" {
+		v.add(section+".password_file", "required with %s.username (a file holding the user's password)", section)
+	}
+}
+
 // checkKeyPrefix returns what is wrong with a Redis key prefix, or "": it
-// must be 1 to 100 bytes of printable ASCII other than a space and the
-// glob characters of ACL key patterns.
+// must be 1 to 100 bytes of printable ASCII other than a space, the glob
+// characters of ACL key patterns and the braces of Redis Cluster's hash
+// tags (each origin's keys are tagged with the origin in braces: a brace
+// in the prefix would take its place).
 func checkKeyPrefix(p string) string {
-	const want = `(want 1 to 100 printable ASCII characters without spaces or * ? [ ] \, e.g. "robotsgate:")`
+	const want = `(want 1 to 100 printable ASCII characters without spaces or * ? [ ] \ { }, e.g. "robotsgate:")`
 	if p == "" || len(p) > 100 {
 		return fmt.Sprintf("invalid key prefix %q %s", p, want)
 	}
 	for i := 0; i < len(p); i++ {
-		if c := p[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`*?[]\`, c) >= 0 {
+		if c := p[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`*?[]\{}`, c) >= 0 {
 			return fmt.Sprintf("invalid key prefix %q %s", p, want)
 		}
 	}

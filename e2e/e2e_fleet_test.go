@@ -254,7 +254,7 @@ func TestE2ERedisOutage(t *testing.T) {
 			if r := get(t, c, paced.URL+"/before"); r.status != 200 {
 				t.Fatalf("with Redis up: %d %s", r.status, r.body)
 			}
-			if code, body := adminStatus(t, admin+"/readyz"); code != 200 || body != "ready\n" {
+			if code, body := adminStatus(t, admin+"/readyz"); code != 200 || body != "ready\nredis: server at "+redis.Addr+"\n" {
 				t.Errorf("/readyz with Redis up: %d %q", code, body)
 			}
 			if v := storeErrors(t, admin); v != 0 {

@@ -214,6 +214,12 @@ func tryStartServe(t testing.TB, dir string, args ...string) (*proc, error) {
 // none when nil.
 func tryStartServeIn(t testing.TB, prefix []string, dir string, args ...string) (*proc, error) {
 	t.Helper()
+	return tryStartServeEnv(t, prefix, binEnv(), dir, args...)
+}
+
+// tryStartServeEnv is tryStartServeIn with the environment env.
+func tryStartServeEnv(t testing.TB, prefix, env []string, dir string, args ...string) (*proc, error) {
+	t.Helper()
 	argv := append(append(slices.Clone(prefix), binary(t), "serve"), args...)
 	p := &proc{
 		t:    t,
@@ -222,7 +228,7 @@ func tryStartServeIn(t testing.TB, prefix []string, dir string, args ...string) 
 		done: make(chan struct{}),
 	}
 	p.cmd.Dir = dir
-	p.cmd.Env = binEnv()
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start robotsgate: %v", err)

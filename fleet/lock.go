@@ -34,7 +34,7 @@ func (s *RobotsStore) Lock(ctx context.Context, o origin.Origin, ttl time.Durati
 	var b [16]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-	key := s.prefix + lockKeyPrefix + o.String()
+	key := s.key(lockKeyPrefix, o)
 	ok, err := s.client.SetNX(ctx, key, token, ttl).Result()
 	if err != nil {
 		return nil, false, fmt.Errorf("fleet: lock the fetch of %s: %w", o, err)

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/redisconn"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
@@ -40,9 +40,13 @@ const TDMRepKeyPrefix = "robotsgate:tdmrep:"
 // reads no more of it and reports it corrupt.
 const MaxRecordBytes = 2 << 20
 
-// RobotsOptions configures NewRobotsStore. Only Addr is required.
+// RobotsOptions configures NewRobotsStore. Conn or Addr is required.
 type RobotsOptions struct {
-	// Addr is the Redis server's host:port.
+	// Conn, when set, is the connection to the fleet's Redis (one server,
+	// Sentinel or Cluster), shared with other stores and closed by its
+	// owner; Addr, the login, TLS and Timeout are then unused.
+	Conn *redisconn.Conn
+	// Addr is the Redis server's host:port, without Conn.
 	Addr string
 	// Username, Password and DB select the account and database: with a
 	// Username, AUTH username password (an ACL user); with a Password only,
@@ -60,11 +64,15 @@ type RobotsOptions struct {
 }
 
 // RobotsStore is a resolver.Store in Redis: one key per origin holding the
-// fetched record, expiring with the record's freshness. It is a
+// fetched record, expiring with the record's freshness, named KeyPrefix +
+// "{" + origin + "}" (a Redis Cluster hash tag: an origin's record and its
+// fetch lock lie in one slot, with the origin's pacing keys). It is a
 // resolver.CorruptCounter: Corrupted tells how many corrupt records were
 // found in it.
 type RobotsStore struct {
-	client  *redis.Client
+	conn    *redisconn.Conn
+	client  redis.UniversalClient
+	ownConn bool // NewRobotsStore opened conn: Close closes it
 	prefix  string
 	corrupt atomic.Uint64
 }
@@ -78,29 +86,33 @@ var (
 // connect until used; calls fail quickly while Redis is unreachable (the
 // resolver then fetches for itself).
 func NewRobotsStore(opts RobotsOptions) (*RobotsStore, error) {
-	if opts.Addr == "" {
-		return nil, errors.New("fleet: robots store: no Redis address")
-	}
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = 500 * time.Millisecond
-	}
 	prefix := opts.KeyPrefix
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
-	return &RobotsStore{client: redis.NewClient(clientOptions(opts, timeout)), prefix: prefix}, nil
+	s := &RobotsStore{conn: opts.Conn, prefix: prefix}
+	if s.conn == nil {
+		if opts.Addr == "" {
+			return nil, errors.New("fleet: robots store: no Redis address")
+		}
+		timeout := opts.Timeout
+		if timeout <= 0 {
+			timeout = 500 * time.Millisecond
+		}
+		conn, err := redisconn.Open(redisconn.Options{Addr: opts.Addr, Username: opts.Username, Password: opts.Password,
+			DB: opts.DB, TLS: opts.TLS, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		s.conn, s.ownConn = conn, true
+	}
+	s.client = s.conn.Client()
+	return s, nil
 }
 
-// clientOptions translates opts for go-redis: short timeouts, no retries,
-// and no commands on connect beyond authentication and SELECT.
-func clientOptions(opts RobotsOptions, timeout time.Duration) *redis.Options {
-	return &redis.Options{
-		Addr: opts.Addr, Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
-		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
-		MaxRetries: -1, Protocol: 2, DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	}
+// key is the Redis key of o's record, or with what "lock:" before it.
+func (s *RobotsStore) key(what string, o origin.Origin) string {
+	return s.prefix + what + "{" + o.String() + "}"
 }
 
 // record is the stored form of a resolver.Record.
@@ -118,7 +130,7 @@ type record struct {
 // of the key (GETRANGE); a longer record, one that does not decode and a
 // key of another type are errors matching resolver.ErrCorruptRecord.
 func (s *RobotsStore) Load(ctx context.Context, o origin.Origin) (resolver.Record, bool, error) {
-	data, err := s.client.GetRange(ctx, s.prefix+o.String(), 0, MaxRecordBytes).Bytes()
+	data, err := s.client.GetRange(ctx, s.key("", o), 0, MaxRecordBytes).Bytes()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return resolver.Record{}, false, fmt.Errorf("fleet: robots.txt of %s: %w: %w", o, resolver.ErrCorruptRecord, err)
@@ -146,7 +158,7 @@ func (s *RobotsStore) Save(ctx context.Context, o origin.Origin, rec resolver.Re
 	if err != nil {
 		return fmt.Errorf("fleet: encode robots.txt of %s: %w", o, err)
 	}
-	if err := s.client.Set(ctx, s.prefix+o.String(), data, ttl).Err(); err != nil {
+	if err := s.client.Set(ctx, s.key("", o), data, ttl).Err(); err != nil {
 		return fmt.Errorf("fleet: save robots.txt of %s: %w", o, err)
 	}
 	return nil
@@ -159,5 +171,11 @@ func (s *RobotsStore) CountCorrupt() { s.corrupt.Add(1) }
 // a metric.
 func (s *RobotsStore) Corrupted() uint64 { return s.corrupt.Load() }
 
-// Close closes the Redis connections.
-func (s *RobotsStore) Close() error { return s.client.Close() }
+// Close closes the Redis connections, unless RobotsOptions.Conn gave
+// them.
+func (s *RobotsStore) Close() error {
+	if !s.ownConn {
+		return nil
+	}
+	return s.conn.Close()
+}

@@ -56,7 +56,7 @@ func TestLoadRecordDistrustsWhatAnotherClientWrote(t *testing.T) {
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { raw.Close() })
 	o, _ := origin.Parse("http://hostile.example")
-	key := DefaultKeyPrefix + o.String()
+	key := DefaultKeyPrefix + "{" + o.String() + "}"
 	const maxTTL = 24 * time.Hour
 	now := time.Now()
 	year9999 := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
@@ -151,7 +151,7 @@ func TestRobotsStoreRoundTrip(t *testing.T) {
 	}
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
 	defer raw.Close()
-	if ttl := raw.PTTL(context.Background(), "fleet-a:robots:"+o.String()).Val(); ttl <= 0 || ttl > time.Hour {
+	if ttl := raw.PTTL(context.Background(), "fleet-a:robots:{"+o.String()+"}").Val(); ttl <= 0 || ttl > time.Hour {
 		t.Errorf("key TTL %v, want the record's freshness", ttl)
 	}
 }

@@ -4,8 +4,10 @@
 // units, _total for counters); docs/operations.md lists them.
 //
 // It must not decide anything, and its label values must come from fixed
-// sets (decision values, methods, error kinds, signal kinds), never from
-// hosts, paths or user agents, so that the number of series stays bounded.
+// sets (decision values, methods, error kinds, signal kinds) or the
+// operator's own infrastructure (the Redis nodes in use), never from
+// hosts, paths or user agents that clients or origins choose, so that the
+// number of series stays bounded.
 package metrics
 
 import (
@@ -177,6 +179,27 @@ func (m *Metrics) LabeledCounterFunc(name, help, label, value string, fn func() 
 	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: name, Help: help, ConstLabels: prometheus.Labels{label: value},
 	}, fn))
+}
+
+// InfoFunc registers an info gauge: when scraped, fn returns label value
+// sets, each exported as one series of value 1 with labels (so the series
+// are what fn says now, e.g. the Redis nodes in use, never more).
+func (m *Metrics) InfoFunc(name, help string, labels []string, fn func() [][]string) {
+	m.registry.MustRegister(&infoCollector{desc: prometheus.NewDesc(name, help, labels, nil), fn: fn})
+}
+
+// infoCollector is InfoFunc's collector.
+type infoCollector struct {
+	desc *prometheus.Desc
+	fn   func() [][]string
+}
+
+func (c *infoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *infoCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, values := range c.fn() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, values...)
+	}
 }
 
 func counterVec(r *prometheus.Registry, name, help string, labels ...string) *prometheus.CounterVec {

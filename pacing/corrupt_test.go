@@ -31,7 +31,7 @@ func TestRedisResetsCorruptSlots(t *testing.T) {
 	srv := startRedis(t)
 	raw := rawClient(t, srv)
 	const bound = time.Hour
-	const key = DefaultRedisKeyPrefix + "k"
+	const key = DefaultRedisKeyPrefix + "{k}"
 	set := func(v string) func(now int64) error {
 		return func(int64) error { return raw.Set(context.Background(), key, v, 0).Err() }
 	}

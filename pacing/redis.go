@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/robotsgate/robotsgate/redisconn"
 )
 
 // Defaults of RedisOptions.
@@ -34,9 +36,15 @@ const (
 // keys: a writer that keeps corrupting a key must not flood the log.
 const corruptLogInterval = 10 * time.Second
 
-// RedisOptions configures NewRedis. Only Addr is required.
+// RedisOptions configures NewRedis. Conn or Addr is required.
 type RedisOptions struct {
-	// Addr is the Redis server's host:port.
+	// Conn, when set, is the connection to the fleet's Redis (one server,
+	// Sentinel or Cluster), shared with other stores and closed by its
+	// owner; Addr, the login, TLS, timeouts and PoolSize are then unused.
+	// Its WriteNode makes each reservation wait for the replicas that
+	// could replace the primary (see Redis).
+	Conn *redisconn.Conn
+	// Addr is the Redis server's host:port, without Conn.
 	Addr string
 	// Username, Password and DB select the account and database: with a
 	// Username, AUTH username password (an ACL user); with a Password only,
@@ -76,7 +84,9 @@ type RedisOptions struct {
 }
 
 // Redis is the shared Store: every robotsgate instance that uses the same
-// Redis (and KeyPrefix) paces on one schedule. A reservation is one round
+// Redis (and KeyPrefix) paces on one schedule. Every key of one origin
+// (schedules, pause, permits) carries the origin as a Redis Cluster hash
+// tag (slotKey), so that each script's keys lie in one hash slot. A reservation is one round
 // trip, a Lua script (EVALSHA, EVAL only when Redis lost its script cache)
 // that reads Redis' own clock, so the proxies' clocks never need to agree;
 // keys expire (PEXPIRE) once their next has passed. Every call is bounded by
@@ -87,11 +97,21 @@ type RedisOptions struct {
 // pacing.on_store_error and to stop paying a timeout per request while
 // Redis is frozen.
 //
+// A reservation is used only once the replicas that could be promoted in
+// the primary's place (Sentinel, Cluster) have acknowledged it (WAIT, in
+// the same pipeline; see redisconn.Conn.WriteNode): Redis replicates
+// asynchronously, and a reservation lost in a failover would let the next
+// request start closer than its interval. One not acknowledged in time is
+// an *UnavailableError (the reservation stays: a slot consumed delays, it
+// never hastens).
+//
 // What it reads from Redis is not trusted: a key that is not a number, or
 // lies further ahead than MaxAhead, is reset inside the same script (see
 // RedisOptions.MaxAhead), so waits and RetryAfter never exceed MaxAhead.
 type Redis struct {
-	client    *redis.Client
+	conn      *redisconn.Conn
+	client    redis.UniversalClient
+	ownConn   bool // NewRedis opened conn: Close closes it
 	prefix    string
 	opTimeout time.Duration
 	log       *slog.Logger
@@ -173,42 +193,48 @@ return {0, corrupt}
 // call does, so a Redis that is down at start does not stop the proxy from
 // starting (Healthy tells).
 func NewRedis(opts RedisOptions) (*Redis, error) {
-	if opts.Addr == "" {
-		return nil, errors.New("pacing: redis: no address")
-	}
 	r := &Redis{
+		conn:      opts.Conn,
 		prefix:    orDefault(opts.KeyPrefix, DefaultRedisKeyPrefix),
 		opTimeout: orDefault(opts.OpTimeout, DefaultRedisOpTimeout),
 		log:       orDefault(opts.Logger, slog.Default()),
 	}
+	if r.conn == nil {
+		if opts.Addr == "" {
+			return nil, errors.New("pacing: redis: no address")
+		}
+		conn, err := redisconn.Open(redisconn.Options{Addr: opts.Addr, Username: opts.Username, Password: opts.Password,
+			DB: opts.DB, TLS: opts.TLS, DialTimeout: opts.DialTimeout, ReadTimeout: opts.ReadTimeout,
+			WriteTimeout: opts.WriteTimeout, PoolTimeout: r.opTimeout, PoolSize: opts.PoolSize})
+		if err != nil {
+			return nil, fmt.Errorf("pacing: %w", err)
+		}
+		r.conn, r.ownConn = conn, true
+	}
+	r.client = r.conn.Client()
 	r.raiseMaxAhead(opts.MaxAhead)
-	r.client = redis.NewClient(clientOptions(opts, r.opTimeout))
 	return r, nil
 }
 
-// clientOptions translates opts for go-redis: short timeouts, no retries
-// (neither of commands nor within a dial), and no extra commands on connect.
-func clientOptions(opts RedisOptions, opTimeout time.Duration) *redis.Options {
-	return &redis.Options{
-		Addr:                  opts.Addr,
-		Username:              opts.Username,
-		Password:              opts.Password,
-		DB:                    opts.DB,
-		TLSConfig:             opts.TLS,
-		Protocol:              2,
-		DialTimeout:           orDefault(opts.DialTimeout, DefaultRedisDialTimeout),
-		DialerRetries:         1,
-		ReadTimeout:           orDefault(opts.ReadTimeout, DefaultRedisReadTimeout),
-		WriteTimeout:          orDefault(opts.WriteTimeout, DefaultRedisWriteTimeout),
-		PoolTimeout:           opTimeout,
-		PoolSize:              opts.PoolSize,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DisableIdentity:       true,
-		MaintNotificationsConfig: &maintnotifications.Config{
-			Mode: maintnotifications.ModeDisabled,
-		},
+// key is the Redis key of a pacing key.
+func (r *Redis) key(key string) string { return r.prefix + slotKey(key) }
+
+// slotKey puts the origin of key, its part before the first space (a
+// pacing key is "origin" or "origin group", a pause's or permit's key the
+// origin), in braces: a Redis Cluster hash tag, so that every key of one
+// origin hashes to one slot whatever comes before or after it.
+func slotKey(key string) string {
+	origin, rest, found := strings.Cut(key, " ")
+	if found {
+		return "{" + origin + "} " + rest
 	}
+	return "{" + origin + "}"
+}
+
+// originOf is the origin of a key slotKey made (after its prefix).
+func originOf(tagged string) string {
+	origin, _, _ := strings.Cut(strings.TrimPrefix(tagged, "{"), "}")
+	return origin
 }
 
 // orDefault returns v, or def when v is the zero value.
@@ -231,8 +257,8 @@ func (r *Redis) reserve(ctx context.Context, key string, interval, maxWait, floo
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	bound := r.MaxAhead()
-	vals, err := reserveScript.Run(ctx, r.client, []string{r.prefix + key}, micros(bound),
-		micros(clampInterval(interval)), micros(clampWait(maxWait)), micros(clampInterval(floor))).Int64Slice()
+	vals, err := r.runReserve(ctx, r.key(key), micros(bound),
+		micros(clampInterval(interval)), micros(clampWait(maxWait)), micros(clampInterval(floor)))
 	if err != nil {
 		return Reservation{}, redisFailure("reserve", key, err)
 	}
@@ -264,7 +290,7 @@ func (r *Redis) Cancel(ctx context.Context, key string, res Reservation) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	err := cancelScript.Run(ctx, r.client, []string{r.prefix + key},
+	err := cancelScript.Run(ctx, r.client, []string{r.key(key)},
 		strconv.FormatInt(res.token, 10), strconv.FormatInt(res.slot, 10)).Err()
 	if err != nil {
 		return redisFailure("cancel", key, err)
@@ -278,7 +304,7 @@ func (r *Redis) Pending(ctx context.Context, key string) (time.Duration, error) 
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	bound := r.MaxAhead()
-	vals, err := pendingScript.Run(ctx, r.client, []string{r.prefix + key}, micros(bound)).Int64Slice()
+	vals, err := pendingScript.Run(ctx, r.client, []string{r.key(key)}, micros(bound)).Int64Slice()
 	if err != nil {
 		return 0, redisFailure("pending", key, err)
 	}
@@ -327,24 +353,38 @@ func (r *Redis) corrupted(key string, bound time.Duration) {
 		return
 	}
 	r.log.Warn("pacing: a corrupt slot in the shared store was reset: not a number, or further ahead than any interval",
-		"key", r.prefix+key, "max_ahead", bound, "corrupt_total", n)
+		"key", r.key(key), "max_ahead", bound, "corrupt_total", n)
 }
 
-// Healthy pings Redis within OpTimeout; nil means it answers. For a
-// readiness probe.
+// Healthy pings Redis within OpTimeout (every primary of a Cluster); nil
+// means it answers. For a readiness probe.
 func (r *Redis) Healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	if err := r.client.Ping(ctx).Err(); err != nil {
+	var err error
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			if err := c.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("%s: %w", c.Options().Addr, err)
+			}
+			return nil
+		})
+	} else {
+		err = r.client.Ping(ctx).Err()
+	}
+	if err != nil {
 		return redisFailure("ping", "", err)
 	}
 	return nil
 }
 
-// Close closes the connections to Redis. The store must not be used
-// afterwards.
+// Close closes the connections to Redis, unless RedisOptions.Conn gave
+// them. The store must not be used afterwards.
 func (r *Redis) Close() error {
-	if err := r.client.Close(); err != nil {
+	if !r.ownConn {
+		return nil
+	}
+	if err := r.conn.Close(); err != nil {
 		return fmt.Errorf("pacing: redis: close: %w", err)
 	}
 	return nil

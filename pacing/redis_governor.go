@@ -15,9 +15,9 @@ import (
 
 // A fleet shares the governor's state through the Redis of the pacing
 // store: each origin's pause and failures in a row in a hash (prefix +
-// "pause:" + origin) that expires a quiet pacing.backoff.max after it
-// ends, computed by one script
-// on Redis' clock (so the instances' clocks need not agree), and every
+// "pause:{" + origin + "}") that expires a quiet pacing.backoff.max after
+// it ends, computed by one script on Redis' clock (so the instances'
+// clocks need not agree), and every
 // change published on one channel (prefix + "governor"), which each
 // instance applies to its own copy: a request's check stays in memory.
 // Times cross the channel as durations from Redis' now, and become local
@@ -123,8 +123,10 @@ func (r *Redis) GovernorShared() Shared { return redisGovernor{r} }
 
 type redisGovernor struct{ r *Redis }
 
-func (g redisGovernor) channel() string          { return g.r.prefix + governorChannel }
-func (g redisGovernor) key(origin string) string { return g.r.prefix + pauseKeyPrefix + origin }
+func (g redisGovernor) channel() string { return g.r.prefix + governorChannel }
+func (g redisGovernor) key(origin string) string {
+	return g.r.prefix + pauseKeyPrefix + slotKey(origin)
+}
 
 // Pause implements Shared.
 func (g redisGovernor) Pause(ctx context.Context, origin string, a Answer, ra time.Duration, hasRA bool, params *BackoffParams, jitter float64, failures int) (Pause, error) {
@@ -253,24 +255,38 @@ func (g redisGovernor) apply(gov *Governor, payload string) {
 }
 
 // resync reads every pause in Redis into gov (after a (re)subscription,
-// messages may have been missed).
+// messages may have been missed): on each primary of a Cluster, since
+// SCAN walks one node's keys.
 func (g redisGovernor) resync(ctx context.Context, gov *Governor) {
-	prefix := g.key("")
-	iter := g.r.client.Scan(ctx, 0, prefix+"*", 256).Iterator()
+	var err error
+	if cc, ok := g.r.client.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return g.resyncNode(ctx, c, gov)
+		})
+	} else {
+		err = g.resyncNode(ctx, g.r.client, gov)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		slog.Warn("pacing: could not read the fleet's pauses", "err", err)
+	}
+}
+
+// resyncNode reads the pauses that node holds into gov.
+func (g redisGovernor) resyncNode(ctx context.Context, node redis.Cmdable, gov *Governor) error {
+	prefix := g.r.prefix + pauseKeyPrefix
+	iter := node.Scan(ctx, 0, prefix+"*", 256).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
-		vals, err := readPauseScript.Run(ctx, g.r.client, []string{key}).Slice()
+		vals, err := readPauseScript.Run(ctx, node, []string{key}).Slice()
 		if err != nil || len(vals) != 6 {
 			continue
 		}
 		p, ok := pauseFromReply(vals, gov.now())
 		if ok {
-			gov.Apply(strings.TrimPrefix(key, prefix), p)
+			gov.Apply(originOf(strings.TrimPrefix(key, prefix)), p)
 		}
 	}
-	if err := iter.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		slog.Warn("pacing: could not read the fleet's pauses", "err", err)
-	}
+	return iter.Err()
 }
 
 // pauseFromReply reads readPauseScript's reply.

@@ -12,7 +12,8 @@ import (
 
 // A fleet's pacing.max_concurrency: each origin's requests in flight are
 // the members of a sorted set (prefix + "conc:" + origin), one per
-// permit, scored with when its lease ends on Redis' clock. A permit is
+// permit, scored with when its lease ends on Redis' clock (the origin in
+// braces: slotKey). A permit is
 // taken by one script that first drops the members whose lease has ended
 // (an instance that died), renewed while its request lasts, and given
 // back when it ends.
@@ -66,7 +67,7 @@ func (r *Redis) TryTake(ctx context.Context, key string, limit int, lease time.D
 	token := hex.EncodeToString(b[:])
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	n, err := takeScript.Run(ctx, r.client, []string{r.prefix + concKeyPrefix + key}, limit, micros(lease), token).Int()
+	n, err := takeScript.Run(ctx, r.client, []string{r.prefix + concKeyPrefix + slotKey(key)}, limit, micros(lease), token).Int()
 	if err != nil {
 		return "", false, redisFailure("take", key, err)
 	}
@@ -77,7 +78,7 @@ func (r *Redis) TryTake(ctx context.Context, key string, limit int, lease time.D
 func (r *Redis) Renew(ctx context.Context, key, token string, lease time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	if err := renewScript.Run(ctx, r.client, []string{r.prefix + concKeyPrefix + key}, micros(lease), token).Err(); err != nil {
+	if err := renewScript.Run(ctx, r.client, []string{r.prefix + concKeyPrefix + slotKey(key)}, micros(lease), token).Err(); err != nil {
 		return redisFailure("renew", key, err)
 	}
 	return nil
@@ -87,7 +88,7 @@ func (r *Redis) Renew(ctx context.Context, key, token string, lease time.Duratio
 func (r *Redis) Give(ctx context.Context, key, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	if err := r.client.ZRem(ctx, r.prefix+concKeyPrefix+key, token).Err(); err != nil {
+	if err := r.client.ZRem(ctx, r.prefix+concKeyPrefix+slotKey(key), token).Err(); err != nil {
 		return fmt.Errorf("pacing: %w", redisFailure("give", key, err))
 	}
 	return nil

@@ -63,7 +63,7 @@ func TestRedisReservationArithmetic(t *testing.T) {
 	}
 	between(t, "second wait", second.Wait, iv-elapsedSlack, iv)
 
-	value, err := raw.Get(ctx, DefaultRedisKeyPrefix+"k").Result()
+	value, err := raw.Get(ctx, DefaultRedisKeyPrefix+"{k}").Result()
 	if err != nil || !regexp.MustCompile(`^[0-9]{16}$`).MatchString(value) {
 		t.Errorf("stored next %q (%v), want integer microseconds", value, err)
 	}
@@ -77,7 +77,7 @@ func TestRedisReservationArithmetic(t *testing.T) {
 	if got := refused.RetryAfter; got != refused.Wait-15*time.Second {
 		t.Errorf("RetryAfter %v, want wait - maxWait = %v", got, refused.Wait-15*time.Second)
 	}
-	if after, _ := raw.Get(ctx, DefaultRedisKeyPrefix+"k").Result(); after != value {
+	if after, _ := raw.Get(ctx, DefaultRedisKeyPrefix+"{k}").Result(); after != value {
 		t.Errorf("refusal changed next: %s -> %s", value, after)
 	}
 	third, _ := r.Reserve(ctx, "k", iv, time.Minute)
@@ -120,7 +120,7 @@ func TestRedisIdleKeysExpire(t *testing.T) {
 	r := newRedisStore(t, srv)
 	raw := rawClient(t, srv)
 	ctx := context.Background()
-	key := DefaultRedisKeyPrefix + "k"
+	key := DefaultRedisKeyPrefix + "{k}"
 
 	_, _ = r.Reserve(ctx, "k", 10*time.Second, 0)
 	ttl, err := raw.PTTL(ctx, key).Result()
@@ -131,7 +131,7 @@ func TestRedisIdleKeysExpire(t *testing.T) {
 
 	_, _ = r.Reserve(ctx, "short", 50*time.Millisecond, 0)
 	deadline := time.Now().Add(5 * time.Second)
-	for raw.Exists(ctx, DefaultRedisKeyPrefix+"short").Val() != 0 {
+	for raw.Exists(ctx, DefaultRedisKeyPrefix+"{short}").Val() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("idle key did not expire")
 		}

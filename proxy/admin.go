@@ -57,6 +57,15 @@ func (s *Server) Ready(ctx context.Context) error {
 	return nil
 }
 
+// ReadyNotes tells /readyz which Redis node the instance uses and when it
+// last failed over (nothing without a fleet).
+func (s *Server) ReadyNotes() []string {
+	if s.redis.conn == nil {
+		return nil
+	}
+	return []string{s.redis.conn.Status().String()}
+}
+
 // Explain answers /explain with the decision Judge makes.
 func (s *Server) Explain(ctx context.Context, q admin.Query) (admin.Explanation, int) {
 	e := admin.Explanation{URL: q.URL, UserAgent: q.UserAgent, Purposes: q.Purposes}

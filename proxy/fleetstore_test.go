@@ -37,7 +37,7 @@ func (h hostileWriter) record(originURL string, fields map[string]any) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.c.Set(context.Background(), "robotsgate:robots:"+originURL, data, time.Hour).Err(); err != nil {
+	if err := h.c.Set(context.Background(), "robotsgate:robots:{"+originURL+"}", data, time.Hour).Err(); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -93,7 +93,7 @@ func TestFleetFetchesOverCorruptSharedRobotsTxt(t *testing.T) {
 				t.Errorf("fetch log %+v, want one fetch of the origin's file", fetches)
 			}
 			var stored struct{ Status int }
-			data, _ := hostile.c.Get(context.Background(), "robotsgate:robots:"+o.URL).Bytes()
+			data, _ := hostile.c.Get(context.Background(), "robotsgate:robots:{"+o.URL+"}").Bytes()
 			if json.Unmarshal(data, &stored); stored.Status != int(resolver.OK) {
 				t.Errorf("the store holds %.80q after the fetch, want the fetched record", data)
 			}
@@ -146,7 +146,7 @@ func TestFleetResetsCorruptPacingSlots(t *testing.T) {
 			if resp, _ := get(t, startProxy(t, cfg).client(), o.URL+"/page"); resp.StatusCode != 200 {
 				t.Fatalf("first instance: %d", resp.StatusCode)
 			}
-			keys, err := hostile.c.Keys(context.Background(), "robotsgate:pacing:"+o.URL+"*").Result()
+			keys, err := hostile.c.Keys(context.Background(), "robotsgate:pacing:{"+o.URL+"}*").Result()
 			if err != nil || len(keys) != 1 {
 				t.Fatalf("pacing keys %q (%v), want one", keys, err)
 			}

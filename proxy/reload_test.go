@@ -46,6 +46,9 @@ func TestReloadWarnsAboutRestartOnlyKeys(t *testing.T) {
 func TestRestartOnlyChangesNameEveryRedisKey(t *testing.T) {
 	for key, change := range map[string]func(*config.Redis){
 		"pacing.redis.addr":          func(r *config.Redis) { r.Addr = "redis.internal:6379" },
+		"pacing.redis.sentinel":      func(r *config.Redis) { r.Sentinel.Addrs = []string{"10.0.0.1:26379"} },
+		"pacing.redis.cluster.addrs": func(r *config.Redis) { r.Cluster.Addrs = []string{"10.0.0.1:7000"} },
+		"pacing.redis.replica_acks":  func(r *config.Redis) { r.ReplicaAcks = 2 },
 		"pacing.redis.username":      func(r *config.Redis) { r.Username = "robotsgate" },
 		"pacing.redis.password_file": func(r *config.Redis) { r.PasswordFile = "/etc/robotsgate/redis-password" },
 		"pacing.redis.db":            func(r *config.Redis) { r.DB = 2 },

@@ -663,7 +663,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.archive != nil {
 		s.archive.Close()
 	}
-	for _, closeRedis := range []func() error{s.closeStore, s.closeShared} {
+	for _, closeRedis := range []func() error{s.closeStore, s.closeShared, s.closeRedis} {
 		if closeRedis != nil {
 			closeRedis()
 		}

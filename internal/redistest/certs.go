@@ -30,7 +30,9 @@ func writeTLSFiles(tb testing.TB) tlsFiles {
 	})
 	key, cert := newCert(tb, caKey, caCert, &x509.Certificate{
 		Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		// Client authentication too: a cluster's nodes (tls-cluster) and a
+		// replica (tls-replication) present it when they connect.
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	})
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {

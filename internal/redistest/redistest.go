@@ -69,6 +69,9 @@ type Options struct {
 	// 127.0.0.1 signed by a CA made for the test (Server.CAFile), not
 	// asking clients for certificates.
 	TLS bool
+	// ShareTLS, with TLS, serves the certificate of that server instead of
+	// one of its own (one CA for a primary and its replicas).
+	ShareTLS *Server
 }
 
 // Start starts a redis-server for tb and kills it in cleanup; it skips tb
@@ -86,7 +89,10 @@ func StartWith(tb testing.TB, opts Options) *Server {
 		tb.Skipf("%v: install it (make deps, or apt-get install redis-server)", err)
 	}
 	var files tlsFiles
-	if opts.TLS {
+	switch {
+	case opts.TLS && opts.ShareTLS != nil:
+		files = opts.ShareTLS.certs
+	case opts.TLS:
 		files = writeTLSFiles(tb)
 	}
 	var lastErr error

@@ -34,8 +34,12 @@ import (
 	"github.com/robotsgate/robotsgate/rsl"
 )
 
+// DefaultBytes is the RSL cache's default bound on the memory it keeps
+// (the proxy uses it; robotsgate's memory limit counts it).
+const DefaultBytes = 16 << 20
+
 // Config configures a Cache (doccache.Config): Resolver is required;
-// CacheEntries defaults to 10000 documents, CacheBytes to 16 MiB; Store
+// CacheEntries defaults to 10000 documents, CacheBytes to DefaultBytes; Store
 // records are keyed by StoreKey (one record per document URL).
 type Config = doccache.Config[*Result]
 
@@ -112,7 +116,7 @@ var kind = doccache.Kind[string, rsl.Document, *Result]{
 	What:    "RSL document",
 	Accept:  rsl.MediaType + ", application/xml;q=0.9, */*;q=0.5",
 	Entries: 10000,
-	Bytes:   16 << 20,
+	Bytes:   DefaultBytes,
 	Locate: func(rawURL string) doccache.Location {
 		o, target, _ := split(rawURL)
 		return doccache.Location{Origin: o, Target: target, URL: rawURL, StoreKey: StoreKey(o, rawURL)}
