@@ -64,7 +64,7 @@ func TestE2EFleetPausesAfterFailuresInARow(t *testing.T) {
 	})
 	dir := t.TempDir()
 	cfg := politeFleetConfig(t, dir, redis.Addr)
-	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0")
+	a, b := startServe(t, t.TempDir(), "-config", cfg), startServe(t, t.TempDir(), "-config", cfg, "-admin-listen", "127.0.0.1:0")
 	ca, cb := proxyClient(t, a.addr, ""), proxyClient(t, b.addr, "")
 	for i, c := range []*http.Client{ca, cb, ca} {
 		if r := get(t, c, fmt.Sprintf("%s/page-%d", o.URL, i)); r.status != http.StatusBadGateway {
@@ -95,7 +95,7 @@ func TestE2ERetryAfterBeyondBackoffMaxIsObeyedByTheFleet(t *testing.T) {
 	})
 	dir := t.TempDir()
 	cfg := politeFleetConfig(t, dir, redis.Addr)
-	a, b := startServe(t, dir, "-config", cfg), startServe(t, dir, "-config", cfg, "-admin-listen", "127.0.0.1:0")
+	a, b := startServe(t, t.TempDir(), "-config", cfg), startServe(t, t.TempDir(), "-config", cfg, "-admin-listen", "127.0.0.1:0")
 	if r := get(t, proxyClient(t, a.addr, ""), o.URL+"/first"); r.status != http.StatusTooManyRequests || r.header.Get("X-Robotsgate-Decision") != "" {
 		t.Fatalf("the first request: %d %q, want the origin's own 429", r.status, r.header.Get("X-Robotsgate-Decision"))
 	}
