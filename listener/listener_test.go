@@ -17,8 +17,7 @@ import (
 // contains a word, so that a test waits for what the listener logged
 // rather than for time to pass.
 type logSignal struct {
-	mu    sync.Mutex
-	words map[string]chan struct{}
+	words map[string]chan struct{} // written before the listener logs, then only read
 }
 
 func newLogSignal(words ...string) *logSignal {
