@@ -44,9 +44,11 @@ func (w *openingWriter) Header() http.Header         { return w.header }
 func (w *openingWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *openingWriter) WriteHeader(int)             {}
 
-// dialBlind connects a blind tunnel to addr (host:port): through the
-// parent proxy when it carries host, else through the egress guard, to pin
-// when valid (a transparent client's original destination).
+// dialBlind connects a blind tunnel to addr (host:port), the one dial of
+// every blind tunnel (a CONNECT's through goproxy's ConnectDialWithReq,
+// a SOCKS5 client's, a transparent connection's): through the parent
+// proxy when it carries host, else through the egress guard, to pin when
+// valid (a transparent client's original destination).
 func (s *Server) dialBlind(ctx context.Context, addr string, pin netip.AddrPort) (net.Conn, error) {
 	host, _, _ := net.SplitHostPort(addr)
 	if p := s.settings().parent; p.carries(host) {

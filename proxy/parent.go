@@ -279,24 +279,6 @@ func (p *parentProxy) connect(ctx context.Context, conn net.Conn, addr string) (
 	return conn, nil
 }
 
-// dialTunnel dials a blind tunnel's destination (goproxy's
-// ConnectDialWithReq): through the parent, or directly through the egress
-// guard. A failure is a tunnelDialError, which tunnelDialFailed answers.
-func (s *Server) dialTunnel(req *http.Request, network, addr string) (net.Conn, error) {
-	var c net.Conn
-	var err error
-	host, _, _ := net.SplitHostPort(addr)
-	if p := s.settings().parent; p.carries(host) {
-		c, err = s.connectThroughParent(req.Context(), p, addr)
-	} else {
-		c, err = s.dial(req.Context(), network, addr)
-	}
-	if err != nil {
-		return nil, &tunnelDialError{err}
-	}
-	return c, nil
-}
-
 // tunnelDialError is a blind tunnel that could not be opened.
 type tunnelDialError struct{ err error }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
@@ -27,7 +28,13 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 	gp.Logger = slogWriter{s.log}
 	gp.Tr = s.upstream.tr
 	gp.ConnectDial = nil // NewProxyHttpServer sets one from HTTPS_PROXY
-	gp.ConnectDialWithReq = s.dialTunnel
+	gp.ConnectDialWithReq = func(req *http.Request, _, addr string) (net.Conn, error) {
+		c, err := s.dialBlind(req.Context(), addr, netip.AddrPort{})
+		if err != nil {
+			return nil, &tunnelDialError{err} // answered by tunnelDialFailed
+		}
+		return c, nil
+	}
 	gp.ConnectionErrHandler = s.tunnelDialFailed
 	gp.OnRequest().HandleConnectFunc(s.onConnect)
 	return gp
