@@ -23,7 +23,7 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 	req := ctx.Req
 	o, err := origin.New("https", host)
 	if err != nil {
-		return s.rejectConnect(ctx, plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The CONNECT target is not a valid host:port."))
+		return s.rejectConnect(ctx, badRequest("The CONNECT target is not a valid host:port."))
 	}
 	op := s.openTunnel(req, tunnelOpening{origin: o, proxyAuth: req.Header.Get("Proxy-Authorization")})
 	if op.refusal != nil {
@@ -50,7 +50,7 @@ type tunnelOpening struct {
 // openedTunnel is the outcome of opening a tunnel: a refusal to send, or
 // the client and whether the tunnel is intercepted.
 type openedTunnel struct {
-	refusal   *http.Response
+	refusal   *Refusal
 	intercept bool
 	client    policy.Client
 }
@@ -64,20 +64,20 @@ func (s *Server) openTunnel(req *http.Request, t tunnelOpening) openedTunnel {
 	adm := s.admit(req.Context(), st, admission{origin: t.origin, target: "/", method: req.Method, userAgent: req.UserAgent(),
 		clientAddr: req.RemoteAddr, remote: remoteIP(req), proxyAuth: t.proxyAuth, client: t.client, dest: t.dest,
 		connect: true, intercept: mitm})
-	if resp := s.refusalOf(req, st, &adm); resp != nil {
-		return openedTunnel{refusal: resp}
+	if r := adm.refusal(s); r != nil {
+		return openedTunnel{refusal: r}
 	}
 	return openedTunnel{intercept: mitm, client: adm.d.Request.Client}
 }
 
-// rejectConnect makes goproxy write resp on the client connection and close
-// it, instead of tunnelling.
-func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, resp *http.Response) (*goproxy.ConnectAction, string) {
+// rejectConnect makes goproxy write the refusal r on the client
+// connection and close it, instead of tunnelling.
+func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, r *Refusal) (*goproxy.ConnectAction, string) {
+	resp := r.response(ctx.Req)
 	resp.Close = true
 	ctx.Resp = resp
 	if slot := auditSlotOf(ctx.Req.Context()); slot != nil {
-		// written on the hijacked connection, unseen by the writer
-		slot.status, slot.decision = resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision")
+		slot.answered(r) // written on the hijacked connection, unseen by the writer
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectReject}, ""
 }
@@ -172,14 +172,14 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodConnect {
-		s.respond(w, plainResponse(r, http.StatusMethodNotAllowed, audit.BadRequest, "http_request_error", "CONNECT inside a tunnel is not supported."))
+		s.refuse(w, r, badRequest("CONNECT inside a tunnel is not supported.").withStatus(http.StatusMethodNotAllowed))
 		return
 	}
 	if r.Host == "" {
 		r.Host = info.origin.HostPort()
 	}
 	if !info.byHost && !info.sameOrigin(r.Host) {
-		s.respond(w, plainResponse(r, http.StatusMisdirectedRequest, audit.Misdirected, "http_request_error",
+		s.refuse(w, r, newRefusal(audit.Misdirected, "http_request_error",
 			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 		return
 	}

@@ -21,10 +21,11 @@ import (
 type Explained struct {
 	// Decision is the decision when the policy made one (Refused nil).
 	Decision policy.Decision
-	// Refused is why the request was refused before a decision: the egress
-	// rules refuse the destination (*egress.DeniedError, or a port rule),
-	// or its name could not be looked up (*net.DNSError), or time ran out.
-	Refused error
+	// Refused is the refusal made before a decision: the client (not
+	// allowed, not known), the egress rules (the destination's address,
+	// host or port), its name not resolving, or time running out (the
+	// asker left).
+	Refused *Refusal
 	// NextSlot is how long a request judged alike would wait for its
 	// pacing slot now (not with Fetch: the fetch itself was held).
 	NextSlot time.Duration
@@ -50,6 +51,20 @@ type Explained struct {
 	// its response could not be read.
 	Fetched  bool
 	FetchErr error
+}
+
+// Refusal is the refusal the proxy answers a request judged alike with
+// (for a monitored client, the one it would answer with): Refused, or the
+// decision's; nil when it is allowed. /explain and check show it as the
+// proxy's refusal says it.
+func (x *Explained) Refusal() *Refusal {
+	switch {
+	case x.Refused != nil:
+		return x.Refused
+	case x.Decision.Verdict != policy.Allow:
+		return describeDecision(&x.Decision, x.MaxWait)
+	}
+	return nil
 }
 
 // Asker is who /explain and check judge a URL for.
@@ -107,10 +122,10 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	e := Explained{Decision: adm.d}
 	d := &e.Decision
 	if err := st.engine.ConsultTDM(ctx, d); err != nil {
-		return Explained{Refused: &clientLeftError{"while tdmrep.json was fetched", err}}, nil
+		return Explained{Refused: clientLeft("while tdmrep.json was fetched", err)}, nil
 	}
 	if err := st.engine.ConsultLicenses(ctx, d); err != nil {
-		return Explained{Refused: &clientLeftError{"while an RSL licence was fetched", err}}, nil
+		return Explained{Refused: clientLeft("while an RSL licence was fetched", err)}, nil
 	}
 	e.Signals = d.ExplainSignals()
 	e.MaxWait, e.Pause = st.cfg.Pacing.MaxWait.Duration(), d.Pause

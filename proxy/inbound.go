@@ -87,7 +87,7 @@ func splice(client, upstream net.Conn) {
 // blindFailure renders a blind tunnel that could not be dialled, for the
 // opening's audit record.
 func (s *Server) blindFailure(w http.ResponseWriter, r *http.Request, err error) {
-	writeResponse(w, s.upstream.failure(r, err))
+	s.refuse(w, r, s.upstream.failure(r, err))
 }
 
 // listeners are the SOCKS5 and transparent listeners, closed by Shutdown.

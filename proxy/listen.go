@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-
-	"github.com/robotsgate/robotsgate/audit"
 )
 
 // Connections reach net/http's servers through the listeners here: the
@@ -163,7 +161,7 @@ func guardFraming(h http.Handler) http.Handler {
 				status = http.StatusRequestHeaderFieldsTooLarge
 			}
 			w.Header().Set("Connection", "close")
-			writeResponse(w, plainResponse(r, status, audit.BadRequest, "http_request_error", msg))
+			writeResponse(w, badRequest(msg).withStatus(status).response(r))
 			return
 		}
 		if g := guardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {

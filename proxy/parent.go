@@ -166,7 +166,7 @@ func isParentFailure(err error) (*parentError, bool) {
 // parentFailure renders a parent's failure: 502 (504 for a timeout) with a
 // fixed body, the cause in the log. A 407 means robotsgate's credentials
 // (upstream.proxy) are wrong: a configuration error, not the origin's.
-func (u *upstream) parentFailure(req *http.Request, pe *parentError, err error) *http.Response {
+func (u *upstream) parentFailure(req *http.Request, pe *parentError, err error) *Refusal {
 	status, proxyStatus := classifyUpstreamError(err)
 	body := "The origin could not be reached through the parent proxy."
 	switch {
@@ -185,7 +185,7 @@ func (u *upstream) parentFailure(req *http.Request, pe *parentError, err error) 
 		}
 		u.log.Warn("upstream failed through the parent proxy", "url", req.URL.Host, "parent", parent, "status", status, "err", err)
 	}
-	return plainResponse(req, status, audit.UpstreamError, proxyStatus, body)
+	return newRefusal(audit.UpstreamError, proxyStatus, body).withStatus(status)
 }
 
 // dialParent connects to the parent proxy itself: no egress check (the
@@ -295,11 +295,11 @@ func (s *Server) tunnelDialFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error)
 	if !errors.As(err, &de) || ctx == nil || ctx.Req == nil {
 		return
 	}
-	resp := s.upstream.failure(ctx.Req, de.err)
-	resp.Close = true
+	r := s.upstream.failure(ctx.Req, de.err)
 	if slot := auditSlotOf(ctx.Req.Context()); slot != nil {
-		// written on the hijacked connection, unseen by the writer
-		slot.status, slot.decision = resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision")
+		slot.answered(r) // written on the hijacked connection, unseen by the writer
 	}
+	resp := r.response(ctx.Req)
+	resp.Close = true
 	resp.Write(w)
 }

@@ -37,12 +37,12 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			var refused *usageRefusedError
 			if errors.As(err, &refused) { // nothing of the origin's response was written
-				s.respond(w, s.refusal(req, &refused.d))
+				s.refuse(w, req, s.decisionRefusal(&refused.d))
 				return
 			}
 			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
 				w.Header().Set("Connection", "close") // the rest of the body may never come
-				s.respond(w, plainResponse(req, http.StatusRequestTimeout, audit.ClientTimeout, "http_request_error",
+				s.refuse(w, req, newRefusal(audit.ClientTimeout, "http_request_error",
 					"The request body stalled for longer than timeouts.client_body."))
 				// Nor wait for it: net/http reads what is left of a body
 				// before it closes, which would hold the connection for
@@ -51,7 +51,7 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 				return
 			}
 			s.observeFailure(req, err)
-			s.respond(w, s.upstream.failure(req, err))
+			s.refuse(w, req, s.upstream.failure(req, err))
 		},
 		BufferPool: relayBuffers{},
 		ErrorLog:   log.New(slogWriter{s.log}, "", 0),
@@ -105,7 +105,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		resp.Header.Set("X-Robotsgate-Backoff", backoffHeader(&slot.d))
 	}
 	if slot.decided && slot.d.Verdict != policy.Allow && slot.d.Request.Client.MonitorHeader {
-		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(resp.Request, &slot.d))
+		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(&slot.d))
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
 		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/elazarl/goproxy"
 
-	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -66,8 +65,8 @@ func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request) {
 // forward judges one request (absolute-form on the proxy port, or from
 // inside a tunnel) and relays it if it is allowed.
 func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunnelInfo) {
-	if resp := s.judge(req, tunnel); resp != nil {
-		s.respond(w, resp)
+	if r := s.judge(req, tunnel); r != nil {
+		s.refuse(w, req, r)
 		return
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
@@ -103,25 +102,29 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 	s.relay.ServeHTTP(w, req)
 }
 
-// respond sends a response the proxy made. net/http's server reads what
-// is left of an unread request body (up to 256 KiB) before it writes the
-// response, so that read gets timeouts.client_body too: a client that
-// stops sending a refused body cannot hold the connection.
-func (s *Server) respond(w http.ResponseWriter, resp *http.Response) {
-	if req := resp.Request; req != nil && req.ContentLength != 0 && req.ProtoMajor == 1 {
+// refuse answers an HTTP client's request with the refusal r, which the
+// request's audit record says it was answered with. net/http's server
+// reads what is left of an unread request body (up to 256 KiB) before it
+// writes the response, so that read gets timeouts.client_body too: a
+// client that stops sending a refused body cannot hold the connection.
+func (s *Server) refuse(w http.ResponseWriter, req *http.Request, r *Refusal) {
+	if slot := auditSlotOf(req.Context()); slot != nil {
+		slot.refusal = r
+	}
+	if req.ContentLength != 0 && req.ProtoMajor == 1 {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.timeouts.ClientBody.Duration()))
 	}
-	writeResponse(w, resp)
+	writeResponse(w, r.response(req))
 }
 
 // judge decides one request and returns the refusal to send, or nil when
 // the request may go upstream (it is then held for its pacing slot and
 // prepared to go out as the client sent it).
-func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
+func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *Refusal {
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The request URL has no valid http or https origin.")
+		return badRequest("The request URL has no valid http or https origin.")
 	}
 	target := requestTarget(req)
 	a := admission{origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr, hold: true,
@@ -135,18 +138,12 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
 	if adm.refused == nil && a.dest.IsValid() && !a.checked {
 		tunnel.checked.Store(&o) // the next request to o on this connection is not checked again
 	}
-	if resp := s.refusalOf(req, st, &adm); resp != nil {
-		return resp
+	if r := adm.refusal(s); r != nil {
+		return r
 	}
 	identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
 	return nil
-}
-
-// clientClosed is the answer to a request whose client left while it was
-// judged or held: decision client-closed, not a refusal.
-func clientClosed(req *http.Request, message string) *http.Response {
-	return plainResponse(req, audit.StatusClientClosed, audit.ClientClosed, "http_request_denied", message)
 }
 
 // pace holds an allowed request until its slot; the caller releases the
@@ -236,8 +233,7 @@ func prepareUpstream(req *http.Request, target string) {
 }
 
 func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
-	s.respond(w, plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error",
-		"This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
+	s.refuse(w, req, badRequest("This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 }
 
 // logDecision writes the one log line of a decision.

@@ -32,16 +32,16 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 	st := s.settings()
 	conn.SetDeadline(time.Now().Add(s.timeouts.ClientHeader.Duration()))
 	var client *policy.Client
-	var refused error
+	var refused *Refusal
 	srv := socks.Server{UserPass: st.hasUsers(), Check: func(c socks.Credentials) bool {
-		cl, err := s.identifyClient(st, &admission{remote: remoteAddrIP(conn), proxyAuth: basicAuth(c)})
-		client, refused = &cl, err
-		return err == nil
+		cl, r := s.identifyClient(st, &admission{remote: remoteAddrIP(conn), proxyAuth: basicAuth(c)})
+		client, refused = &cl, r
+		return r == nil
 	}}
 	req, _, err := srv.Handshake(conn)
 	switch {
 	case errors.Is(err, socks.ErrAuthFailed):
-		s.socksAuthRefused(conn, st, refused)
+		s.socksAuthRefused(conn, refused)
 		conn.Close()
 		return
 	case err != nil:
@@ -61,9 +61,9 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 
 // socksAuthRefused audits a client whose SOCKS5 credentials were refused:
 // no destination is known yet.
-func (s *Server) socksAuthRefused(conn net.Conn, st *settings, err error) {
+func (s *Server) socksAuthRefused(conn net.Conn, refused *Refusal) {
 	s.observeOpening(openingRequest(conn, "", audit.ViaSOCKS), func(w http.ResponseWriter, r *http.Request) {
-		writeResponse(w, s.refusalOf(r, st, &admitted{refused: err}))
+		s.refuse(w, r, refused)
 	})
 }
 
@@ -76,7 +76,7 @@ func (s *Server) openSOCKSTunnel(conn net.Conn, o origin.Origin, client *policy.
 		switch {
 		case op.refusal != nil:
 			socks.WriteReply(conn, socksReply(op.refusal), netip.AddrPort{})
-			writeResponse(w, op.refusal)
+			s.refuse(w, r, op.refusal)
 			conn.Close()
 		case op.intercept:
 			if socks.WriteReply(conn, socks.ReplySucceeded, netip.AddrPort{}) != nil {
@@ -111,10 +111,10 @@ func (s *Server) openBlind(w http.ResponseWriter, r *http.Request, conn net.Conn
 }
 
 // socksReply is the SOCKS5 reply code that stands for a refusal: the
-// destination's name could not be resolved (host unreachable), anything
-// else not allowed by the rules.
-func socksReply(resp *http.Response) byte {
-	if resp.Header.Get("X-Robotsgate-Decision") == audit.UpstreamError {
+// destination could not be reached (host unreachable), anything else not
+// allowed by the rules.
+func socksReply(r *Refusal) byte {
+	if r.Decision() == audit.UpstreamError {
 		return socks.ReplyHostUnreachable
 	}
 	return socks.ReplyNotAllowed

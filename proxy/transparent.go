@@ -133,7 +133,7 @@ func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, d
 	s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
 		op := s.openTunnel(r, tunnelOpening{origin: o, dest: dest})
 		if op.refusal != nil {
-			writeResponse(w, op.refusal)
+			s.refuse(w, r, op.refusal)
 			return
 		}
 		if len(hello) >= maxHandshakeRecord {

@@ -129,10 +129,10 @@ func (u *upstream) pinnedTransport(dest netip.AddrPort) *http.Transport {
 // failure renders a failed exchange with the origin: the egress guard's
 // refusal at dial time, or a 502/504 that names the cause only by its RFC
 // 9209 type, never by the error's text.
-func (u *upstream) failure(req *http.Request, err error) *http.Response {
+func (u *upstream) failure(req *http.Request, err error) *Refusal {
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
-		return egressDenied(req, denied)
+		return egressDenied(denied)
 	}
 	if pe, ok := isParentFailure(err); ok {
 		return u.parentFailure(req, pe, err)
@@ -149,7 +149,7 @@ func (u *upstream) failure(req *http.Request, err error) *http.Response {
 	case proxyStatus == "http_upgrade_failed":
 		body = "The origin switched protocols where the request did not ask for it."
 	}
-	return plainResponse(req, status, audit.UpstreamError, proxyStatus, body)
+	return newRefusal(audit.UpstreamError, proxyStatus, body).withStatus(status)
 }
 
 // classifyUpstreamError maps a transport error to a status code and an RFC

@@ -56,6 +56,16 @@ func (e *usageRefusedError) Error() string {
 	return withheldNote(e.d.Response, false)
 }
 
+// clientLeftError is a client that went away (err, its context's) while
+// the response to its request was judged.
+type clientLeftError struct {
+	while string
+	err   error
+}
+
+func (e *clientLeftError) Error() string { return "the client left " + e.while + ": " + e.err.Error() }
+func (e *clientLeftError) Unwrap() error { return e.err }
+
 // withheldNote is the audit record's note of a response that a signal
 // refused.
 func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
@@ -82,7 +92,7 @@ func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
 	d := &slot.d
 	if !j.Enforced {
 		if d.Request.Client.MonitorHeader {
-			resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(resp.Request, d))
+			resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(d))
 		}
 		s.log.Info("response would be refused (monitor mode): delivered", "url", d.Request.Origin.URL(d.Request.Target),
 			"signal", j.Refusal.String(), "purpose", j.Refusal.Purpose, "client", resp.Request.RemoteAddr, "client_rule", d.Request.Client.Name)

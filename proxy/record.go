@@ -26,8 +26,14 @@ type auditSlot struct {
 	d        policy.Decision // the decision, when decided
 	decided  bool            // false for requests refused before a decision
 	upstream int             // the origin's status code, 0 if not forwarded
-	status   int             // the status written on a hijacked connection, if any
-	decision string          // and its X-Robotsgate-Decision
+	// refusal is what robotsgate answered instead of the origin, if it
+	// did; status the status it wrote on a hijacked connection, which the
+	// writer does not see (a refused CONNECT, a 101).
+	refusal *Refusal
+	status  int
+	// decision is what a transparent connection's opening became
+	// (refine), nothing being answered.
+	decision string
 	permit   pacing.Permit
 	paced    bool          // held for a Crawl-delay slot (permit.Sent applies)
 	waited   time.Duration // held for the pacing slot
@@ -72,6 +78,20 @@ type auditSlot struct {
 func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
 	s.d, s.decided = *d, true
 	s.permit, s.waited, s.paced = permit, d.Waited, d.Interval > 0
+}
+
+// answered records a refusal written on a hijacked connection.
+func (s *auditSlot) answered(r *Refusal) {
+	s.refusal, s.status = r, r.Status()
+}
+
+// refusalDecision is the decision of the refusal answered, "" when none
+// was.
+func (s *auditSlot) refusalDecision() string {
+	if s.refusal == nil {
+		return ""
+	}
+	return s.refusal.Decision()
 }
 
 // wroteHeaders notes that the request's head has been written to the
@@ -193,7 +213,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	if slot.decided {
 		rec = slot.record(start, r.RemoteAddr, r.Method)
 	} else {
-		decision := cmp.Or(slot.decision, rw.Header().Get("X-Robotsgate-Decision"), audit.BadRequest)
+		decision := cmp.Or(slot.decision, slot.refusalDecision(), audit.BadRequest)
 		rec = &audit.Record{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: requestURL(r),
 			UserAgent: r.UserAgent(), Decision: decision, Enforced: true, Note: slot.tunnelNote}
 	}
