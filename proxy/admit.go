@@ -25,37 +25,79 @@ import (
 // way in renders a refusal at its edge, and /explain and check show the
 // same value.
 
+// route is how a request reaches admission, which follows from it: how
+// its client is identified, whether its destination is checked, what is
+// decided (the request, or only its host), and whether it is held for its
+// pacing slot (it is to be sent).
+type route uint8
+
+const (
+	// routeProxyPort is an absolute-form request on the proxy port: its
+	// client identified by address and Proxy-Authorization, held.
+	routeProxyPort route = iota
+	// routeTunnel is a request inside a CONNECT or SOCKS5 tunnel: its
+	// client and destination settled when the tunnel was opened, held.
+	routeTunnel
+	// routeTransparent is a request inside a transparent connection: its
+	// client identified by address, its destination checked (its name
+	// must resolve to where the connection goes), held.
+	routeTransparent
+	// routeIntercept is the opening of an intercepted tunnel (a CONNECT,
+	// a SOCKS5 CONNECT): client and destination checked, each request in
+	// it judged on its own.
+	routeIntercept
+	// routeBlind is the opening of a blind tunnel (a CONNECT or SOCKS5
+	// CONNECT to mitm.skip_hosts, a transparent TLS connection not
+	// intercepted): only the host is judged, the port by
+	// egress.tunnel_ports too.
+	routeBlind
+	// routeExplain is /explain and check: the client as the asker names
+	// it (its credentials taken as valid), nothing held.
+	routeExplain
+	// routeExplainFetch is /explain?fetch=1 and check -fetch: held for
+	// its slot, the URL then fetched.
+	routeExplainFetch
+	// routeOwnFetch is a request of robotsgate's own (an RSL licence
+	// document): its client fixed, held.
+	routeOwnFetch
+)
+
+// holds reports whether requests of r wait for their pacing slot: they
+// are sent.
+func (r route) holds() bool {
+	switch r {
+	case routeProxyPort, routeTunnel, routeTransparent, routeExplainFetch, routeOwnFetch:
+		return true
+	}
+	return false
+}
+
 // admission is what is known of a request when it is judged.
 type admission struct {
+	route     route
 	origin    origin.Origin
-	target    string // the request-target in origin form; "/" for a CONNECT
+	target    string // the request-target in origin form; "/" for a tunnel's opening
 	method    string
 	userAgent string
 	// clientAddr is the client's address (ip:port), for the log.
 	clientAddr string
 	// client is who is asking when already known (inside a tunnel: from
-	// its CONNECT; /explain and check: the asker's purposes); nil:
-	// identify the client by its address and Proxy-Authorization.
+	// its opening; /explain and check without a client named: the
+	// default one; robotsgate's own fetches); nil: identify the client
+	// (by its address and Proxy-Authorization, or as /explain and check
+	// name it: from remote, authenticated as asUser).
 	client    *policy.Client
 	remote    netip.Addr
 	proxyAuth string
-	// as: identify the client as a request from remote authenticated as
-	// asUser would be, credentials taken as valid (/explain and check).
-	as     bool
-	asUser string
+	asUser    string
 	// purposes, when not nil, replace the identified client's.
 	purposes []string
-	// checked: the destination was checked already (a request inside a
-	// tunnel, checked at its CONNECT).
-	checked bool
 	// dest, when valid, is the address a transparent client connected to:
 	// the origin's name must resolve to it (and its port be the same).
 	dest netip.AddrPort
-	// connect is a CONNECT: intercepted (each request inside is judged on
-	// its own), or blind (only the host can be judged).
-	connect, intercept bool
-	// hold waits for the pacing slot: the request is to be sent.
-	hold bool
+	// destChecked: the destination of a transparent request is the one an
+	// earlier request on its connection was checked for.
+	destChecked bool
 	// licenseToken: the request carries its own RSL licence token
 	// (Authorization: License …).
 	licenseToken bool
@@ -127,8 +169,8 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 	if len(client.Purposes) > 0 { // its robots.txt's RSL licences are read
 		ctx = withLicenceBudget(ctx, st)
 	}
-	if !a.checked {
-		if err := s.checkDestination(ctx, a.origin, a.connect && !a.intercept); err != nil {
+	if a.route != routeTunnel && !a.destChecked {
+		if err := s.checkDestination(ctx, a.origin, a.route == routeBlind); err != nil {
 			return admitted{refused: s.egressRefusal(a.origin.Host, err)}
 		}
 		if r := s.checkResolvesTo(ctx, a.origin, a.dest); r != nil {
@@ -140,10 +182,10 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 		ctx = resolver.WithColdGate(ctx, g)
 	}
 	var err error
-	switch {
-	case a.intercept:
+	switch a.route {
+	case routeIntercept:
 		out.d = policy.Decision{Request: req, Note: audit.NoteTunnelIntercepted}
-	case a.connect:
+	case routeBlind:
 		out.d, err = st.engine.DecideHost(ctx, req)
 	default:
 		out.d, err = st.engine.Decide(ctx, req)
@@ -151,7 +193,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 	if err != nil {
 		return admitted{refused: clientLeft("while robots.txt was fetched", err)}
 	}
-	if a.hold && out.d.Verdict == policy.Allow {
+	if a.route.holds() && out.d.Verdict == policy.Allow {
 		if out.permit, err = s.pace(ctx, st, &out.d); err != nil {
 			return admitted{refused: clientLeft("while the request was held", err)}
 		}
@@ -176,7 +218,7 @@ func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, *Ref
 	if a.client != nil {
 		return *a.client, nil
 	}
-	if a.as {
+	if a.route == routeExplain || a.route == routeExplainFetch {
 		client, err := st.engine.IdentifyAs(a.remote, a.asUser)
 		if err != nil {
 			return client, identifyRefusal(st, err, true)

@@ -61,9 +61,12 @@ type openedTunnel struct {
 func (s *Server) openTunnel(req *http.Request, t tunnelOpening) openedTunnel {
 	st := s.settings()
 	mitm := st.mitmHost(t.origin.Host)
-	adm := s.admit(req.Context(), st, admission{origin: t.origin, target: "/", method: req.Method, userAgent: req.UserAgent(),
-		clientAddr: req.RemoteAddr, remote: remoteIP(req), proxyAuth: t.proxyAuth, client: t.client, dest: t.dest,
-		connect: true, intercept: mitm})
+	rt := routeBlind
+	if mitm {
+		rt = routeIntercept
+	}
+	adm := s.admit(req.Context(), st, admission{route: rt, origin: t.origin, target: "/", method: req.Method, userAgent: req.UserAgent(),
+		clientAddr: req.RemoteAddr, remote: remoteIP(req), proxyAuth: t.proxyAuth, client: t.client, dest: t.dest})
 	if r := adm.refusal(s); r != nil {
 		return openedTunnel{refusal: r}
 	}

@@ -107,12 +107,13 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	st := s.settings()
 	ctx = withLicenceBudget(ctx, st) // for the licences of robots.txt and of the response, as the proxy's
 	start := time.Now()
-	a := admission{origin: o, target: target, method: http.MethodGet, userAgent: asker.UserAgent, clientAddr: asker.By,
-		purposes: asker.Purposes, hold: fetch}
-	if asker.Addr.IsValid() || asker.User != "" {
-		a.as, a.remote, a.asUser = true, asker.Addr, asker.User
-	} else {
-		a.client = &policy.Client{}
+	a := admission{route: routeExplain, origin: o, target: target, method: http.MethodGet, userAgent: asker.UserAgent,
+		clientAddr: asker.By, purposes: asker.Purposes, remote: asker.Addr, asUser: asker.User}
+	if fetch {
+		a.route = routeExplainFetch
+	}
+	if !asker.Addr.IsValid() && asker.User == "" {
+		a.client = &policy.Client{} // the default client
 	}
 	adm := s.admit(ctx, st, a)
 	if adm.refused != nil {

@@ -127,7 +127,7 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *Refusal {
 		return badRequest("The request URL has no valid http or https origin.")
 	}
 	target := requestTarget(req)
-	a := admission{origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr, hold: true,
+	a := admission{route: routeProxyPort, origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr,
 		licenseToken: policy.HasLicenseToken(req.Header.Values("Authorization"))}
 	if tunnel != nil {
 		tunnel.fill(&a, req)
@@ -135,7 +135,7 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *Refusal {
 		a.remote, a.proxyAuth = remoteIP(req), req.Header.Get("Proxy-Authorization")
 	}
 	adm := s.admit(req.Context(), st, a)
-	if adm.refused == nil && a.dest.IsValid() && !a.checked {
+	if adm.refused == nil && a.route == routeTransparent && !a.destChecked {
 		tunnel.checked.Store(&o) // the next request to o on this connection is not checked again
 	}
 	if r := adm.refusal(s); r != nil {
@@ -291,12 +291,12 @@ type tunnelInfo struct {
 // fill sets what the tunnel tells of a request's admission.
 func (t *tunnelInfo) fill(a *admission, req *http.Request) {
 	if !t.dest.IsValid() {
-		a.client, a.checked = &t.client, true
+		a.route, a.client = routeTunnel, &t.client
 		return
 	}
-	a.remote, a.dest = remoteIP(req), t.dest
+	a.route, a.remote, a.dest = routeTransparent, remoteIP(req), t.dest
 	if last := t.checked.Load(); last != nil && *last == a.origin {
-		a.checked = true
+		a.destChecked = true
 	}
 }
 
