@@ -152,8 +152,10 @@ func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest neti
 	return mismatchRefusal(o, dest)
 }
 
-// admit judges one request (see above).
-func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admitted) {
+// admit judges one request (see above). rec is its record, nil for the
+// requests that are not audited as they are judged (/explain and check,
+// robotsgate's own).
+func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *record) (out admitted) {
 	if st.cfg.Log.AuditOnError == config.AuditRefuse {
 		if err := s.auditLog.Failing(); err != nil {
 			return admitted{refused: auditRefusal(err)}
@@ -199,9 +201,9 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 		}
 	}
 	out.decided = true
-	if slot := auditSlotOf(ctx); slot != nil {
+	if rec != nil {
 		s.logDecision(ctx, &a, &out.d)
-		slot.decide(&out.d, out.permit)
+		rec.decide(&out.d, out.permit)
 	}
 	return out
 }

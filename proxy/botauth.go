@@ -162,9 +162,6 @@ func createSigningKey(path string) (ed25519.PrivateKey, bool, error) {
 	return key, true, nil
 }
 
-// outboundKey is the context key of a proxied request's *outbound.
-type outboundKey struct{}
-
 // outbound is what the upstream transport needs to sign a proxied request
 // and to pay for it under pay per crawl.
 type outbound struct {
@@ -174,36 +171,28 @@ type outbound struct {
 	// any request of its pacing key: the retry is another request the
 	// origin sees.
 	repace func(context.Context) error
-	slot   *auditSlot
 }
 
 // outboundFor prepares the signing of a judged request (nil: it goes out
 // unsigned): its client's signer, unless the client signed the request
 // itself, whose signature then passes untouched and alone.
-func (s *Server) outboundFor(req *http.Request, slot *auditSlot) *outbound {
+func (s *Server) outboundFor(req *http.Request, rec *record) *outbound {
 	st := s.settings()
-	var client policy.Client
-	if slot != nil && slot.decided {
-		client = slot.d.Request.Client
-	}
+	client := rec.d.Request.Client
 	signer := st.signers.forClient(client)
 	if signer == nil || botauth.ClientSigned(req.Header) {
 		return nil
 	}
-	out := &outbound{signer: signer, max: st.signers.maxPrice(client), slot: slot}
-	if slot != nil {
-		out.repace = func(ctx context.Context) error {
-			slot.permit.Release()
-			d := slot.d
-			permit, err := s.pace(ctx, st, &d)
-			if err != nil {
-				return err
-			}
-			slot.permit, slot.waited = permit, slot.waited+d.Waited
-			return nil
+	return &outbound{signer: signer, max: st.signers.maxPrice(client), repace: func(ctx context.Context) error {
+		rec.permit.Release()
+		d := rec.d
+		permit, err := s.pace(ctx, st, &d)
+		if err != nil {
+			return err
 		}
-	}
-	return out
+		rec.permit, rec.waited = permit, rec.waited+d.Waited
+		return nil
+	}}
 }
 
 // signedCopy is req signed by signer, also covering the fields named in

@@ -115,7 +115,7 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	if !asker.Addr.IsValid() && asker.User == "" {
 		a.client = &policy.Client{} // the default client
 	}
-	adm := s.admit(ctx, st, a)
+	adm := s.admit(ctx, st, a, nil)
 	if adm.refused != nil {
 		return Explained{Refused: adm.refused}, nil
 	}

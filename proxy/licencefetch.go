@@ -109,7 +109,7 @@ func (s *Server) admitLicenceFetch(ctx context.Context, loc doccache.Location) (
 	}
 	client := policy.Client{Name: licenceFetcher, Mode: policy.Enforce, OwnFetch: true}
 	out := s.admit(ctx, st, admission{route: routeOwnFetch, origin: loc.Origin, target: loc.Target, method: http.MethodGet,
-		userAgent: st.cfg.Robots.FetchUserAgent, client: &client})
+		userAgent: st.cfg.Robots.FetchUserAgent, client: &client}, nil)
 	if err := licenceRefusal(&out, loc.Origin); err != nil {
 		give()
 		out.permit.Release()

@@ -144,13 +144,14 @@ func (w closeAfterResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
-// guardFraming wraps a handler: it answers the framing guard's stand-in for
-// a refused request (ambiguous framing, several Host fields, obs-fold) with 400, and
-// makes every response on a connection the guard no longer reads heads of
-// (after a request with a Transfer-Encoding, which net/http may read as
-// chunked or, in HTTP/1.0, not at all: RFC 9112 §6.1) end that connection.
-func guardFraming(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// guardFraming wraps a way in's handler: it answers the framing guard's
+// stand-in for a refused request (ambiguous framing, several Host fields,
+// obs-fold) with 400, and makes every response on a connection the guard
+// no longer reads heads of (after a request with a Transfer-Encoding,
+// which net/http may read as chunked or, in HTTP/1.0, not at all: RFC
+// 9112 §6.1) end that connection.
+func (s *Server) guardFraming(serve serveRecorded) serveRecorded {
+	return func(w http.ResponseWriter, r *http.Request, rec *record) {
 		if reason := r.Header.Get(refuseHeader); reason != "" {
 			msg, ok := refuseMessages[reason]
 			if !ok { // a client sent the header itself
@@ -161,12 +162,12 @@ func guardFraming(h http.Handler) http.Handler {
 				status = http.StatusRequestHeaderFieldsTooLarge
 			}
 			w.Header().Set("Connection", "close")
-			writeResponse(w, badRequest(msg).withStatus(status).response(r))
+			s.refuse(w, r, rec, badRequest(msg).withStatus(status))
 			return
 		}
 		if g := guardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {
 			w = closeAfterResponse{w}
 		}
-		h.ServeHTTP(w, r)
-	})
+		serve(w, r, rec)
+	}
 }

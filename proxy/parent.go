@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elazarl/goproxy"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/robotsgate/robotsgate/audit"
@@ -166,7 +164,7 @@ func isParentFailure(err error) (*parentError, bool) {
 // parentFailure renders a parent's failure: 502 (504 for a timeout) with a
 // fixed body, the cause in the log. A 407 means robotsgate's credentials
 // (upstream.proxy) are wrong: a configuration error, not the origin's.
-func (u *upstream) parentFailure(req *http.Request, pe *parentError, err error) *Refusal {
+func (u *upstream) parentFailure(ctx context.Context, host string, pe *parentError, err error) *Refusal {
 	status, proxyStatus := classifyUpstreamError(err)
 	body := "The origin could not be reached through the parent proxy."
 	switch {
@@ -177,13 +175,13 @@ func (u *upstream) parentFailure(req *http.Request, pe *parentError, err error) 
 		status, proxyStatus = http.StatusGatewayTimeout, "connection_timeout"
 		body = "The origin did not answer in time through the parent proxy."
 	}
-	if req.Context().Err() == nil { // not the client leaving
+	if ctx.Err() == nil { // not the client leaving
 		u.metrics.UpstreamErrors.WithLabelValues(proxyStatus).Inc()
 		var parent string
 		if u.parent != nil && u.parent() != nil {
 			parent = u.parent().redacted
 		}
-		u.log.Warn("upstream failed through the parent proxy", "url", req.URL.Host, "parent", parent, "status", status, "err", err)
+		u.log.Warn("upstream failed through the parent proxy", "url", host, "parent", parent, "status", status, "err", err)
 	}
 	return newRefusal(audit.UpstreamError, proxyStatus, body).withStatus(status)
 }
@@ -277,29 +275,4 @@ func (p *parentProxy) connect(ctx context.Context, conn net.Conn, addr string) (
 		return &prefixConn{Conn: conn, prefix: append([]byte(nil), b...)}, nil
 	}
 	return conn, nil
-}
-
-// tunnelDialError is a blind tunnel that could not be opened.
-type tunnelDialError struct{ err error }
-
-func (e *tunnelDialError) Error() string { return e.err.Error() }
-func (e *tunnelDialError) Unwrap() error { return e.err }
-
-// tunnelDialFailed is goproxy's ConnectionErrHandler. For a blind tunnel
-// that could not be opened it writes the same fixed 502/504 (or egress
-// refusal) as a failed request, instead of goproxy's 502 with the error's
-// text. goproxy also calls it when a tunnel's copy fails midway: then the
-// tunnel carries the client's bytes and nothing is written.
-func (s *Server) tunnelDialFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error) {
-	var de *tunnelDialError
-	if !errors.As(err, &de) || ctx == nil || ctx.Req == nil {
-		return
-	}
-	r := s.upstream.failure(ctx.Req, de.err)
-	if slot := auditSlotOf(ctx.Req.Context()); slot != nil {
-		slot.answered(r) // written on the hijacked connection, unseen by the writer
-	}
-	resp := r.response(ctx.Req)
-	resp.Close = true
-	resp.Write(w)
 }

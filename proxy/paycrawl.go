@@ -28,8 +28,9 @@ const maxChargedLen = 64
 // whatever it is. Otherwise the 402 is relayed. Every 402 with a price is
 // counted by what was done with it; a charge above the quote (or that
 // cannot be read) is flagged in the audit record and counted.
-func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outbound) (*http.Response, error) {
+func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, x *exchange) (*http.Response, error) {
 	outcome := func(o string) { u.metrics.PriceAnswers.WithLabelValues(o).Inc() }
+	out := x.out
 	if out == nil {
 		outcome("unsigned")
 		return resp, nil
@@ -44,9 +45,7 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 		outcome("bad_price")
 		return resp, nil
 	}
-	if out.slot != nil {
-		out.slot.price = price.String()
-	}
+	x.price = price.String()
 	if (req.Method != http.MethodGet && req.Method != http.MethodHead) || (req.Body != nil && req.Body != http.NoBody) {
 		outcome("not_replayable")
 		return resp, nil
@@ -70,27 +69,25 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 	retry.Header.Set(paycrawl.HeaderExactPrice, quote)
 	retry = signedCopy(retry, out.signer, "crawler-exact-price")
 	u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
-	resp, err = u.send(retry)
+	resp, err = u.send(retry, x.pin)
 	if err != nil {
 		return nil, err
 	}
-	noteCrawlerError(out.slot, resp)
+	x.noteCrawlerError(resp)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		outcome("retry_refused")
 		return resp, nil
 	}
 	outcome("paid")
 	charged := resp.Header.Get(paycrawl.HeaderCharged)
-	if out.slot != nil && len(charged) <= maxChargedLen && checkHeaderValue(charged) {
-		out.slot.charged = charged
+	if len(charged) <= maxChargedLen && checkHeaderValue(charged) {
+		x.charged = charged
 	}
 	c, err := paycrawl.Parse(charged)
 	if charged != "" && (err != nil || !c.Within(price)) {
 		// More than the quote, another currency, or a charge that cannot be
 		// read: the client agreed to the quote, not to this.
-		if out.slot != nil {
-			out.slot.overcharged = true
-		}
+		x.overcharged = true
 		u.metrics.CrawlerOvercharges.Inc()
 	}
 	if err == nil && c.Currency == out.max.Currency {
@@ -101,18 +98,18 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 	return resp, nil
 }
 
-// noteCrawlerError keeps in the audit slot the crawler-error code an
-// origin's answer carries (pay per crawl's error responses), bounded and
-// printable; the last answer's wins.
-func noteCrawlerError(slot *auditSlot, resp *http.Response) {
+// noteCrawlerError records the crawler-error code an origin's answer
+// carries (pay per crawl's error responses), bounded and printable; the
+// last answer's wins.
+func (x *exchange) noteCrawlerError(resp *http.Response) {
 	v := resp.Header.Get(paycrawl.HeaderError)
-	if slot == nil || v == "" {
+	if v == "" {
 		return
 	}
 	if len(v) > maxChargedLen || !checkHeaderValue(v) {
 		v = "(unreadable)"
 	}
-	slot.crawlerError = v
+	x.crawlerError = v
 }
 
 // checkHeaderValue reports whether v is printable ASCII (what the audit

@@ -14,47 +14,49 @@ import (
 	"github.com/robotsgate/robotsgate/policy"
 )
 
-// Every request, on the proxy port or inside a tunnel, passes through
-// observe: it ends with one audit line, one metrics count and one entry in
-// the status page's statistics, whatever answered it.
+// Every request and every tunnel's opening has one record, created by the
+// way in it came through (observe for the proxy port and the requests
+// inside tunnels, which a CONNECT on the proxy port is one of; opening for
+// a SOCKS5 CONNECT and a transparent connection), passed on explicitly to
+// what judges and answers it, and written when it is done (finish): one
+// audit line, one metrics count and one entry in the status page's
+// statistics, whatever answered it. Only the code that net/http,
+// httputil.ReverseProxy and goproxy call with nothing but the request
+// (ModifyResponse, ErrorHandler, the upstream transport; the CONNECT
+// handler, dial hook and error handler) reaches it through the request's
+// context (withRecord).
 
-type auditSlotKey struct{}
-
-// auditSlot collects what is known of a request while it is handled; its
-// audit record is made from it when the request is done (finish).
-type auditSlot struct {
-	d        policy.Decision // the decision, when decided
-	decided  bool            // false for requests refused before a decision
-	upstream int             // the origin's status code, 0 if not forwarded
+// record is what is known of one request, or one tunnel's opening, while
+// it is handled.
+type record struct {
+	start time.Time
+	via   string // how it arrived (audit.Via...)
+	// client, method, url and userAgent name an opening, or a request
+	// answered before a decision; a decided request is named by its
+	// decision.
+	client, method, url, userAgent string
+	d                              policy.Decision // the decision, when decided
+	decided                        bool            // false for requests refused before a decision
 	// refusal is what robotsgate answered instead of the origin, if it
-	// did; status the status it wrote on a hijacked connection, which the
-	// writer does not see (a refused CONNECT, a 101).
+	// did; status the status it wrote on a hijacked connection or a
+	// non-HTTP edge, which the writer does not see (a refused CONNECT,
+	// SOCKS5 or transparent opening, a 101).
 	refusal *Refusal
 	status  int
 	// decision is what a transparent connection's opening became
-	// (refine), nothing being answered.
-	decision string
-	permit   pacing.Permit
-	paced    bool          // held for a Crawl-delay slot (permit.Sent applies)
-	waited   time.Duration // held for the pacing slot
-	// tunnel is what an intercepted CONNECT's tunnel became, when it
+	// (refine), nothing being answered (unanswered: the record's status
+	// is 0).
+	decision   string
+	unanswered bool
+	permit     pacing.Permit
+	paced      bool          // held for a Crawl-delay slot (permit.Sent applies)
+	waited     time.Duration // held for the pacing slot
+	// tunnel is what an intercepted opening's tunnel became, when it
 	// became something else than a tunnel of judged requests
 	// (unknown-protocol, client-tls-failed); tunnelNote replaces the
 	// decision's note.
 	tunnel, tunnelNote string
-	// unanswered: a transparent connection's opening, to which nothing
-	// was sent (the record's status is 0).
-	unanswered bool
-	// body wraps the origin's response body (one allocation less per
-	// request); upstreamErr is how that body failed, if it did.
-	body        upstreamBody
-	upstreamErr error
-	reqBody     *idleBody // the client's request body, if any
-	// sentAt is when the request's head was written to the origin (Unix
-	// nanoseconds, 0: not measured), for its response time; pause is the
-	// origin's pause its answer started or lengthened.
-	sentAt atomic.Int64
-	pause  *audit.Pause
+	reqBody            *idleBody // the client's request body, if any
 	// released is when the request left the proxy for the origin, judged
 	// and held (zero: it did not).
 	released time.Time
@@ -64,186 +66,203 @@ type auditSlot struct {
 	// body cut off).
 	signals []audit.UsageSignal
 	notes   string
-	// price is the crawler-price of the origin's 402 (pay per crawl) as
-	// parsed, charged the crawler-charged of the paid retry's answer,
-	// overcharged whether that is above the price, crawlerError an
-	// origin's crawler-error.
-	price, charged, crawlerError string
-	overcharged                  bool
-	rec                          audit.Record // made at the end (held here: one allocation less per request)
-	w                            recordingWriter
+	// up is what the upstream side was given and recorded of the request.
+	up  exchange
+	rec audit.Record // made at the end (held here: one allocation less per request)
+	w   recordingWriter
+}
+
+type recordKey struct{}
+
+// withRecord gives ctx the record of its request, for the code net/http,
+// httputil.ReverseProxy and goproxy call with nothing else (see above).
+func withRecord(ctx context.Context, rec *record) context.Context {
+	return context.WithValue(ctx, recordKey{}, rec)
+}
+
+// recordOf is the record withRecord gave ctx, nil when none.
+func recordOf(ctx context.Context) *record {
+	rec, _ := ctx.Value(recordKey{}).(*record)
+	return rec
+}
+
+// exchangeOf is the upstream side's part of the record of ctx's request,
+// nil when it has none (the upstream transport's Exchange).
+func exchangeOf(ctx context.Context) *exchange {
+	if rec := recordOf(ctx); rec != nil {
+		return &rec.up
+	}
+	return nil
 }
 
 // decide records the decision of the request and the pacing permit it holds.
-func (s *auditSlot) decide(d *policy.Decision, permit pacing.Permit) {
-	s.d, s.decided = *d, true
-	s.permit, s.waited, s.paced = permit, d.Waited, d.Interval > 0
+func (r *record) decide(d *policy.Decision, permit pacing.Permit) {
+	r.d, r.decided = *d, true
+	r.permit, r.waited, r.paced = permit, d.Waited, d.Interval > 0
 }
 
-// answered records a refusal written on a hijacked connection.
-func (s *auditSlot) answered(r *Refusal) {
-	s.refusal, s.status = r, r.Status()
+// answered records a refusal answered on a hijacked connection or at a
+// non-HTTP edge (SOCKS5, transparent), whose status the writer does not
+// see.
+func (r *record) answered(ref *Refusal) {
+	r.refusal, r.status = ref, ref.Status()
 }
 
-// refusalDecision is the decision of the refusal answered, "" when none
-// was.
-func (s *auditSlot) refusalDecision() string {
-	if s.refusal == nil {
-		return ""
-	}
-	return s.refusal.Decision()
-}
+// opened records an opening whose tunnel was opened (a CONNECT is
+// answered 200, a SOCKS5 CONNECT "succeeded").
+func (r *record) opened() { r.status = http.StatusOK }
 
 // wroteHeaders notes that the request's head has been written to the
 // origin: the next paced request of its key may go (Permit.Sent), and its
 // response time starts.
-func (s *auditSlot) wroteHeaders() {
-	s.sentAt.CompareAndSwap(0, time.Now().UnixNano())
-	s.permit.Sent()
+func (r *record) wroteHeaders() {
+	r.up.sentAt.CompareAndSwap(0, time.Now().UnixNano())
+	r.permit.Sent()
 }
 
-// refine records what an intercepted CONNECT's tunnel became
+// refine records what an intercepted opening's tunnel became
 // (unknown-protocol, client-tls-failed). For a transparent connection,
 // whose opening is not judged (each request in it is), it is the
 // opening's decision, and nothing was answered.
-func (s *auditSlot) refine(decision, note string) {
+func (r *record) refine(decision, note string) {
 	switch {
-	case s == nil:
-	case s.decided:
-		s.tunnel, s.tunnelNote = decision, note
+	case r == nil:
+	case r.decided:
+		r.tunnel, r.tunnelNote = decision, note
 	default:
-		s.decision, s.tunnelNote, s.unanswered = decision, note, true
+		r.decision, r.tunnelNote, r.unanswered = decision, note, true
 	}
 }
 
-// note replaces the note of an intercepted CONNECT's record.
-func (s *auditSlot) note(note string) {
-	if s != nil && s.decided {
-		s.tunnelNote = note
+// note replaces the note of an intercepted opening's record.
+func (r *record) note(note string) {
+	if r != nil && r.decided {
+		r.tunnelNote = note
 	}
 }
 
 // addNote adds to what the record's note says.
-func (s *auditSlot) addNote(note string) {
-	if s.notes != "" {
-		note = s.notes + "; " + note
+func (r *record) addNote(note string) {
+	if r.notes != "" {
+		note = r.notes + "; " + note
 	}
-	s.notes = note
+	r.notes = note
 }
 
-type viaKey struct{}
-
-// viaOf says how the request of ctx arrived: through its tunnel, as the
-// opening of a SOCKS5 or transparent connection (viaKey), or else on the
-// proxy port.
-func viaOf(ctx context.Context) string {
-	if t, ok := tunnelOf(ctx); ok {
-		return t.via
+// auditRecord makes the audit record: what the decision tells (or, before
+// a decision, what named the request), then what happened to it.
+func (r *record) auditRecord() *audit.Record {
+	if !r.decided {
+		r.rec = audit.Record{Time: r.start.UTC(), Client: r.client, Method: r.method, URL: r.url, UserAgent: r.userAgent,
+			Decision: cmp.Or(r.decision, r.refusalDecision(), audit.BadRequest), Enforced: true, Note: r.tunnelNote}
+		return &r.rec
 	}
-	if v, ok := ctx.Value(viaKey{}).(string); ok {
-		return v
+	r.rec = newAuditRecord(r.start, r.client, r.method, &r.d)
+	rec := &r.rec
+	if r.tunnel != "" {
+		rec.Decision = r.tunnel
 	}
-	return audit.ViaProxy
-}
-
-func auditSlotOf(ctx context.Context) *auditSlot {
-	s, _ := ctx.Value(auditSlotKey{}).(*auditSlot)
-	return s
-}
-
-// record makes the audit record of a decided request: what the decision
-// tells, then what happened to it.
-func (s *auditSlot) record(start time.Time, remoteAddr, method string) *audit.Record {
-	s.rec = newAuditRecord(start, remoteAddr, method, &s.d)
-	rec := &s.rec
-	if s.tunnel != "" {
-		rec.Decision = s.tunnel
+	if r.tunnelNote != "" {
+		rec.Note = r.tunnelNote
 	}
-	if s.tunnelNote != "" {
-		rec.Note = s.tunnelNote
-	}
-	rec.Usage = append(rec.Usage, s.signals...)
-	rec.Pause = s.pause
-	if s.notes != "" {
-		rec.AddNote(s.notes)
+	rec.Usage = append(rec.Usage, r.signals...)
+	rec.Pause = r.up.pause
+	if r.notes != "" {
+		rec.AddNote(r.notes)
 	}
 	return rec
 }
 
-// observe wraps the handler of the proxy port and of every tunnel's server.
-func (s *Server) observe(h http.Handler) http.Handler {
+// refusalDecision is the decision of the refusal answered, "" when none
+// was.
+func (r *record) refusalDecision() string {
+	if r.refusal == nil {
+		return ""
+	}
+	return r.refusal.Decision()
+}
+
+// serveRecorded is the handler of a way in: the request, and its record.
+type serveRecorded func(w http.ResponseWriter, r *http.Request, rec *record)
+
+// observe is the handler of the proxy port and of every tunnel's server:
+// it creates each request's record and hands it to serve.
+func (s *Server) observe(serve serveRecorded) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		slot := &auditSlot{}
-		r = r.WithContext(context.WithValue(r.Context(), auditSlotKey{}, slot))
-		slot.w = recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: guardOf(r.Context())}
-		rw := &slot.w // one allocation for both
+		rec := &record{start: time.Now(), via: audit.ViaProxy}
+		rec.w = recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: guardOf(r.Context())}
+		rw := &rec.w // one allocation for both
 		defer func() {
 			// A relay that aborts the response (http.ErrAbortHandler: the
 			// origin's body ended early, the client left) or a bug: the
 			// request is audited all the same, then net/http's server
 			// closes the connection or resets the stream.
 			if p := recover(); p != nil {
-				s.aborted(rw, slot, p)
-				s.finish(r, rw, slot, start)
+				s.aborted(rec, p)
+				s.finishRequest(rec, r)
 				panic(p)
 			}
 		}()
-		h.ServeHTTP(rw, r)
-		s.finish(r, rw, slot, start)
+		serve(rw, r, rec)
+		s.finishRequest(rec, r)
 	})
 }
 
 // aborted records why a response was cut off.
-func (s *Server) aborted(rw *recordingWriter, slot *auditSlot, p any) {
-	rw.aborted = true
+func (s *Server) aborted(rec *record, p any) {
+	rec.w.aborted = true
 	switch {
-	case slot.upstreamErr != nil:
+	case rec.up.bodyErr != nil:
 		s.metrics.UpstreamErrors.WithLabelValues("http_response_incomplete").Inc()
-		s.log.Info("upstream body ended early: the client's response is aborted", "err", slot.upstreamErr)
-		slot.addNote("the origin's body ended early (" + slot.upstreamErr.Error() + "): the response was aborted")
+		s.log.Info("upstream body ended early: the client's response is aborted", "err", rec.up.bodyErr)
+		rec.addNote("the origin's body ended early (" + rec.up.bodyErr.Error() + "): the response was aborted")
 	case p != http.ErrAbortHandler:
 		s.log.Error("panic serving a request", "panic", p)
 	}
 }
 
-func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, start time.Time) {
-	slot.permit.Release()
-	var rec *audit.Record
-	if slot.decided {
-		rec = slot.record(start, r.RemoteAddr, r.Method)
+// finishRequest names a request from what it said, unless its decision
+// does, and finishes its record.
+func (s *Server) finishRequest(rec *record, r *http.Request) {
+	if !rec.decided {
+		rec.client, rec.method, rec.url, rec.userAgent = r.RemoteAddr, r.Method, requestURL(r), r.UserAgent()
 	} else {
-		decision := cmp.Or(slot.decision, slot.refusalDecision(), audit.BadRequest)
-		rec = &audit.Record{Time: start.UTC(), Client: r.RemoteAddr, Method: r.Method, URL: requestURL(r),
-			UserAgent: r.UserAgent(), Decision: decision, Enforced: true, Note: slot.tunnelNote}
+		rec.client, rec.method = r.RemoteAddr, r.Method
 	}
-	rec.Via = viaOf(r.Context())
-	rec.UpstreamStatus = slot.upstream
-	rec.WaitMS = float64(slot.waited.Microseconds()) / 1000
+	s.finish(rec)
+}
+
+// finish writes the record of a request or an opening that is done.
+func (s *Server) finish(r *record) {
+	r.permit.Release()
+	rec := r.auditRecord()
+	rec.Via = r.via
+	rec.UpstreamStatus = r.up.status
+	rec.WaitMS = float64(r.waited.Microseconds()) / 1000
 	// When the proxy let the request go: the pacing gate holds the next
 	// request of a key until this one's head is written, so the gaps
 	// between these times are never shorter than the interval either, and
 	// a request let go before an answer paused its origin is not one sent
 	// during the pause.
-	if !slot.released.IsZero() {
-		rec.SentMS = float64(slot.released.Sub(start).Microseconds()) / 1000
+	if !r.released.IsZero() {
+		rec.SentMS = float64(r.released.Sub(r.start).Microseconds()) / 1000
 	}
-	rec.CrawlerPrice, rec.CrawlerCharged = slot.price, slot.charged
-	rec.CrawlerOvercharged, rec.CrawlerError = slot.overcharged, slot.crawlerError
-	rec.Status, rec.Bytes = cmp.Or(slot.status, rw.status), rw.bytes+rw.hijacked.Load()
-	if slot.unanswered {
+	rec.CrawlerPrice, rec.CrawlerCharged = r.up.price, r.up.charged
+	rec.CrawlerOvercharged, rec.CrawlerError = r.up.overcharged, r.up.crawlerError
+	rec.Status, rec.Bytes = cmp.Or(r.status, r.w.status), r.w.bytes+r.w.hijacked.Load()
+	if r.unanswered {
 		rec.Status = 0
 	}
-	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	rec.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)
 	if monitored(rec) {
-		s.metrics.CountRequest(monitoredDecision, r.Method)
+		s.metrics.CountRequest(monitoredDecision, r.method)
 		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()
 	} else {
-		s.metrics.CountRequest(rec.Decision, r.Method)
+		s.metrics.CountRequest(rec.Decision, r.method)
 	}
-	if kind := slot.d.RefusedBy(); slot.decided && kind != "" {
+	if kind := r.d.RefusedBy(); r.decided && kind != "" {
 		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()
 	}
 	s.stats.add(rec)

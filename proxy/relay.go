@@ -34,28 +34,35 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 		Rewrite:        rewrite,
 		Transport:      s.upstream,
 		ModifyResponse: s.modifyResponse,
-		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			var refused *usageRefusedError
-			if errors.As(err, &refused) { // nothing of the origin's response was written
-				s.refuse(w, req, s.decisionRefusal(&refused.d))
-				return
-			}
-			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
-				w.Header().Set("Connection", "close") // the rest of the body may never come
-				s.refuse(w, req, newRefusal(audit.ClientTimeout, "http_request_error",
-					"The request body stalled for longer than timeouts.client_body."))
-				// Nor wait for it: net/http reads what is left of a body
-				// before it closes, which would hold the connection for
-				// timeouts.client_body once more.
-				http.NewResponseController(w).SetReadDeadline(time.Now())
-				return
-			}
-			s.observeFailure(req, err)
-			s.refuse(w, req, s.upstream.failure(req, err))
-		},
-		BufferPool: relayBuffers{},
-		ErrorLog:   log.New(slogWriter{s.log}, "", 0),
+		ErrorHandler:   s.relayFailed,
+		BufferPool:     relayBuffers{},
+		ErrorLog:       log.New(slogWriter{s.log}, "", 0),
 	}
+}
+
+// relayFailed is the relay's ErrorHandler: the origin's response withheld
+// (its AI-usage signals), the client's body stalled, or the exchange with
+// the origin failed. The request's record comes from its context, the
+// handler's only channel (forward).
+func (s *Server) relayFailed(w http.ResponseWriter, req *http.Request, err error) {
+	rec := recordOf(req.Context())
+	var refused *usageRefusedError
+	if errors.As(err, &refused) { // nothing of the origin's response was written
+		s.refuse(w, req, rec, s.decisionRefusal(&refused.d))
+		return
+	}
+	if rec.reqBody != nil && rec.reqBody.stalled() {
+		w.Header().Set("Connection", "close") // the rest of the body may never come
+		s.refuse(w, req, rec, newRefusal(audit.ClientTimeout, "http_request_error",
+			"The request body stalled for longer than timeouts.client_body."))
+		// Nor wait for it: net/http reads what is left of a body
+		// before it closes, which would hold the connection for
+		// timeouts.client_body once more.
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+		return
+	}
+	s.observeFailure(req.Context(), rec, err)
+	s.refuse(w, req, rec, s.upstream.failure(req.Context(), req.URL.Host, err))
 }
 
 // rewrite keeps what ReverseProxy's Rewrite mode would change of a request
@@ -76,9 +83,10 @@ func rewrite(pr *httputil.ProxyRequest) {
 // pipe that carries later requests to the origin unjudged.
 var errUnrequestedUpgrade = errors.New("the origin switched to a protocol the request did not ask for")
 
-// modifyResponse notes the origin's answer in the audit slot and gives it
-// to the politeness governor before the relay passes it on, and withholds
-// it when one of its AI-usage signals refuses the client's purpose.
+// modifyResponse notes the origin's answer in the request's record (from
+// its context: ModifyResponse has no other channel) and gives it to the
+// politeness governor before the relay passes it on, and withholds it
+// when one of its AI-usage signals refuses the client's purpose.
 func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols &&
 		!strings.EqualFold(upgradeType(resp.Request.Header), upgradeType(resp.Header)) {
@@ -89,30 +97,30 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		// would ask the client for credentials it does not have.
 		return &parentError{status: resp.StatusCode}
 	}
-	slot := auditSlotOf(resp.Request.Context())
-	if slot == nil {
+	rec := recordOf(resp.Request.Context())
+	if rec == nil {
 		return nil
 	}
-	slot.upstream = resp.StatusCode
+	rec.up.status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		slot.status = resp.StatusCode // written on the hijacked connection, unseen by the writer
+		rec.status = resp.StatusCode // written on the hijacked connection, unseen by the writer
 	}
-	s.observeAnswer(resp, slot)
-	if slot.waited > 0 {
-		resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(slot.waited.Seconds(), 'f', 3, 64))
+	s.observeAnswer(resp, rec)
+	if rec.waited > 0 {
+		resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(rec.waited.Seconds(), 'f', 3, 64))
 	}
-	if slot.decided && slot.d.Pause != nil && slot.d.Paused > 0 {
-		resp.Header.Set("X-Robotsgate-Backoff", backoffHeader(&slot.d))
+	if rec.d.Pause != nil && rec.d.Paused > 0 {
+		resp.Header.Set("X-Robotsgate-Backoff", backoffHeader(&rec.d))
 	}
-	if slot.decided && slot.d.Verdict != policy.Allow && slot.d.Request.Client.MonitorHeader {
-		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(&slot.d))
+	if rec.d.Verdict != policy.Allow && rec.d.Request.Client.MonitorHeader {
+		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(&rec.d))
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
-		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}
-		resp.Body = &slot.body
+		rec.up.body = upstreamBody{ReadCloser: resp.Body, x: &rec.up}
+		resp.Body = &rec.up.body
 	}
-	if slot.decided && resp.StatusCode != http.StatusSwitchingProtocols && slot.d.ResponseJudge().Refuses() {
-		return s.judgeResponse(resp, slot) // its AI-usage signals (usage.go)
+	if resp.StatusCode != http.StatusSwitchingProtocols && rec.d.ResponseJudge().Refuses() {
+		return s.judgeResponse(resp, rec) // its AI-usage signals (usage.go)
 	}
 	return nil
 }
@@ -121,13 +129,13 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 // aborts the client's response).
 type upstreamBody struct {
 	io.ReadCloser
-	slot *auditSlot
+	x *exchange
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {
-		b.slot.upstreamErr = err
+		b.x.bodyErr = err
 	}
 	return n, err
 }

@@ -228,6 +228,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	s.upstream = newUpstream(s.dial, s.proxyFor, roots, s.log, s.metrics)
 	s.upstream.parent = func() *parentProxy { return s.settings().parent }
+	s.upstream.exchange = exchangeOf
 	if p := s.settings().parent; p != nil {
 		s.log.Info("upstream connections go through a parent proxy", "parent", p.redacted, "no_proxy", p.noProxy)
 	}
@@ -235,8 +236,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	s.relay = s.newRelay()
 	s.timeouts = cfg.Timeouts
 	s.tunnelLn = newTunnelListener()
-	s.proxySrv = s.newHTTPServer(http.HandlerFunc(s.serveProxyPort), nil)
-	s.tunnelSrv = s.newHTTPServer(http.HandlerFunc(s.serveTunnelRequest), s.tunnelLn)
+	s.proxySrv = s.newHTTPServer(s.serveProxyPort, nil)
+	s.tunnelSrv = s.newHTTPServer(s.serveTunnelRequest, s.tunnelLn)
 	go s.tunnelSrv.Serve(s.tunnelLn)
 	return s, nil
 }
@@ -246,13 +247,13 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 // also serves HTTP/2, on intercepted TLS connections that negotiated it
 // (net/http sets it up for the *tls.Conns it is given, having no TLSConfig
 // of its own).
-func (s *Server) newHTTPServer(h http.Handler, tunnels *tunnelListener) *http.Server {
+func (s *Server) newHTTPServer(serve serveRecorded, tunnels *tunnelListener) *http.Server {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(tunnels != nil) // the proxy port is plain TCP: no h2c
 	return &http.Server{
 		Protocols:         protocols,
-		Handler:           s.observe(guardFraming(h)),
+		Handler:           s.observe(s.guardFraming(serve)),
 		MaxHeaderBytes:    maxHeaderBytes,
 		ReadHeaderTimeout: s.timeouts.ClientHeader.Duration(),
 		IdleTimeout:       s.timeouts.ClientIdle.Duration(),

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"time"
@@ -51,15 +50,14 @@ func (s *Server) serveTransparent(conn net.Conn) {
 	case protoTLS:
 		s.serveTransparentTLS(conn, dest)
 	case protoHTTP:
-		o := destOrigin("http", dest.Addr().String(), dest)
-		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
-			connect: openingRequest(conn, o.HostPort(), audit.ViaTransparent), via: audit.ViaTransparent, dest: dest, byHost: true})
+		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: destOrigin("http", dest.Addr().String(), dest),
+			clientAddr: conn.RemoteAddr().String(), via: audit.ViaTransparent, dest: dest, byHost: true})
 	default:
-		s.observeOpening(openingRequest(conn, dest.String(), audit.ViaTransparent), func(w http.ResponseWriter, r *http.Request) {
-			s.log.Info("transparent connection closed: the client speaks neither TLS nor HTTP", "dest", dest.String(),
-				"client", r.RemoteAddr, "first_bytes", fmt.Sprintf("%q", first), "err", err)
-			auditSlotOf(r.Context()).refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
-		})
+		rec := s.opening(conn, dest.String(), audit.ViaTransparent)
+		s.log.Info("transparent connection closed: the client speaks neither TLS nor HTTP", "dest", dest.String(),
+			"client", rec.client, "first_bytes", fmt.Sprintf("%q", first), "err", err)
+		rec.refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
+		s.finish(rec)
 		conn.Close()
 	}
 }
@@ -100,18 +98,17 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	err := tlsConn.HandshakeContext(context.Background())
 	conn.SetDeadline(time.Time{})
-	connect := openingRequest(conn, authorityOf(o, dest), audit.ViaTransparent)
 	switch {
 	case blind:
-		s.passTransparent(conn, hc.read, o, dest, connect)
+		s.passTransparent(conn, hc.read, o, dest)
 	case err != nil:
-		s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
-			s.clientTLSFailed(hc.failure(err), r.RemoteAddr, o.Host, auditSlotOf(r.Context()))
-		})
+		rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
+		s.clientTLSFailed(hc.failure(err), rec.client, o.Host, rec)
+		s.finish(rec)
 		conn.Close()
 	default:
 		hc.done()
-		s.pushTLS(tlsConn, &tunnelInfo{origin: o, connect: connect, via: audit.ViaTransparent, dest: dest})
+		s.pushTLS(tlsConn, &tunnelInfo{origin: o, clientAddr: conn.RemoteAddr().String(), via: audit.ViaTransparent, dest: dest})
 	}
 }
 
@@ -125,36 +122,45 @@ func authorityOf(o origin.Origin, dest netip.AddrPort) string {
 }
 
 // passTransparent judges a TLS connection that is not intercepted as a
-// blind CONNECT to o (its host only), and if allowed connects it to dest,
+// blind opening to o (its host only), and if allowed connects it to dest,
 // replaying what the client sent (hello: its ClientHello), and copies
 // between them.
-func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort, connect *http.Request) {
-	var upstream net.Conn
-	s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
-		op := s.openTunnel(r, tunnelOpening{origin: o, dest: dest})
-		if op.refusal != nil {
-			s.refuse(w, r, op.refusal)
-			return
-		}
-		if len(hello) >= maxHandshakeRecord {
-			auditSlotOf(r.Context()).refine(audit.BadRequest, "the ClientHello is too long to pass on")
-			return
-		}
-		c, err := s.dialBlind(r.Context(), o.HostPort(), dest)
-		if err == nil {
-			_, err = c.Write(hello)
-		}
-		if err != nil {
-			s.blindFailure(w, r, err)
-			return
-		}
-		upstream = c
-	})
+func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort) {
+	rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
+	upstream := s.openTransparent(conn, hello, o, dest, rec)
+	s.finish(rec)
 	if upstream == nil {
-		conn.Close()
+		conn.Close() // the transparent edge's answer to a refusal
 		return
 	}
 	splice(conn, upstream)
+}
+
+// openTransparent judges a transparent connection's blind opening and
+// dials its destination; nil when it is refused or the dial failed (what
+// the record says).
+func (s *Server) openTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort, rec *record) net.Conn {
+	ctx := context.Background()
+	op := s.openTunnel(ctx, tunnelOpening{origin: o, dest: dest, clientAddr: rec.client, remote: remoteAddrIP(conn)}, rec)
+	if op.refusal != nil {
+		rec.answered(op.refusal)
+		return nil
+	}
+	if len(hello) >= maxHandshakeRecord {
+		rec.refine(audit.BadRequest, "the ClientHello is too long to pass on")
+		return nil
+	}
+	c, err := s.dialBlind(ctx, o.HostPort(), dest)
+	if err == nil {
+		if _, err = c.Write(hello); err != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		rec.answered(s.upstream.failure(ctx, o.HostPort(), err))
+		return nil
+	}
+	return c
 }
 
 // originalDst is where a redirected client connected.

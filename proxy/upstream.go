@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -31,6 +32,40 @@ type upstream struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	parent  func() *parentProxy // the current parent proxy (upstream.proxy), for logs
+	// exchange is the exchange of a request the relay sends, from its
+	// context (the transport's only channel); nil: none.
+	exchange func(context.Context) *exchange
+}
+
+// exchange is what the upstream side is given of one proxied request (where
+// it goes, how it is signed and paid for) and what it records of it, for
+// the request's audit record: the origin's status, when the request was
+// sent, how the origin's body failed, the pause its answer started, and
+// what was paid.
+type exchange struct {
+	// pin, when valid, is the address the request goes to whatever its
+	// name resolves to (a transparent client's original destination).
+	pin netip.AddrPort
+	// out signs the request for Web Bot Auth and pays under pay per
+	// crawl; nil: it goes out unsigned.
+	out *outbound
+	// status is the origin's status code, 0 when it gave none.
+	status int
+	// sentAt is when the request's head was written to the origin (Unix
+	// nanoseconds, 0: not measured), for its response time.
+	sentAt atomic.Int64
+	// body wraps the origin's response body (held here: one allocation
+	// less per request); bodyErr is how that body failed, if it did.
+	body    upstreamBody
+	bodyErr error
+	// pause is the origin's pause its answer started or lengthened.
+	pause *audit.Pause
+	// price is the crawler-price of the origin's 402 (pay per crawl) as
+	// parsed, charged the crawler-charged of the paid retry's answer,
+	// overcharged whether that is above the price, crawlerError an
+	// origin's crawler-error.
+	price, charged, crawlerError string
+	overcharged                  bool
 }
 
 // proxy chooses the parent proxy of each request (upstream.proxy), nil
@@ -64,10 +99,6 @@ func (u *upstream) close() {
 	u.pinned.Purge()
 }
 
-// pinKey is the context key of the address a transparent request's
-// upstream connection must go to (its client's original destination).
-type pinKey struct{}
-
 // pinnedTransports bounds the transports kept for transparent requests'
 // destinations (each with its own pool of idle connections).
 const pinnedTransports = 1024
@@ -81,28 +112,34 @@ const pinnedTransports = 1024
 // Bot Auth first, and an origin's 402 with a crawler-price may be paid for
 // (payPerCrawl).
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
-	out, _ := req.Context().Value(outboundKey{}).(*outbound)
-	if out != nil {
-		req = signedCopy(req, out.signer)
+	var x *exchange
+	if u.exchange != nil {
+		x = u.exchange(req.Context())
+	}
+	if x == nil {
+		return u.tr.RoundTrip(req)
+	}
+	if x.out != nil {
+		req = signedCopy(req, x.out.signer)
 		u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
 	}
-	resp, err := u.send(req)
+	resp, err := u.send(req, x.pin)
 	if err == nil {
-		noteCrawlerError(auditSlotOf(req.Context()), resp)
+		x.noteCrawlerError(resp)
 	}
 	if err != nil || resp.StatusCode != http.StatusPaymentRequired || len(resp.Header[paycrawl.HeaderPrice]) == 0 {
 		return resp, err
 	}
-	return u.payPerCrawl(req, resp, out)
+	return u.payPerCrawl(req, resp, x)
 }
 
-// send sends a request through the transport of its destination.
-func (u *upstream) send(req *http.Request) (*http.Response, error) {
-	dest, ok := req.Context().Value(pinKey{}).(netip.AddrPort)
-	if !ok {
+// send sends a request through the transport of its destination: pin's
+// when valid.
+func (u *upstream) send(req *http.Request, pin netip.AddrPort) (*http.Response, error) {
+	if !pin.IsValid() {
 		return u.tr.RoundTrip(req)
 	}
-	return u.pinnedTransport(dest).RoundTrip(req)
+	return u.pinnedTransport(pin).RoundTrip(req)
 }
 
 func (u *upstream) pinnedTransport(dest netip.AddrPort) *http.Transport {
@@ -126,21 +163,22 @@ func (u *upstream) pinnedTransport(dest netip.AddrPort) *http.Transport {
 	return tr
 }
 
-// failure renders a failed exchange with the origin: the egress guard's
-// refusal at dial time, or a 502/504 that names the cause only by its RFC
-// 9209 type, never by the error's text.
-func (u *upstream) failure(req *http.Request, err error) *Refusal {
+// failure is the refusal that stands for a failed exchange with the
+// origin at host (a request's, or a blind tunnel's whose client is ctx's):
+// the egress guard's refusal at dial time, or a 502/504 that names the
+// cause only by its RFC 9209 type, never by the error's text.
+func (u *upstream) failure(ctx context.Context, host string, err error) *Refusal {
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
 		return egressDenied(denied)
 	}
 	if pe, ok := isParentFailure(err); ok {
-		return u.parentFailure(req, pe, err)
+		return u.parentFailure(ctx, host, pe, err)
 	}
 	status, proxyStatus := classifyUpstreamError(err)
-	if req.Context().Err() == nil { // not the client leaving
+	if ctx.Err() == nil { // not the client leaving
 		u.metrics.UpstreamErrors.WithLabelValues(proxyStatus).Inc()
-		u.log.Info("upstream failed", "url", req.URL.Host, "status", status, "err", err)
+		u.log.Info("upstream failed", "url", host, "status", status, "err", err)
 	}
 	body := "The origin could not be reached."
 	switch {
