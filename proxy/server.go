@@ -46,6 +46,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
@@ -115,7 +116,7 @@ type Server struct {
 	tunnelLn            *tunnelListener
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
-	auditLog            *audit.Writer
+	auditLog            *auditlog.Writer
 	witness             *witness.Client
 	coldGates           coldGates    // robots.cold_fetches_per_client
 	authFails           authFailures // auth.failure_limit
