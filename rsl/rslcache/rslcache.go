@@ -27,10 +27,10 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/robots/resolver/doccache"
 	"github.com/robotsgate/robotsgate/rsl"
 )
 

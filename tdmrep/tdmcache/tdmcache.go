@@ -20,9 +20,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/robots/resolver/doccache"
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
