@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,8 +52,6 @@ var forbiddenImports = []struct {
 	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "pac", to: "...", why: "pac writes PAC files: a leaf that imports no other package of the module"},
 	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
-	{from: "doccache", to: "tdmrep", why: "doccache is the machinery its document caches share: it knows no document of its own"},
-	{from: "doccache", to: "rsl", why: "doccache is the machinery its document caches share: it knows no document of its own"},
 	{from: "memlimit", to: "...", why: "memlimit computes and sets the soft memory limit: a leaf that imports no other package of the module"},
 	{from: "redisconn", to: "...", why: "redisconn connects to a fleet's Redis: a leaf that imports no other package of the module (pacing and fleet take the connection it makes)"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
@@ -124,6 +126,36 @@ func TestPackageDependenciesPointOneWay(t *testing.T) {
 	for _, edge := range [][2]string{{".", "proxy"}, {"proxy", "policy"}, {"policy", "robots"}} {
 		if !slices.Contains(deps[edge[0]], edge[1]) {
 			t.Errorf("%s does not depend on %s", edge[0], edge[1])
+		}
+	}
+}
+
+// documentFiles are the files of package doccache that hold one kind of
+// document each, by the package that parses it: only they import it.
+var documentFiles = map[string]string{"tdmrep": "tdmrep.go", "rsl": "rsl.go"}
+
+// Package doccache holds its generic machinery and the caches of the
+// documents fetched beside robots.txt, each kind in a file of its own:
+// the machinery knows no document, and one kind's cache not another's.
+func TestDocCacheMachineryKnowsNoDocument(t *testing.T) {
+	files, err := filepath.Glob("doccache/*.go")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("doccache/*.go: %d files, %v", len(files), err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range f.Imports {
+			path, _ := strconv.Unquote(spec.Path.Value)
+			pkg, ok := strings.CutPrefix(path, module+"/")
+			if want, isDoc := documentFiles[pkg]; ok && isDoc && filepath.Base(file) != want {
+				t.Errorf("%s imports %s: only doccache/%s, its document's cache, may", file, pkg, want)
+			}
 		}
 	}
 }

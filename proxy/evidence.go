@@ -6,9 +6,9 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // openArchive starts the robots.txt archive (archive.dir), nil when off.
@@ -63,7 +63,7 @@ func (s *Server) recordFetch(f *archive.Fetch, h http.Header, body []byte) {
 // archiveTDMRep records one tdmrep.json answer as robots.txt's are: a
 // fetch line (robots_url is the tdmrep.json URL, which tells them apart)
 // and the body by its SHA-256.
-func (s *Server) archiveTDMRep(a tdmcache.Answer) {
+func (s *Server) archiveTDMRep(a doccache.TDMRepAnswer) {
 	res := a.Result
 	s.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: res.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
@@ -108,7 +108,7 @@ func (s *Server) onRSLAnswer() func(rslcache.Answer) {
 
 // onTDMRepAnswer is the tdmrep.json cache's OnAnswer: nil without an
 // archive.
-func (s *Server) onTDMRepAnswer() func(tdmcache.Answer) {
+func (s *Server) onTDMRepAnswer() func(doccache.TDMRepAnswer) {
 	if s.archive == nil {
 		return nil
 	}

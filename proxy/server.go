@@ -49,6 +49,7 @@ import (
 	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
@@ -57,7 +58,6 @@ import (
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 	"github.com/robotsgate/robotsgate/transparent"
 	"github.com/robotsgate/robotsgate/witness"
 )
@@ -97,8 +97,8 @@ type Options struct {
 type Server struct {
 	log      *slog.Logger
 	resolver *resolver.Resolver
-	tdmrep   *tdmcache.Cache // tdmrep.json files, for clients with TDM purposes
-	rsl      *rslcache.Cache // RSL licences the sites name, for clients with purposes
+	tdmrep   *doccache.TDMRepCache // tdmrep.json files, for clients with TDM purposes
+	rsl      *rslcache.Cache       // RSL licences the sites name, for clients with purposes
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
@@ -304,7 +304,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	s.resolver = r
 	// tdmrep.json files: fetched by the resolver's client, with robots.txt's
 	// cache bounds and freshness, archived alike.
-	s.tdmrep, err = tdmcache.New(tdmcache.Config{
+	s.tdmrep, err = doccache.NewTDMRep(doccache.TDMRepConfig{
 		Resolver:     r,
 		Store:        sharedTDM,
 		CacheEntries: cfg.Robots.CacheEntries,
