@@ -52,6 +52,8 @@ var forbiddenImports = []struct {
 	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "pac", to: "...", why: "pac writes PAC files: a leaf that imports no other package of the module"},
 	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
+	{from: "tdmrep", to: "...", except: []string{"robots", "internal/editdist"},
+		why: "tdmrep parses and matches tdmrep.json without I/O (doccache fetches and caches it): it imports only robots (its path matcher) and what it imports"},
 	{from: "memlimit", to: "...", why: "memlimit computes and sets the soft memory limit: a leaf that imports no other package of the module"},
 	{from: "redisconn", to: "...", why: "redisconn connects to a fleet's Redis: a leaf that imports no other package of the module (pacing and fleet take the connection it makes)"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},

@@ -19,7 +19,6 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
 )
 
 // The conformance tables (conformance_*_test.go): one per family of
@@ -129,7 +128,7 @@ func (s *confSite) engine(t *testing.T, c *confCase) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(tdm.Close)
-	lic, err := rslcache.New(rslcache.Config{Resolver: r})
+	lic, err := doccache.NewRSL(doccache.RSLConfig{Resolver: r})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
@@ -208,7 +207,7 @@ type Config struct {
 	// RSL provides RSL documents, for clients with purposes; nil means
 	// licences are not read. An unreadable one follows TDMUnknown
 	// (usage.on_unknown); LicenseServer is usage.on_license_server.
-	RSL           *rslcache.Cache
+	RSL           *doccache.RSLCache
 	LicenseServer config.UsageOnUnknown
 	// RSLUnstated is usage.rsl_unstated_usage: what a licence that states
 	// no usage grants.

@@ -8,7 +8,6 @@ import (
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
 )
 
 // openArchive starts the robots.txt archive (archive.dir), nil when off.
@@ -75,7 +74,7 @@ func (s *Server) archiveTDMRep(a doccache.TDMRepAnswer) {
 // archiveRSL records one RSL document answer as tdmrep.json's are: a
 // fetch line (robots_url is the document's URL) and the body by its
 // SHA-256.
-func (s *Server) archiveRSL(a rslcache.Answer) {
+func (s *Server) archiveRSL(a doccache.RSLAnswer) {
 	res := a.Result
 	s.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: a.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
@@ -99,7 +98,7 @@ func (s *Server) archiveDocument(f archive.Fetch, stale, shared bool, h http.Hea
 }
 
 // onRSLAnswer is the RSL cache's OnAnswer: nil without an archive.
-func (s *Server) onRSLAnswer() func(rslcache.Answer) {
+func (s *Server) onRSLAnswer() func(doccache.RSLAnswer) {
 	if s.archive == nil {
 		return nil
 	}

@@ -57,7 +57,6 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/transparent"
 	"github.com/robotsgate/robotsgate/witness"
 )
@@ -98,7 +97,7 @@ type Server struct {
 	log      *slog.Logger
 	resolver *resolver.Resolver
 	tdmrep   *doccache.TDMRepCache // tdmrep.json files, for clients with TDM purposes
-	rsl      *rslcache.Cache       // RSL licences the sites name, for clients with purposes
+	rsl      *doccache.RSLCache    // RSL licences the sites name, for clients with purposes
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
@@ -316,7 +315,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	// RSL licences: by URL, with the same client, freshness and archive.
-	s.rsl, err = rslcache.New(rslcache.Config{
+	s.rsl, err = doccache.NewRSL(doccache.RSLConfig{
 		Resolver:     r,
 		Store:        sharedRSL,
 		CacheEntries: cfg.Robots.CacheEntries,
