@@ -46,8 +46,10 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
@@ -55,8 +57,6 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 	"github.com/robotsgate/robotsgate/transparent"
 	"github.com/robotsgate/robotsgate/witness"
 )
@@ -96,8 +96,8 @@ type Options struct {
 type Server struct {
 	log      *slog.Logger
 	resolver *resolver.Resolver
-	tdmrep   *tdmcache.Cache // tdmrep.json files, for clients with TDM purposes
-	rsl      *rslcache.Cache // RSL licences the sites name, for clients with purposes
+	tdmrep   *doccache.TDMRepCache // tdmrep.json files, for clients with TDM purposes
+	rsl      *doccache.RSLCache    // RSL licences the sites name, for clients with purposes
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
@@ -115,7 +115,7 @@ type Server struct {
 	tunnelLn            *tunnelListener
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
-	auditLog            *audit.Writer
+	auditLog            *auditlog.Writer
 	witness             *witness.Client
 	coldGates           coldGates    // robots.cold_fetches_per_client
 	authFails           authFailures // auth.failure_limit
@@ -303,7 +303,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	s.resolver = r
 	// tdmrep.json files: fetched by the resolver's client, with robots.txt's
 	// cache bounds and freshness, archived alike.
-	s.tdmrep, err = tdmcache.New(tdmcache.Config{
+	s.tdmrep, err = doccache.NewTDMRep(doccache.TDMRepConfig{
 		Resolver:     r,
 		Store:        sharedTDM,
 		CacheEntries: cfg.Robots.CacheEntries,
@@ -315,7 +315,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	// RSL licences: by URL, with the same client, freshness and archive.
-	s.rsl, err = rslcache.New(rslcache.Config{
+	s.rsl, err = doccache.NewRSL(doccache.RSLConfig{
 		Resolver:     r,
 		Store:        sharedRSL,
 		CacheEntries: cfg.Robots.CacheEntries,
