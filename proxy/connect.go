@@ -14,6 +14,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // onConnect decides what a CONNECT becomes: an intercepted tunnel (every
@@ -110,7 +111,7 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 	slot := auditSlotOf(info.connect.Context())
 	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
-	conn = &prefixConn{Conn: conn, prefix: first}
+	conn = wire.WithPrefix(conn, first)
 	switch proto {
 	case protoTLS:
 		s.serveTLSTunnel(conn, info, slot)

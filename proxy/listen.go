@@ -87,36 +87,6 @@ func guardOf(ctx context.Context) *framingGuard {
 	return g
 }
 
-// prefixConn is a connection whose first bytes were already read (a
-// sniffed tunnel, a hijacked connection with buffered input): Read returns
-// them before reading the connection again, so not a byte is lost.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-}
-
-func (c *prefixConn) Read(p []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(p, c.prefix)
-		c.prefix = c.prefix[n:]
-		if len(c.prefix) == 0 {
-			c.prefix = nil // let the buffer go
-		}
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// buffered returns a copy of what the server had already read of a
-// hijacked connection into brw (net/http's Hijack leaves it to the caller).
-func buffered(brw *bufio.ReadWriter) []byte {
-	if brw == nil || brw.Reader.Buffered() == 0 {
-		return nil
-	}
-	b, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	return append([]byte(nil), b...)
-}
-
 // closeAfterResponse marks the response "Connection: close" at the last
 // moment (a relay replaces the header map's contents before writing it).
 // The proxy uses it once the framing guard has stopped reading heads on a

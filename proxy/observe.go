@@ -12,6 +12,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // Every request, on the proxy port or inside a tunnel, passes through
@@ -278,24 +279,12 @@ func (w *recordingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.guard != nil {
 		w.guard.stopWatching()
 	}
-	c := &hijackedConn{prefixConn: prefixConn{Conn: conn, prefix: buffered(brw)}, written: &w.hijacked}
+	c := wire.Hijacked(conn, brw, &w.hijacked)
 	return c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), nil
 }
 
 // Unwrap lets http.ResponseController reach the writer underneath.
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// hijackedConn counts what is written to a hijacked client connection.
-type hijackedConn struct {
-	prefixConn
-	written *atomic.Int64
-}
-
-func (c *hijackedConn) Write(p []byte) (int, error) {
-	n, err := c.prefixConn.Write(p)
-	c.written.Add(int64(n))
-	return n, err
-}
 
 // requestURL is how the audit names a request refused before a decision:
 // a CONNECT by its authority (host:port, RFC 9110 §9.3.6), not "//host:port".

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // A client that speaks TLS to the proxy port was given an https:// proxy
@@ -82,7 +84,7 @@ func (l *proxyListener) classify(c net.Conn) {
 		c.Close()
 		return
 	}
-	var conn net.Conn = &prefixConn{Conn: c, prefix: buf[:n]}
+	var conn net.Conn = wire.WithPrefix(c, buf[:n])
 	if buf[0] == 0x16 { // a TLS handshake record (sniffProtocol)
 		tc := l.s.proxyTLS(conn)
 		if tc == nil {

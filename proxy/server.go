@@ -58,6 +58,7 @@ import (
 	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 	"github.com/robotsgate/robotsgate/transparent"
+	"github.com/robotsgate/robotsgate/wire"
 	"github.com/robotsgate/robotsgate/witness"
 )
 
@@ -514,7 +515,7 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, err
 	}
-	return newIdleConn(c, upstreamReadTimeout), nil
+	return wire.NewIdleConn(c, upstreamReadTimeout), nil
 }
 
 func upstreamRoots(file string) (*x509.CertPool, error) {

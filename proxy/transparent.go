@@ -13,6 +13,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // Transparent listeners receive connections the kernel redirected to them
@@ -46,7 +47,7 @@ func (s *Server) serveTransparent(conn net.Conn) {
 		return
 	}
 	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
-	conn = &prefixConn{Conn: conn, prefix: first}
+	conn = wire.WithPrefix(conn, first)
 	switch proto {
 	case protoTLS:
 		s.serveTransparentTLS(conn, dest)
