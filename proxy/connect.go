@@ -118,7 +118,7 @@ func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 	case protoHTTP:
 		info.origin.Scheme = "http"
 		slot.note(audit.NotePlainHTTPTunnel + info.origin.String())
-		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), info)
+		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), info)
 	default:
 		s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", info.origin.HostPort(),
 			"client", info.connect.RemoteAddr, "via", info.via, "first_bytes", fmt.Sprintf("%q", first), "err", err)
@@ -154,7 +154,7 @@ func (s *Server) pushTLS(tlsConn *tls.Conn, info *tunnelInfo) {
 		s.pushTunnel(tlsConn, info)
 		return
 	}
-	s.pushTunnel(newFramingGuard(tlsConn, maxHeaderBytes), info)
+	s.pushTunnel(wire.NewFramingGuard(tlsConn, maxHeaderBytes), info)
 }
 
 func (s *Server) pushTunnel(c net.Conn, info *tunnelInfo) {

@@ -157,7 +157,7 @@ func (s *Server) observe(h http.Handler) http.Handler {
 		start := time.Now()
 		slot := &auditSlot{}
 		r = r.WithContext(context.WithValue(r.Context(), auditSlotKey{}, slot))
-		slot.w = recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: guardOf(r.Context())}
+		slot.w = recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: wire.GuardOf(r.Context())}
 		rw := &slot.w // one allocation for both
 		defer func() {
 			// A relay that aborts the response (http.ErrAbortHandler: the
@@ -240,7 +240,7 @@ type recordingWriter struct {
 	bytes    int64
 	hijacked atomic.Int64
 	aborted  bool
-	guard    *framingGuard // the connection's, nil for HTTP/2
+	guard    *wire.FramingGuard // the connection's, nil for HTTP/2
 	// reqBody is the request's body as relayed, nil when it has none.
 	reqBody *idleBody
 }
@@ -277,7 +277,7 @@ func (w *recordingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	if w.guard != nil {
-		w.guard.stopWatching()
+		w.guard.StopWatching()
 	}
 	c := wire.Hijacked(conn, brw, &w.hijacked)
 	return c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), nil

@@ -92,7 +92,7 @@ func (l *proxyListener) classify(c net.Conn) {
 		}
 		conn = tc
 	}
-	l.push(newFramingGuard(conn, maxHeaderBytes))
+	l.push(wire.NewFramingGuard(conn, maxHeaderBytes))
 }
 
 func (l *proxyListener) push(c net.Conn) {

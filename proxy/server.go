@@ -70,7 +70,7 @@ const (
 	responseHeaderTimeout = 60 * time.Second
 	upstreamIdleTimeout   = 90 * time.Second  // idle pooled upstream connection
 	upstreamReadTimeout   = 120 * time.Second // silence inside a response or tunnel
-	maxHeaderBytes        = 1 << 20           // request head; beyond it 431
+	maxHeaderBytes        = wire.MaxHeadBytes // request head; beyond it 431
 )
 
 // Options carries what New cannot derive from the configuration.

@@ -53,7 +53,7 @@ func (s *Server) serveTransparent(conn net.Conn) {
 		s.serveTransparentTLS(conn, dest)
 	case protoHTTP:
 		o := destOrigin("http", dest.Addr().String(), dest)
-		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
+		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
 			connect: openingRequest(conn, o.HostPort(), audit.ViaTransparent), via: audit.ViaTransparent, dest: dest, byHost: true})
 	default:
 		s.observeOpening(openingRequest(conn, dest.String(), audit.ViaTransparent), func(w http.ResponseWriter, r *http.Request) {
