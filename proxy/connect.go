@@ -132,16 +132,16 @@ func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, slot *auditSlot) {
 	cfg := s.minter.TLSConfigFor(info.origin.Host)
 	cfg.NextProtos = tunnelALPN
-	rec := &handshakeConn{Conn: conn}
+	rec := RecordHandshake(conn)
 	tlsConn := tls.Server(rec, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tlsConn.HandshakeContext(context.Background()); err != nil {
-		s.clientTLSFailed(rec.failure(err), info.connect.RemoteAddr, info.origin.Host, slot)
+		s.clientTLSFailed(rec.Failure(err), info.connect.RemoteAddr, info.origin.Host, slot)
 		conn.Close()
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	rec.done()
+	rec.Done()
 	s.pushTLS(tlsConn, info)
 }
 

@@ -122,16 +122,16 @@ func (s *Server) proxyTLS(conn net.Conn) *tls.Conn {
 			}
 			return s.minter.Certificate(local)
 		}}
-	hc := &handshakeConn{Conn: conn}
+	hc := RecordHandshake(conn)
 	tc := tls.Server(hc, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tc.HandshakeContext(context.Background()); err != nil {
-		s.clientTLSFailed(hc.failure(err), client, "the proxy port (https:// proxy URL)", nil)
+		s.clientTLSFailed(hc.Failure(err), client, "the proxy port (https:// proxy URL)", nil)
 		conn.Close()
 		return nil
 	}
 	conn.SetDeadline(time.Time{})
-	hc.done()
+	hc.Done()
 	s.metrics.ProxyTLSServed.Inc()
 	return tc
 }

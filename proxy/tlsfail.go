@@ -7,67 +7,60 @@ import (
 	"io"
 	"net"
 	"os"
-	"sort"
-	"sync"
 	"syscall"
-	"time"
-
-	"github.com/robotsgate/robotsgate/admin"
-	"github.com/robotsgate/robotsgate/audit"
 )
 
 // A client that does not trust robotsgate's CA fails the handshake of an
 // intercepted tunnel. It is the commonest set-up mistake, and the client
 // usually says only "certificate verify failed", so the proxy makes it
-// visible: a reason class for metrics and the status page, a WARN line
-// (at most once per client address and host per tlsWarnEvery), and the
-// CONNECT's audit record.
+// visible; what is here tells the failure from the bytes on the wire.
 
-// Reasons of client TLS failures (metric label values).
+// Reasons of client TLS failures (metric label values), as
+// TLSFailureReason returns them.
 const (
-	tlsUnknownCA = "unknown_ca"      // the client does not trust robotsgate's CA
-	tlsBadCert   = "bad_certificate" // the client rejected the certificate otherwise
-	tlsTimeout   = "handshake_timeout"
-	// tlsClosedAtCert: the client hung up without an alert once it had
+	TLSUnknownCA = "unknown_ca"      // the client does not trust robotsgate's CA
+	TLSBadCert   = "bad_certificate" // the client rejected the certificate otherwise
+	TLSTimeout   = "handshake_timeout"
+	// TLSClosedAtCert: the client hung up without an alert once it had
 	// the certificate (Node.js does when it does not trust the CA).
-	tlsClosedAtCert = "closed_after_certificate"
-	tlsClosed       = "client_closed" // the client hung up during the handshake, before the certificate
-	tlsOtherAlert   = "other_alert"
-	tlsOther        = "other"
+	TLSClosedAtCert = "closed_after_certificate"
+	TLSClosed       = "client_closed" // the client hung up during the handshake, before the certificate
+	TLSOtherAlert   = "other_alert"   // the client sent another TLS alert
+	TLSOther        = "other"         // any other failure
 )
 
-// tlsFailureReason classifies a failed server-side handshake, with a
+// TLSFailureReason classifies a failed server-side handshake, with a
 // sentence for the log and audit record that names caPath, the CA
 // certificate the client should trust (mitm.ca_cert, in the state
 // directory by default).
-func tlsFailureReason(err error, caPath string) (reason, explain string) {
+func TLSFailureReason(err error, caPath string) (reason, explain string) {
 	install := " (install " + caPath + " in its trust store)"
 	if alert, ok := remoteAlert(err); ok {
 		switch alert {
 		case "tls: unknown certificate authority": // RFC 8446 §6.2, unknown_ca (OpenSSL's clients)
-			return tlsUnknownCA, "unknown certificate authority: the client does not trust robotsgate's CA" + install
+			return TLSUnknownCA, "unknown certificate authority: the client does not trust robotsgate's CA" + install
 		case "tls: bad certificate", "tls: unsupported certificate", "tls: revoked certificate",
 			"tls: expired certificate", "tls: unknown certificate":
 			// Go's clients say bad_certificate where OpenSSL says unknown_ca.
-			return tlsBadCert, "the client rejected robotsgate's certificate (" + alert + "): most often it does not trust robotsgate's CA" + install
+			return TLSBadCert, "the client rejected robotsgate's certificate (" + alert + "): most often it does not trust robotsgate's CA" + install
 		}
-		return tlsOtherAlert, "the client ended the handshake: " + alert
+		return TLSOtherAlert, "the client ended the handshake: " + alert
 	}
 	var atCert *closedAtCertError
 	switch {
 	case errors.As(err, &atCert):
-		return tlsClosedAtCert, "the client closed the connection once it had robotsgate's certificate, without a TLS alert: most often it does not trust robotsgate's CA" + install
+		return TLSClosedAtCert, "the client closed the connection once it had robotsgate's certificate, without a TLS alert: most often it does not trust robotsgate's CA" + install
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return tlsTimeout, "the client did not finish the TLS handshake in time"
+		return TLSTimeout, "the client did not finish the TLS handshake in time"
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
-		return tlsClosed, "the client closed the connection during the TLS handshake"
+		return TLSClosed, "the client closed the connection during the TLS handshake"
 	}
-	return tlsOther, "TLS handshake with the client failed: " + err.Error()
+	return TLSOther, "TLS handshake with the client failed: " + err.Error()
 }
 
 // remoteAlert returns the text of the TLS alert the client sent, if err is
 // one: crypto/tls reports it as a *net.OpError "remote error" (or, over
-// QUIC, a tls.AlertError), handshakeConn as a *plainAlertError.
+// QUIC, a tls.AlertError), HandshakeRecorder as a *plainAlertError.
 func remoteAlert(err error) (string, bool) {
 	var op *net.OpError
 	var alert tls.AlertError
@@ -83,7 +76,7 @@ func remoteAlert(err error) (string, bool) {
 	return "", false
 }
 
-// handshakeConn watches a client's TLS handshake so that a failure can be
+// HandshakeRecorder watches a client's TLS handshake so that a failure can be
 // told by what the client sent. OpenSSL 3 clients (curl, Python) that
 // reject the certificate of a TLS 1.3 handshake send their alert
 // unencrypted, which crypto/tls, expecting it encrypted, reports as "bad
@@ -91,7 +84,12 @@ func remoteAlert(err error) (string, bool) {
 // the first bytes the client sends (the records of the handshake) and
 // whether anything was written to the client (the certificate, in the
 // server's first flight).
-type handshakeConn struct {
+//
+// Pass it to tls.Server in place of the client's connection; once the
+// handshake has failed, Failure says why, and once it has succeeded, Done
+// ends the recording. It is not safe for concurrent use, which a
+// handshake does not make of it.
+type HandshakeRecorder struct {
 	net.Conn
 	read     []byte
 	wrote    bool
@@ -102,32 +100,58 @@ type handshakeConn struct {
 	muted bool
 }
 
-// maxHandshakeRecord bounds what handshakeConn keeps of the client's bytes.
-const maxHandshakeRecord = 16 << 10
+// RecordHandshake returns c recording: the first MaxHandshakeRecord bytes
+// read from it until Done, and whether anything was written to it.
+func RecordHandshake(c net.Conn) *HandshakeRecorder {
+	return &HandshakeRecorder{Conn: c}
+}
 
-func (c *handshakeConn) Read(p []byte) (int, error) {
+// MaxHandshakeRecord bounds what HandshakeRecorder keeps of the client's
+// bytes: Received returning that many may have lost the rest.
+const MaxHandshakeRecord = 16 << 10
+
+// Read reads from the client's connection, keeping what it reads.
+func (c *HandshakeRecorder) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if !c.finished && len(c.read) < maxHandshakeRecord {
-		c.read = append(c.read, p[:min(n, maxHandshakeRecord-len(c.read))]...)
+	if !c.finished && len(c.read) < MaxHandshakeRecord {
+		c.read = append(c.read, p[:min(n, MaxHandshakeRecord-len(c.read))]...)
 	}
 	return n, err
 }
 
-func (c *handshakeConn) Write(p []byte) (int, error) {
+// errMuted is what a Write returns once the recorder is muted.
+var errMuted = errors.New("the connection is passed on blind: nothing is written to the client")
+
+// Write writes to the client's connection, remembering that it did, or
+// writes nothing once the recorder is muted.
+func (c *HandshakeRecorder) Write(p []byte) (int, error) {
 	if c.muted {
-		return 0, errBlind
+		return 0, errMuted
 	}
 	c.wrote = true
 	return c.Conn.Write(p)
 }
 
-// done stops the watch once the handshake is complete.
-func (c *handshakeConn) done() { c.finished, c.read = true, nil }
+// Done stops the recording once the handshake is complete, and lets its
+// bytes go.
+func (c *HandshakeRecorder) Done() { c.finished, c.read = true, nil }
 
-// failure returns the handshake's error err, told more precisely when
-// the client sent an unencrypted alert (a *plainAlertError) or hung up
-// once it had the certificate (a *closedAtCertError).
-func (c *handshakeConn) failure(err error) error {
+// Mute makes every Write from now on write nothing (a connection passed
+// on blind after its ClientHello: crypto/tls's alert must not reach the
+// client, which will speak to the origin itself).
+func (c *HandshakeRecorder) Mute() { c.muted = true }
+
+// Received returns what the client sent so far (at most
+// MaxHandshakeRecord bytes, nothing after Done): its ClientHello, to replay
+// to an origin when the connection is passed on blind. The caller must
+// not modify it.
+func (c *HandshakeRecorder) Received() []byte { return c.read }
+
+// Failure returns the handshake's error err, told more precisely when
+// the client sent an unencrypted alert or hung up once it had the
+// certificate, for TLSFailureReason; err itself stays in the chain
+// (errors.Is, errors.As).
+func (c *HandshakeRecorder) Failure(err error) error {
 	if _, ok := remoteAlert(err); ok {
 		return err
 	}
@@ -176,75 +200,3 @@ func (e *closedAtCertError) Error() string {
 	return "the client closed the connection after the server's certificate: " + e.err.Error()
 }
 func (e *closedAtCertError) Unwrap() error { return e.err }
-
-// tlsWarnEvery is how often a client's TLS failures to one host are logged.
-const tlsWarnEvery = time.Minute
-
-// maxTLSWarned bounds the client and host pairs whose last warning is
-// remembered (keys of at most an address and a 253-byte host: under 4 MB).
-const maxTLSWarned = 10000
-
-// tlsFailures counts client TLS failures by reason and remembers when each
-// client and host was last logged.
-type tlsFailures struct {
-	mu      sync.Mutex
-	counts  map[string]int64
-	warned  map[string]time.Time // client IP + " " + host
-	lastErr string
-}
-
-// record counts a failure and reports whether it should be logged now.
-func (f *tlsFailures) record(reason, clientIP, host, explain string, now time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.counts == nil {
-		f.counts, f.warned = map[string]int64{}, map[string]time.Time{}
-	}
-	f.counts[reason]++
-	f.lastErr = explain
-	key := clientIP + " " + host
-	if last, ok := f.warned[key]; ok && now.Sub(last) < tlsWarnEvery {
-		return false
-	}
-	if len(f.warned) >= maxTLSWarned { // bounded: forget the old entries
-		for k, t := range f.warned {
-			if now.Sub(t) >= tlsWarnEvery {
-				delete(f.warned, k)
-			}
-		}
-		if len(f.warned) >= maxTLSWarned { // all recent (a flood): forget them all
-			clear(f.warned)
-		}
-	}
-	f.warned[key] = now
-	return true
-}
-
-// snapshot returns the counts by reason (largest first) and the last
-// explanation.
-func (f *tlsFailures) snapshot() ([]admin.TLSFailureCount, string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]admin.TLSFailureCount, 0, len(f.counts))
-	for r, n := range f.counts {
-		out = append(out, admin.TLSFailureCount{Reason: r, Count: n})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Count > out[j].Count || out[i].Count == out[j].Count && out[i].Reason < out[j].Reason
-	})
-	return out, f.lastErr
-}
-
-// clientTLSFailed records a failed handshake of an intercepted tunnel.
-func (s *Server) clientTLSFailed(err error, clientAddr, host string, slot *auditSlot) {
-	reason, explain := tlsFailureReason(err, s.caPath)
-	s.metrics.ClientTLSFailures.WithLabelValues(reason).Inc()
-	ip, _, err2 := net.SplitHostPort(clientAddr)
-	if err2 != nil {
-		ip = clientAddr
-	}
-	if s.tlsFails.record(reason, ip, host, explain, time.Now()) && reason != tlsClosed {
-		s.log.Warn("client TLS handshake failed", "client", clientAddr, "host", host, "reason", reason, "explain", explain, "err", err)
-	}
-	slot.refine(audit.ClientTLSFailed, explain)
-}

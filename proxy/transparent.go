@@ -81,7 +81,7 @@ var errBlind = errors.New("passed blind (mitm.skip_hosts)")
 // serveTransparentTLS intercepts a TLS connection, or passes it blind to
 // its destination when its SNI is not intercepted.
 func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
-	hc := &handshakeConn{Conn: conn}
+	hc := RecordHandshake(conn)
 	var o origin.Origin
 	blind := false
 	cfg := &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
@@ -90,7 +90,8 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 			o = destOrigin("https", hello.ServerName, dest)
 		}
 		if s.minter == nil || !s.settings().mitmHost(o.Host) {
-			blind, hc.muted = true, true
+			blind = true
+			hc.Mute()
 			return nil, errBlind
 		}
 		c := s.minter.TLSConfigFor(o.Host)
@@ -104,14 +105,14 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	connect := openingRequest(conn, authorityOf(o, dest), audit.ViaTransparent)
 	switch {
 	case blind:
-		s.passTransparent(conn, hc.read, o, dest, connect)
+		s.passTransparent(conn, hc.Received(), o, dest, connect)
 	case err != nil:
 		s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
-			s.clientTLSFailed(hc.failure(err), r.RemoteAddr, o.Host, auditSlotOf(r.Context()))
+			s.clientTLSFailed(hc.Failure(err), r.RemoteAddr, o.Host, auditSlotOf(r.Context()))
 		})
 		conn.Close()
 	default:
-		hc.done()
+		hc.Done()
 		s.pushTLS(tlsConn, &tunnelInfo{origin: o, connect: connect, via: audit.ViaTransparent, dest: dest})
 	}
 }
@@ -137,7 +138,7 @@ func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, d
 			writeResponse(w, op.refusal)
 			return
 		}
-		if len(hello) >= maxHandshakeRecord {
+		if len(hello) >= MaxHandshakeRecord {
 			auditSlotOf(r.Context()).refine(audit.BadRequest, "the ClientHello is too long to pass on")
 			return
 		}
