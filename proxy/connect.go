@@ -132,7 +132,7 @@ func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, slot *auditSlot) {
 	cfg := s.minter.TLSConfigFor(info.origin.Host)
 	cfg.NextProtos = tunnelALPN
-	rec := RecordHandshake(conn)
+	rec := wire.RecordHandshake(conn)
 	tlsConn := tls.Server(rec, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tlsConn.HandshakeContext(context.Background()); err != nil {

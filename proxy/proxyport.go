@@ -122,7 +122,7 @@ func (s *Server) proxyTLS(conn net.Conn) *tls.Conn {
 			}
 			return s.minter.Certificate(local)
 		}}
-	hc := RecordHandshake(conn)
+	hc := wire.RecordHandshake(conn)
 	tc := tls.Server(hc, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tc.HandshakeContext(context.Background()); err != nil {

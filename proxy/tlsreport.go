@@ -8,13 +8,14 @@ import (
 
 	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // A client that does not trust robotsgate's CA fails the handshake of an
 // intercepted tunnel. It is the commonest set-up mistake, and the client
 // usually says only "certificate verify failed", so the proxy makes it
 // visible: a reason class for metrics and the status page (told by
-// TLSFailureReason), a WARN line (at most once per client address and
+// wire.TLSFailureReason), a WARN line (at most once per client address and
 // host per tlsWarnEvery), and the CONNECT's audit record.
 
 // tlsWarnEvery is how often a client's TLS failures to one host are logged.
@@ -77,13 +78,13 @@ func (f *tlsFailures) snapshot() ([]admin.TLSFailureCount, string) {
 
 // clientTLSFailed records a failed handshake of an intercepted tunnel.
 func (s *Server) clientTLSFailed(err error, clientAddr, host string, slot *auditSlot) {
-	reason, explain := TLSFailureReason(err, s.caPath)
+	reason, explain := wire.TLSFailureReason(err, s.caPath)
 	s.metrics.ClientTLSFailures.WithLabelValues(reason).Inc()
 	ip, _, err2 := net.SplitHostPort(clientAddr)
 	if err2 != nil {
 		ip = clientAddr
 	}
-	if s.tlsFails.record(reason, ip, host, explain, time.Now()) && reason != TLSClosed {
+	if s.tlsFails.record(reason, ip, host, explain, time.Now()) && reason != wire.TLSClosed {
 		s.log.Warn("client TLS handshake failed", "client", clientAddr, "host", host, "reason", reason, "explain", explain, "err", err)
 	}
 	slot.refine(audit.ClientTLSFailed, explain)

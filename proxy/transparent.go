@@ -81,7 +81,7 @@ var errBlind = errors.New("passed blind (mitm.skip_hosts)")
 // serveTransparentTLS intercepts a TLS connection, or passes it blind to
 // its destination when its SNI is not intercepted.
 func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
-	hc := RecordHandshake(conn)
+	hc := wire.RecordHandshake(conn)
 	var o origin.Origin
 	blind := false
 	cfg := &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
@@ -138,7 +138,7 @@ func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, d
 			writeResponse(w, op.refusal)
 			return
 		}
-		if len(hello) >= MaxHandshakeRecord {
+		if len(hello) >= wire.MaxHandshakeRecord {
 			auditSlotOf(r.Context()).refine(audit.BadRequest, "the ClientHello is too long to pass on")
 			return
 		}
