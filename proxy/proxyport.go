@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"context"
-	"crypto/tls"
+	"log/slog"
 	"net"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -13,33 +11,42 @@ import (
 
 // A client that speaks TLS to the proxy port was given an https:// proxy
 // URL: a mistake as often as a choice (curl, Chromium and others support
-// "HTTPS proxies"). proxyListener tells it from the first byte of each
-// connection and serves it over TLS, with a certificate from robotsgate's
-// CA for the name the client asked for (its SNI, else the address it
-// connected to); without a CA (mitm.enabled false) it closes the
-// connection at once and says why. Every connection then reaches the
+// "HTTPS proxies"). ProxyListener tells it from the first byte of each
+// connection and has it served over TLS. Every connection then reaches the
 // proxy port's server as usual, behind the framing guard.
 
-// proxyListener is the proxy port's listener: each accepted connection
-// waits for its first bytes on a goroutine of its own, not in Accept.
-type proxyListener struct {
+// ProxyListener is the proxy port's listener: each accepted connection
+// waits for its first bytes on a goroutine of its own, not in Accept, and
+// is handed on behind a framing guard, TLS terminated if it was TLS.
+type ProxyListener struct {
 	net.Listener
-	s     *Server
-	conns chan net.Conn
-	errs  chan error
-	done  chan struct{}
-	once  sync.Once
+	headerTimeout time.Duration
+	serveTLS      func(net.Conn) net.Conn
+	log           *slog.Logger
+	conns         chan net.Conn
+	errs          chan error
+	done          chan struct{}
+	once          sync.Once
 }
 
-func newProxyListener(ln net.Listener, s *Server) *proxyListener {
-	l := &proxyListener{Listener: ln, s: s, conns: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{})}
+// NewProxyListener starts accepting connections from ln. It waits
+// headerTimeout at most for a connection's first bytes (closing the
+// connection, and logging at debug level to log, when none come). A
+// connection whose first byte begins a TLS handshake record is given to
+// serveTLS (with the bytes read put back), which returns the connection
+// with TLS terminated, or nil when it failed or cannot be served (having
+// closed the connection and said why). Every connection Accept returns
+// is a *FramingGuard with the limit MaxHeadBytes.
+func NewProxyListener(ln net.Listener, headerTimeout time.Duration, serveTLS func(net.Conn) net.Conn, log *slog.Logger) *ProxyListener {
+	l := &ProxyListener{Listener: ln, headerTimeout: headerTimeout, serveTLS: serveTLS, log: log,
+		conns: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{})}
 	go l.acceptLoop()
 	return l
 }
 
 // acceptLoop hands on every connection until the listener is closed or
 // stops: its Accept (listener.Listener) retries temporary errors itself.
-func (l *proxyListener) acceptLoop() {
+func (l *ProxyListener) acceptLoop() {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
@@ -53,8 +60,10 @@ func (l *proxyListener) acceptLoop() {
 	}
 }
 
-// Accept returns the next connection, TLS terminated if it was TLS.
-func (l *proxyListener) Accept() (net.Conn, error) {
+// Accept returns the next connection, TLS terminated if it was TLS: the
+// errors of the listener underneath come through, and net.ErrClosed once
+// Close was called.
+func (l *ProxyListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
@@ -65,28 +74,29 @@ func (l *proxyListener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close stops accepting.
-func (l *proxyListener) Close() error {
+// Close stops accepting: connections still being classified are closed
+// instead of handed on.
+func (l *ProxyListener) Close() error {
 	l.once.Do(func() { close(l.done) })
 	return l.Listener.Close()
 }
 
-// classify reads the first bytes of c (for at most
-// timeouts.client_header, as a request head) and hands c on: behind TLS
-// when they begin a TLS handshake record.
-func (l *proxyListener) classify(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(l.s.timeouts.ClientHeader.Duration()))
+// classify reads the first bytes of c (for at most headerTimeout, as a
+// request head) and hands c on: behind TLS when they begin a TLS handshake
+// record.
+func (l *ProxyListener) classify(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(l.headerTimeout))
 	buf := make([]byte, sniffBuf)
 	n, err := c.Read(buf)
 	c.SetReadDeadline(time.Time{})
 	if n == 0 {
-		l.s.log.Debug("proxy port: the client sent nothing", "client", c.RemoteAddr().String(), "err", err)
+		l.log.Debug("proxy port: the client sent nothing", "client", c.RemoteAddr().String(), "err", err)
 		c.Close()
 		return
 	}
 	var conn net.Conn = wire.WithPrefix(c, buf[:n])
 	if buf[0] == 0x16 { // a TLS handshake record (sniffProtocol)
-		tc := l.s.proxyTLS(conn)
+		tc := l.serveTLS(conn)
 		if tc == nil {
 			return
 		}
@@ -95,53 +105,10 @@ func (l *proxyListener) classify(c net.Conn) {
 	l.push(wire.NewFramingGuard(conn, maxHeaderBytes))
 }
 
-func (l *proxyListener) push(c net.Conn) {
+func (l *ProxyListener) push(c net.Conn) {
 	select {
 	case l.conns <- c:
 	case <-l.done:
 		c.Close()
 	}
-}
-
-// proxyTLS terminates a client's TLS on the proxy port and returns the
-// TLS connection, or nil when it failed or cannot be served (then closed).
-func (s *Server) proxyTLS(conn net.Conn) *tls.Conn {
-	client := conn.RemoteAddr().String()
-	if s.minter == nil {
-		s.metrics.ProxyTLSRefused.Inc()
-		s.log.Warn("a client speaks TLS to the proxy port, which has no certificate to answer with (mitm.enabled is false): use http:// in the proxy URL",
-			"client", client)
-		conn.Close()
-		return nil
-	}
-	local := localHost(conn)
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"},
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			if hello.ServerName != "" {
-				return s.minter.Certificate(hello.ServerName)
-			}
-			return s.minter.Certificate(local)
-		}}
-	hc := wire.RecordHandshake(conn)
-	tc := tls.Server(hc, cfg)
-	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
-	if err := tc.HandshakeContext(context.Background()); err != nil {
-		s.clientTLSFailed(hc.Failure(err), client, "the proxy port (https:// proxy URL)", nil)
-		conn.Close()
-		return nil
-	}
-	conn.SetDeadline(time.Time{})
-	hc.Done()
-	s.metrics.ProxyTLSServed.Inc()
-	return tc
-}
-
-// localHost is the address a client connected to, for the certificate of
-// a client that sent no SNI.
-func localHost(c net.Conn) string {
-	ap, err := netip.ParseAddrPort(c.LocalAddr().String())
-	if err != nil {
-		return "127.0.0.1"
-	}
-	return ap.Addr().Unmap().String()
 }
