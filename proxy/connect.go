@@ -110,12 +110,12 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 // the tunnel became.
 func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 	slot := auditSlotOf(info.connect.Context())
-	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
+	proto, first, err := wire.Sniff(conn, s.timeouts.ClientHeader.Duration())
 	conn = wire.WithPrefix(conn, first)
 	switch proto {
-	case protoTLS:
+	case wire.ProtoTLS:
 		s.serveTLSTunnel(conn, info, slot)
-	case protoHTTP:
+	case wire.ProtoHTTP:
 		info.origin.Scheme = "http"
 		slot.note(audit.NotePlainHTTPTunnel + info.origin.String())
 		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), info)

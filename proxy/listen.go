@@ -11,7 +11,7 @@ import (
 )
 
 // Connections reach net/http's servers through the listeners here: the
-// proxy port's through ProxyListener (proxyport.go), intercepted tunnels'
+// proxy port's through wire.ProxyListener, intercepted tunnels'
 // (CONNECT, SOCKS5, transparent) through tunnelListener. The framing guard
 // sits between each HTTP/1.x connection and its server.
 

@@ -10,7 +10,7 @@ import (
 	"github.com/robotsgate/robotsgate/wire"
 )
 
-// A client that speaks TLS to the proxy port (ProxyListener) is served
+// A client that speaks TLS to the proxy port (wire.ProxyListener) is served
 // with a certificate from robotsgate's CA for the name the client asked
 // for (its SNI, else the address it connected to); without a CA
 // (mitm.enabled false) the connection is closed at once and the log says

@@ -608,7 +608,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxySrv.Serve(NewProxyListener(s.guard(ln, "proxy"), s.timeouts.ClientHeader.Duration(), s.proxyTLS, s.log))
+	err := s.proxySrv.Serve(wire.NewProxyListener(s.guard(ln, "proxy"), s.timeouts.ClientHeader.Duration(), s.proxyTLS, s.log))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

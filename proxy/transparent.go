@@ -46,12 +46,12 @@ func (s *Server) serveTransparent(conn net.Conn) {
 	if s.refuseSelfLoop(conn, dest) {
 		return
 	}
-	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
+	proto, first, err := wire.Sniff(conn, s.timeouts.ClientHeader.Duration())
 	conn = wire.WithPrefix(conn, first)
 	switch proto {
-	case protoTLS:
+	case wire.ProtoTLS:
 		s.serveTransparentTLS(conn, dest)
-	case protoHTTP:
+	case wire.ProtoHTTP:
 		o := destOrigin("http", dest.Addr().String(), dest)
 		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
 			connect: openingRequest(conn, o.HostPort(), audit.ViaTransparent), via: audit.ViaTransparent, dest: dest, byHost: true})

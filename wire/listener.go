@@ -1,12 +1,10 @@
-package proxy
+package wire
 
 import (
 	"log/slog"
 	"net"
 	"sync"
 	"time"
-
-	"github.com/robotsgate/robotsgate/wire"
 )
 
 // A client that speaks TLS to the proxy port was given an https:// proxy
@@ -94,7 +92,7 @@ func (l *ProxyListener) classify(c net.Conn) {
 		c.Close()
 		return
 	}
-	var conn net.Conn = wire.WithPrefix(c, buf[:n])
+	conn := WithPrefix(c, buf[:n])
 	if buf[0] == 0x16 { // a TLS handshake record (sniffProtocol)
 		tc := l.serveTLS(conn)
 		if tc == nil {
@@ -102,7 +100,7 @@ func (l *ProxyListener) classify(c net.Conn) {
 		}
 		conn = tc
 	}
-	l.push(wire.NewFramingGuard(conn, maxHeaderBytes))
+	l.push(NewFramingGuard(conn, MaxHeadBytes))
 }
 
 func (l *ProxyListener) push(c net.Conn) {

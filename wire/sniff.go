@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"net"
@@ -7,16 +7,17 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// tunnelProtocol is what a client speaks inside a CONNECT tunnel, told by
+// Protocol is what a client speaks inside a CONNECT tunnel, told by
 // the first bytes it sends: clients tunnel TLS (https://, wss://) and, some
 // of them, plain HTTP (Node's undici, curl -p, ws:// through a proxy).
-type tunnelProtocol int
+type Protocol int
 
+// The protocols Sniff tells apart.
 const (
-	protoNeedMore tunnelProtocol = iota // the bytes so far do not tell
-	protoTLS                            // a TLS handshake record: a ClientHello
-	protoHTTP                           // an HTTP/1.x request line
-	protoOther                          // anything else: the tunnel is closed
+	ProtoNeedMore Protocol = iota // the bytes so far do not tell
+	ProtoTLS                      // a TLS handshake record: a ClientHello
+	ProtoHTTP                     // an HTTP/1.x request line
+	ProtoOther                    // anything else: the tunnel is closed
 )
 
 // maxMethodLen bounds the request method sniffProtocol waits for: longer
@@ -28,49 +29,52 @@ const maxMethodLen = 24
 // 8446 §5.1), or a method token followed by a space (RFC 9112 §3). It
 // needs at most maxMethodLen+1 bytes to decide, and a decision does not
 // change with more bytes.
-func sniffProtocol(b []byte) tunnelProtocol {
+func sniffProtocol(b []byte) Protocol {
 	if len(b) == 0 {
-		return protoNeedMore
+		return ProtoNeedMore
 	}
 	if b[0] == 0x16 {
 		switch {
 		case len(b) < 2:
-			return protoNeedMore
+			return ProtoNeedMore
 		case b[1] == 3:
-			return protoTLS
+			return ProtoTLS
 		}
-		return protoOther
+		return ProtoOther
 	}
 	for i, c := range b {
 		switch {
 		case c == ' ' && i > 0:
-			return protoHTTP
+			return ProtoHTTP
 		case i >= maxMethodLen || !httpguts.IsTokenRune(rune(c)):
-			return protoOther
+			return ProtoOther
 		}
 	}
-	return protoNeedMore
+	return ProtoNeedMore
 }
 
-// sniffBuf is how much sniff reads at once: a whole ClientHello usually,
+// sniffBuf is how much Sniff reads at once: a whole ClientHello usually,
 // so the TLS handshake starts from the bytes already read.
 const sniffBuf = 1024
 
-// sniff reads from conn until sniffProtocol decides, for at most timeout
-// (a client that sends nothing is protoOther). It returns the bytes read,
-// which the caller must replay before reading conn again.
-func sniff(conn net.Conn, timeout time.Duration) (tunnelProtocol, []byte, error) {
+// Sniff reads from conn until its first bytes tell what the client speaks
+// (at most maxMethodLen+1 bytes are needed), for at most timeout: a client
+// that sends nothing, or too little before an error, is ProtoOther, with
+// the read error. It returns the bytes read, which the caller must replay
+// (WithPrefix) before reading conn again, and leaves conn without a read
+// deadline.
+func Sniff(conn net.Conn, timeout time.Duration) (Protocol, []byte, error) {
 	conn.SetReadDeadline(time.Now().Add(timeout))
 	defer conn.SetReadDeadline(time.Time{})
 	buf := make([]byte, 0, sniffBuf)
 	for {
 		n, err := conn.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if p := sniffProtocol(buf); p != protoNeedMore {
+		if p := sniffProtocol(buf); p != ProtoNeedMore {
 			return p, buf, nil
 		}
 		if err != nil {
-			return protoOther, buf, err
+			return ProtoOther, buf, err
 		}
 	}
 }
