@@ -10,7 +10,8 @@
 // Client connections are served by net/http's server: the proxy port
 // (HTTP/1.1) and the inside of intercepted tunnels (HTTP/1.1 and HTTP/2,
 // by ALPN; plain HTTP/1.1 when the tunnel carries no TLS). A framing guard
-// in front of every HTTP/1.x connection refuses ambiguous request framing.
+// in front of every HTTP/1.x connection refuses ambiguous request framing;
+// it and the other wire-level guards live in package wire.
 // goproxy answers CONNECTs (refusal, blind tunnel or interception), and
 // allowed requests are relayed by httputil.ReverseProxy, which keeps the
 // intermediary's rules of RFC 9110: hop-by-hop fields, 1xx responses,

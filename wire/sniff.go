@@ -7,9 +7,10 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// Protocol is what a client speaks inside a CONNECT tunnel, told by
-// the first bytes it sends: clients tunnel TLS (https://, wss://) and, some
-// of them, plain HTTP (Node's undici, curl -p, ws:// through a proxy).
+// Protocol is what a client speaks inside a CONNECT or SOCKS5 tunnel (or
+// on a connection redirected to a transparent listener), told by the first
+// bytes it sends: clients tunnel TLS (https://, wss://) and, some of them,
+// plain HTTP (Node's undici, curl -p, ws:// through a proxy).
 type Protocol int
 
 // The protocols Sniff tells apart.
@@ -58,7 +59,7 @@ func sniffProtocol(b []byte) Protocol {
 const sniffBuf = 1024
 
 // Sniff reads from conn until its first bytes tell what the client speaks
-// (at most maxMethodLen+1 bytes are needed), for at most timeout: a client
+// (the first 25 bytes always decide), for at most timeout: a client
 // that sends nothing, or too little before an error, is ProtoOther, with
 // the read error. It returns the bytes read, which the caller must replay
 // (WithPrefix) before reading conn again, and leaves conn without a read
