@@ -40,6 +40,7 @@ var forbiddenImports = []struct {
 	{from: "proxy", to: ".", why: "dependencies point one way: main → proxy → policy → robots"},
 	{from: "robots", to: "policy", why: "dependencies point one way: main → proxy → policy → robots"},
 	{from: "listener", to: "...", why: "listener guards sockets (accept errors, connection caps): a leaf that imports no other package of the module"},
+	{from: "wire", to: "...", why: "wire guards the bytes of client connections (framing, sniffing, TLS handshakes, connection wrappers): a leaf below proxy, policy and audit that imports no other package of the module"},
 	{from: "...", to: "proxy", except: []string{".", "proxy"},
 		why: "only main imports proxy; the evidence commands read the audit log through audit and auditlog"},
 	{from: "audit", to: "...", why: "audit is what the proxy and the offline readers share: it imports no other package of the module"},

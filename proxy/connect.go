@@ -14,6 +14,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // onConnect decides what a CONNECT becomes: an intercepted tunnel (every
@@ -109,15 +110,15 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client) func(*http.R
 // the tunnel became.
 func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 	slot := auditSlotOf(info.connect.Context())
-	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
-	conn = &prefixConn{Conn: conn, prefix: first}
+	proto, first, err := wire.Sniff(conn, s.timeouts.ClientHeader.Duration())
+	conn = wire.WithPrefix(conn, first)
 	switch proto {
-	case protoTLS:
+	case wire.ProtoTLS:
 		s.serveTLSTunnel(conn, info, slot)
-	case protoHTTP:
+	case wire.ProtoHTTP:
 		info.origin.Scheme = "http"
 		slot.note(audit.NotePlainHTTPTunnel + info.origin.String())
-		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), info)
+		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), info)
 	default:
 		s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", info.origin.HostPort(),
 			"client", info.connect.RemoteAddr, "via", info.via, "first_bytes", fmt.Sprintf("%q", first), "err", err)
@@ -131,16 +132,16 @@ func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo) {
 func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, slot *auditSlot) {
 	cfg := s.minter.TLSConfigFor(info.origin.Host)
 	cfg.NextProtos = tunnelALPN
-	rec := &handshakeConn{Conn: conn}
+	rec := wire.RecordHandshake(conn)
 	tlsConn := tls.Server(rec, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tlsConn.HandshakeContext(context.Background()); err != nil {
-		s.clientTLSFailed(rec.failure(err), info.connect.RemoteAddr, info.origin.Host, slot)
+		s.clientTLSFailed(rec.Failure(err), info.connect.RemoteAddr, info.origin.Host, slot)
 		conn.Close()
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	rec.done()
+	rec.Done()
 	s.pushTLS(tlsConn, info)
 }
 
@@ -153,7 +154,7 @@ func (s *Server) pushTLS(tlsConn *tls.Conn, info *tunnelInfo) {
 		s.pushTunnel(tlsConn, info)
 		return
 	}
-	s.pushTunnel(newFramingGuard(tlsConn, maxHeaderBytes), info)
+	s.pushTunnel(wire.NewFramingGuard(tlsConn, maxHeaderBytes), info)
 }
 
 func (s *Server) pushTunnel(c net.Conn, info *tunnelInfo) {

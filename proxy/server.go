@@ -10,7 +10,8 @@
 // Client connections are served by net/http's server: the proxy port
 // (HTTP/1.1) and the inside of intercepted tunnels (HTTP/1.1 and HTTP/2,
 // by ALPN; plain HTTP/1.1 when the tunnel carries no TLS). A framing guard
-// in front of every HTTP/1.x connection refuses ambiguous request framing.
+// in front of every HTTP/1.x connection refuses ambiguous request framing;
+// it and the other wire-level guards live in package wire.
 // goproxy answers CONNECTs (refusal, blind tunnel or interception), and
 // allowed requests are relayed by httputil.ReverseProxy, which keeps the
 // intermediary's rules of RFC 9110: hop-by-hop fields, 1xx responses,
@@ -58,6 +59,7 @@ import (
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/transparent"
+	"github.com/robotsgate/robotsgate/wire"
 	"github.com/robotsgate/robotsgate/witness"
 )
 
@@ -69,7 +71,7 @@ const (
 	responseHeaderTimeout = 60 * time.Second
 	upstreamIdleTimeout   = 90 * time.Second  // idle pooled upstream connection
 	upstreamReadTimeout   = 120 * time.Second // silence inside a response or tunnel
-	maxHeaderBytes        = 1 << 20           // request head; beyond it 431
+	maxHeaderBytes        = wire.MaxHeadBytes // request head; beyond it 431
 )
 
 // Options carries what New cannot derive from the configuration.
@@ -514,7 +516,7 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, err
 	}
-	return newIdleConn(c, upstreamReadTimeout), nil
+	return wire.NewIdleConn(c, upstreamReadTimeout), nil
 }
 
 func upstreamRoots(file string) (*x509.CertPool, error) {
@@ -607,7 +609,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxySrv.Serve(newProxyListener(s.guard(ln, "proxy"), s))
+	err := s.proxySrv.Serve(wire.NewProxyListener(s.guard(ln, "proxy"), s.timeouts.ClientHeader.Duration(), s.proxyTLS, s.log))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

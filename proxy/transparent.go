@@ -13,6 +13,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // Transparent listeners receive connections the kernel redirected to them
@@ -45,14 +46,14 @@ func (s *Server) serveTransparent(conn net.Conn) {
 	if s.refuseSelfLoop(conn, dest) {
 		return
 	}
-	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
-	conn = &prefixConn{Conn: conn, prefix: first}
+	proto, first, err := wire.Sniff(conn, s.timeouts.ClientHeader.Duration())
+	conn = wire.WithPrefix(conn, first)
 	switch proto {
-	case protoTLS:
+	case wire.ProtoTLS:
 		s.serveTransparentTLS(conn, dest)
-	case protoHTTP:
+	case wire.ProtoHTTP:
 		o := destOrigin("http", dest.Addr().String(), dest)
-		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
+		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
 			connect: openingRequest(conn, o.HostPort(), audit.ViaTransparent), via: audit.ViaTransparent, dest: dest, byHost: true})
 	default:
 		s.observeOpening(openingRequest(conn, dest.String(), audit.ViaTransparent), func(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +81,7 @@ var errBlind = errors.New("passed blind (mitm.skip_hosts)")
 // serveTransparentTLS intercepts a TLS connection, or passes it blind to
 // its destination when its SNI is not intercepted.
 func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
-	hc := &handshakeConn{Conn: conn}
+	hc := wire.RecordHandshake(conn)
 	var o origin.Origin
 	blind := false
 	cfg := &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
@@ -89,7 +90,8 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 			o = destOrigin("https", hello.ServerName, dest)
 		}
 		if s.minter == nil || !s.settings().mitmHost(o.Host) {
-			blind, hc.muted = true, true
+			blind = true
+			hc.Mute()
 			return nil, errBlind
 		}
 		c := s.minter.TLSConfigFor(o.Host)
@@ -103,14 +105,14 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	connect := openingRequest(conn, authorityOf(o, dest), audit.ViaTransparent)
 	switch {
 	case blind:
-		s.passTransparent(conn, hc.read, o, dest, connect)
+		s.passTransparent(conn, hc.Received(), o, dest, connect)
 	case err != nil:
 		s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
-			s.clientTLSFailed(hc.failure(err), r.RemoteAddr, o.Host, auditSlotOf(r.Context()))
+			s.clientTLSFailed(hc.Failure(err), r.RemoteAddr, o.Host, auditSlotOf(r.Context()))
 		})
 		conn.Close()
 	default:
-		hc.done()
+		hc.Done()
 		s.pushTLS(tlsConn, &tunnelInfo{origin: o, connect: connect, via: audit.ViaTransparent, dest: dest})
 	}
 }
@@ -136,7 +138,7 @@ func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, d
 			writeResponse(w, op.refusal)
 			return
 		}
-		if len(hello) >= maxHandshakeRecord {
+		if len(hello) >= wire.MaxHandshakeRecord {
 			auditSlotOf(r.Context()).refine(audit.BadRequest, "the ClientHello is too long to pass on")
 			return
 		}
