@@ -17,8 +17,8 @@ import (
 // being the command (package main at the root).
 const module = "github.com/robotsgate/robotsgate"
 
-// forbiddenImports is the package structure the README describes
-// (Packages), as imports it rules out: no package matching from may depend
+// forbiddenImports is the package structure docs/architecture.md describes
+// as imports it rules out: no package matching from may depend
 // on a package matching to, directly or through others (non-test code);
 // for a direct rule, directly.
 // "..." matches every package of the module but those in except. A new
