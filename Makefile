@@ -184,8 +184,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRobotsTag$$' -fuzztime $(FUZZTIME) ./robots/
 	$(GO) test -run '^$$' -fuzz '^FuzzRobotsTagNeverHidesNoai$$' -fuzztime $(FUZZTIME) ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./origin/
-	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./proxy/
-	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./proxy/
+	$(GO) test -run '^$$' -fuzz '^FuzzFramingAgreesWithNetHTTP$$' -fuzztime $(FUZZTIME) ./wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzSniffProtocol$$' -fuzztime $(FUZZTIME) ./wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME) ./proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzHandshake$$' -fuzztime $(FUZZTIME) ./socks/
 	$(GO) test -run '^$$' -fuzz '^FuzzMetaScan$$' -fuzztime $(FUZZTIME) ./htmlmeta/

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/config"
 )
 
@@ -57,7 +58,7 @@ func evidencePublicKey(cfg config.Config) (ed25519.PublicKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evidence key: %w", err)
 	}
-	key, err := audit.ParseKey(data)
+	key, err := auditlog.ParseKey(data)
 	if err != nil {
 		return nil, fmt.Errorf("evidence key %s: %w", cfg.Log.EvidenceKey, err)
 	}

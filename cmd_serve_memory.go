@@ -5,8 +5,8 @@ import (
 	"os"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/memlimit"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
 )
 
 // applyMemoryLimit puts the soft memory limit in force (GOMEMLIMIT's, the
@@ -14,7 +14,7 @@ import (
 // which in the start-up log; a limit below what the caches may keep is a
 // warning, since the collector would then run all the time once they fill.
 func applyMemoryLimit(cfg config.Config, logger *slog.Logger) {
-	caches := memlimit.Caches{Robots: int64(cfg.Robots.CacheBytes), TDMRep: int64(cfg.Usage.CacheBytes), RSL: rslcache.DefaultBytes}
+	caches := memlimit.Caches{Robots: int64(cfg.Robots.CacheBytes), TDMRep: int64(cfg.Usage.CacheBytes), RSL: doccache.RSLDefaultBytes}
 	d := memlimit.Decide(os.Getenv("GOMEMLIMIT"), int64(cfg.MemoryLimit), caches)
 	memlimit.Apply(d)
 	attrs := []any{"limit", memlimit.Bytes(d.Limit), "source", d.Source,

@@ -47,7 +47,7 @@ func lockState(cfg config.Config, logger *slog.Logger) (stateLocks, error) {
 		return nil, err
 	}
 	if a := cfg.Log.Audit; a != "" && a != "-" && !inside(cfg.StateDir, a) {
-		if err := os.MkdirAll(filepath.Dir(a), 0o750); err != nil { // as audit.Open makes it
+		if err := os.MkdirAll(filepath.Dir(a), 0o750); err != nil { // as auditlog.Open makes it
 			locks.release()
 			return nil, fmt.Errorf("audit log: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/statelock"
 	"github.com/robotsgate/robotsgate/witness"
 )
@@ -83,7 +84,7 @@ func runWitness(listen, dir string, logs []ed25519.PublicKey, certFile, keyFile 
 		return 1, err
 	}
 	defer lock.Release()
-	key, _, err := audit.LoadOrCreateKey(filepath.Join(dir, "witness-key.pem"))
+	key, _, err := auditlog.LoadOrCreateKey(filepath.Join(dir, "witness-key.pem"))
 	if err != nil {
 		return 1, fmt.Errorf("witness key: %w", err)
 	}

@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -13,15 +17,21 @@ import (
 // being the command (package main at the root).
 const module = "github.com/robotsgate/robotsgate"
 
-// forbiddenImports is the package structure the README describes
-// (Packages), as imports it rules out: no package matching from may depend
-// on a package matching to, directly or through others (non-test code).
+// forbiddenImports is the package structure docs/architecture.md describes
+// as imports it rules out: no package matching from may depend
+// on a package matching to, directly or through others (non-test code);
+// for a direct rule, directly.
 // "..." matches every package of the module but those in except. A new
 // package or a new rule is one more line.
 var forbiddenImports = []struct {
 	from, to string
 	except   []string
-	why      string
+	// direct: only from's own imports are checked, not what they import
+	// in turn: a package may be kept from using another itself while a
+	// package it uses needs it (policy reaches auditlog through the
+	// robots.txt archive, whose fetch log is chained as the audit log is).
+	direct bool
+	why    string
 }{
 	{from: "robots", to: "...", except: []string{"internal/editdist"},
 		why: "robots is a library of its own: it imports no other package of the module (but a leaf helper of its lint)"},
@@ -30,29 +40,35 @@ var forbiddenImports = []struct {
 	{from: "proxy", to: ".", why: "dependencies point one way: main → proxy → policy → robots"},
 	{from: "robots", to: "policy", why: "dependencies point one way: main → proxy → policy → robots"},
 	{from: "listener", to: "...", why: "listener guards sockets (accept errors, connection caps): a leaf that imports no other package of the module"},
+	{from: "wire", to: "...", why: "wire guards the bytes of client connections (framing, sniffing, TLS handshakes, connection wrappers): a leaf below proxy, policy and audit that imports no other package of the module"},
 	{from: "...", to: "proxy", except: []string{".", "proxy"},
-		why: "only main imports proxy; the evidence commands read the audit log through audit"},
+		why: "only main imports proxy; the evidence commands read the audit log through audit and auditlog"},
 	{from: "audit", to: "...", why: "audit is what the proxy and the offline readers share: it imports no other package of the module"},
+	{from: "auditlog", to: "...", except: []string{"audit"},
+		why: "auditlog writes and chains the audit log for the proxy and the offline readers: it imports only audit (the record it writes)"},
+	{from: "policy", to: "auditlog", direct: true, why: "policy names decisions and signals (audit); writing the log, its chain and checkpoints is the proxy's"},
+	{from: "admin", to: "auditlog", direct: true, why: "admin renders records and names decisions (audit); writing the log is the proxy's"},
 	{from: "rsl", to: "...", except: []string{"robots", "origin", "internal/editdist"},
 		why: "rsl parses and judges RSL documents without I/O: it imports only robots (its URL matcher), origin (canonical hosts) and what they import"},
 	{from: "botauth", to: "...", why: "botauth signs requests and renders keys: a leaf that imports no other package of the module (config validates with it)"},
 	{from: "pac", to: "...", why: "pac writes PAC files: a leaf that imports no other package of the module"},
 	{from: "paycrawl", to: "...", why: "paycrawl reads and writes prices: a leaf that imports no other package of the module (config validates with it)"},
-	{from: "robots/resolver/doccache", to: "tdmrep", why: "doccache is the machinery its document caches share: it knows no document of its own"},
-	{from: "robots/resolver/doccache", to: "rsl", why: "doccache is the machinery its document caches share: it knows no document of its own"},
+	{from: "tdmrep", to: "...", except: []string{"robots", "internal/editdist"},
+		why: "tdmrep parses and matches tdmrep.json without I/O (doccache fetches and caches it): it imports only robots (its path matcher) and what it imports"},
 	{from: "memlimit", to: "...", why: "memlimit computes and sets the soft memory limit: a leaf that imports no other package of the module"},
 	{from: "redisconn", to: "...", why: "redisconn connects to a fleet's Redis: a leaf that imports no other package of the module (pacing and fleet take the connection it makes)"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
 	{from: "witness", to: "...", except: []string{"audit"},
-		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses)"},
+		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses, its signer's fingerprint)"},
 	{from: "statelock", to: "...", why: "statelock locks directories for serve, ca init and the witness: a leaf"},
 }
 
 // moduleDeps returns, for every non-test package of the module, the
-// packages of the module it depends on (go list's Deps: transitively).
-func moduleDeps(t *testing.T) map[string][]string {
+// packages of the module it depends on: field is go list's Deps
+// (transitively) or Imports (its own imports).
+func moduleDeps(t *testing.T, field string) map[string][]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...").Output()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .`+field+`}} {{.}}{{end}}`, "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -87,14 +103,18 @@ func matches(pattern, pkg string, except []string) bool {
 // TestPackageDependenciesPointOneWay checks forbiddenImports against the
 // module's packages as go list sees them.
 func TestPackageDependenciesPointOneWay(t *testing.T) {
-	deps := moduleDeps(t)
+	deps, imports := moduleDeps(t, "Deps"), moduleDeps(t, "Imports")
 	for _, pkg := range []string{".", "proxy", "policy", "robots"} {
 		if _, ok := deps[pkg]; !ok {
 			t.Fatalf("go list does not list package %q: the rules would check nothing", pkg)
 		}
 	}
 	for _, rule := range forbiddenImports {
-		for pkg, ds := range deps {
+		checked := deps
+		if rule.direct {
+			checked = imports
+		}
+		for pkg, ds := range checked {
 			if !matches(rule.from, pkg, rule.except) {
 				continue
 			}
@@ -113,6 +133,36 @@ func TestPackageDependenciesPointOneWay(t *testing.T) {
 	}
 }
 
+// documentFiles are the files of package doccache that hold one kind of
+// document each, by the package that parses it: only they import it.
+var documentFiles = map[string]string{"tdmrep": "tdmrep.go", "rsl": "rsl.go"}
+
+// Package doccache holds its generic machinery and the caches of the
+// documents fetched beside robots.txt, each kind in a file of its own:
+// the machinery knows no document, and one kind's cache not another's.
+func TestDocCacheMachineryKnowsNoDocument(t *testing.T) {
+	files, err := filepath.Glob("doccache/*.go")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("doccache/*.go: %d files, %v", len(files), err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range f.Imports {
+			path, _ := strconv.Unquote(spec.Path.Value)
+			pkg, ok := strings.CutPrefix(path, module+"/")
+			if want, isDoc := documentFiles[pkg]; ok && isDoc && filepath.Base(file) != want {
+				t.Errorf("%s imports %s: only doccache/%s, its document's cache, may", file, pkg, want)
+			}
+		}
+	}
+}
+
 // The evidence commands' packages read files offline: they must not pull in
 // the proxy or its network dependencies (goproxy, go-redis, Prometheus),
 // which a reviewer's machine has no use for and which would make them move
@@ -126,7 +176,7 @@ func TestEvidencePackagesDoNotDependOnTheProxy(t *testing.T) {
 		"github.com/redis/go-redis/v9",
 		"github.com/prometheus/client_golang/prometheus",
 	}
-	for _, pkg := range []string{"./audit", "./compliance", "./report", "./witness"} {
+	for _, pkg := range []string{"./audit", "./auditlog", "./compliance", "./report", "./witness"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)

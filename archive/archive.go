@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
 // Fetch is one robots.txt fetch, a line of the fetch log. Field names are
@@ -143,7 +144,7 @@ type Writer struct {
 	stored  sync.Map // sums this process has stored or found, to skip rewrites
 	onError func(error)
 	log     *os.File
-	// The fetch log is a hash chain, as the audit log is (audit.ChainLine),
+	// The fetch log is a hash chain, as the audit log is (auditlog.ChainLine),
 	// with checkpoints signed by key (nil: none) at the interval
 	// checkpointInterval, as the audit log's: when it is opened, before a
 	// line written checkpointInterval.Every after the last, after
@@ -276,7 +277,7 @@ func (w *Writer) write(r record) error {
 // fails part-way (a full disk) is cut back off, so that the next line
 // starts on a line of its own and links to the last whole one.
 func (w *Writer) writeLine(obj []byte) error {
-	line := audit.ChainLine(w.head, obj)
+	line := auditlog.ChainLine(w.head, obj)
 	n, err := w.log.Write(line)
 	if err != nil {
 		if n > 0 {
@@ -285,7 +286,7 @@ func (w *Writer) writeLine(obj []byte) error {
 		return fmt.Errorf("archive: fetch log: %w", err)
 	}
 	w.good += int64(n)
-	w.head = audit.LineHash(line[:len(line)-1])
+	w.head = auditlog.LineHash(line[:len(line)-1])
 	return nil
 }
 
@@ -294,7 +295,7 @@ func (w *Writer) writeLine(obj []byte) error {
 func (w *Writer) checkpoint(now time.Time) error {
 	w.since = 0
 	if w.key != nil {
-		obj, err := audit.CheckpointObject(w.key, w.head, w.lines, now, checkpointInterval)
+		obj, err := auditlog.CheckpointObject(w.key, w.head, w.lines, now, checkpointInterval)
 		if err != nil {
 			return fmt.Errorf("archive: fetch log checkpoint: %w", err)
 		}

@@ -1,8 +1,12 @@
-// Package audit is the audit log's vocabulary and its writer: the record
-// written for every decision (one JSON line each), the decision values with
-// their status codes, and the AI-usage signals a record lists. The proxy
-// writes records; the evidence commands (verify, report) read them and
-// import this package, not the proxy.
+// Package audit is the audit log's vocabulary: the record written for
+// every decision (one JSON line each) and the checkpoint lines that sign
+// the log, the decision values with their status codes, the ways a request
+// arrives, the AI-usage signals a record lists and the limits of what a
+// record quotes. Policy, admin and the proxy name decisions and signals
+// with it; the evidence commands (verify, report) read records with it.
+// Writing the log (the writer, its hash chain, signing checkpoints) is
+// package auditlog's, so that naming a decision does not pull in the
+// writer.
 //
 // It must not import any other robotsgate package: it is what the proxy
 // and the offline readers share, and an offline reader must not pull in the
@@ -17,9 +21,9 @@ import "time"
 // existing ones keep their name and meaning.
 type Record struct {
 	// Prev is the SHA-256 of the line before this one in the log (hex;
-	// LineHash), "" for the first line of a log without a past. It is the
-	// first field written, so that a reader can check the chain without
-	// decoding the line.
+	// auditlog.LineHash), "" for the first line of a log without a past.
+	// It is the first field written, so that a reader can check the chain
+	// without decoding the line.
 	Prev string `json:"prev_sha256"`
 
 	Time           time.Time `json:"time"`              // when the request arrived (RFC 3339, UTC)

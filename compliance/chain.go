@@ -12,6 +12,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
 // ChainResult is what CheckChain found of the audit logs' hash chain
@@ -137,7 +138,7 @@ func CheckChain(files []string, o ChainOptions) (*ChainResult, error) {
 	return c.r, nil
 }
 
-// keptHead reads the head the writer keeps beside a log (audit.Writer
+// keptHead reads the head the writer keeps beside a log (auditlog.Writer
 // saves it at each checkpoint and on close): "" when there is none.
 func keptHead(file string) string {
 	data, err := os.ReadFile(file + ".head")
@@ -210,7 +211,7 @@ func (c *chainCheck) line(file string, n int, line []byte) {
 			c.firstTime = sec.time()
 		}
 	}
-	c.prev, c.started = audit.LineHash(line), true
+	c.prev, c.started = auditlog.LineHash(line), true
 	if c.prev == c.head {
 		c.headSeen = true
 	}

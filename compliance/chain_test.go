@@ -13,9 +13,10 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
-// writeChained writes n records through an audit.Writer signing with key,
+// writeChained writes n records through an auditlog.Writer signing with key,
 // a checkpoint every 4 records, and returns the log's path.
 func writeChained(t testing.TB, dir string, key ed25519.PrivateKey, n int) string {
 	t.Helper()
@@ -29,10 +30,10 @@ func writeChained(t testing.TB, dir string, key ed25519.PrivateKey, n int) strin
 // writeUnclosed is writeChained without the Close, as a crash leaves it:
 // no last checkpoint, the head kept beside the log that of the last
 // checkpoint.
-func writeUnclosed(t testing.TB, dir string, key ed25519.PrivateKey, n int) (string, *audit.Writer) {
+func writeUnclosed(t testing.TB, dir string, key ed25519.PrivateKey, n int) (string, *auditlog.Writer) {
 	t.Helper()
 	path := filepath.Join(dir, "audit.log")
-	w, err := audit.Open(path, audit.Options{Key: key, CheckpointRecords: 4, CheckpointEvery: time.Hour})
+	w, err := auditlog.Open(path, auditlog.Options{Key: key, CheckpointRecords: 4, CheckpointEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestChainGoesOnAcrossRotationAndRestart(t *testing.T) {
 	key := newKey(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.log")
-	w, err := audit.Open(path, audit.Options{Key: key})
+	w, err := auditlog.Open(path, auditlog.Options{Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestChainGoesOnAcrossRotationAndRestart(t *testing.T) {
 	w.Write(&audit.Record{URL: "http://a/2"})
 	w.Close()
 	os.Rename(path, path+".2")
-	w, err = audit.Open(path, audit.Options{Key: key}) // a new process, an empty file
+	w, err = auditlog.Open(path, auditlog.Options{Key: key}) // a new process, an empty file
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
 // relinkLines recomputes every line's link from the line before it, as a
@@ -28,7 +29,7 @@ func relinkLines(t *testing.T, path string, lines []string) {
 			rest = rest[j:]
 		}
 		lines[i] = `{"prev_sha256":"` + prev + rest
-		prev = audit.LineHash([]byte(lines[i]))
+		prev = auditlog.LineHash([]byte(lines[i]))
 	}
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o640); err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func writeTimed(t *testing.T, key ed25519.PrivateKey, every time.Duration, offse
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c := &clock{now: t0}
 	path := filepath.Join(t.TempDir(), "audit.log")
-	w, err := audit.Open(path, audit.Options{Key: key, CheckpointEvery: every, Now: c.Now})
+	w, err := auditlog.Open(path, auditlog.Options{Key: key, CheckpointEvery: every, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestWitnessCatchesTheKeyHolder(t *testing.T) {
 	pub := key.Public().(ed25519.PublicKey)
 	seen := NewWitnessed()
 	path := filepath.Join(t.TempDir(), "audit.log")
-	w, err := audit.Open(path, audit.Options{Key: key, CheckpointRecords: 4, OnCheckpoint: func(c audit.Checkpoint) { seen.Add(c.Head, c.Time) }})
+	w, err := auditlog.Open(path, auditlog.Options{Key: key, CheckpointRecords: 4, OnCheckpoint: func(c audit.Checkpoint) { seen.Add(c.Head, c.Time) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,15 +245,15 @@ func TestWitnessCatchesTheKeyHolder(t *testing.T) {
 		}
 		json.Unmarshal([]byte(l), &m)
 		if m.Checkpoint != nil {
-			obj, _ := audit.CheckpointObject(key, prev, m.Checkpoint.Records, m.Checkpoint.Time, audit.Interval{Records: 4, Every: time.Minute})
-			l = string(audit.ChainLine(prev, obj))
+			obj, _ := auditlog.CheckpointObject(key, prev, m.Checkpoint.Records, m.Checkpoint.Time, audit.Interval{Records: 4, Every: time.Minute})
+			l = string(auditlog.ChainLine(prev, obj))
 			l = strings.TrimSuffix(l, "\n")
 		} else {
 			l = strings.Replace(l, "/5", "/private", 1)
 			l = `{"prev_sha256":"` + prev + l[strings.IndexByte(l[16:], '"')+16:]
 		}
 		lines = append(lines, l)
-		prev = audit.LineHash([]byte(l))
+		prev = auditlog.LineHash([]byte(l))
 	}
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o640)
 	os.WriteFile(path+".head", []byte(prev+"\n"), 0o640)

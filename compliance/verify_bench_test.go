@@ -15,6 +15,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
 // The verify benchmark reads an audit log as the proxy writes it, spread
@@ -125,7 +126,7 @@ func writeCorpus(tb testing.TB, dir string, lines, origins int) (string, int) {
 	auditPath := filepath.Join(dir, "audit.log")
 	// Written as the proxy writes it: chained, a checkpoint every 10,000
 	// records, signed with benchKey.
-	aw, err := audit.Open(auditPath, audit.Options{Key: benchKey, CheckpointRecords: 10_000, CheckpointEvery: 1 << 62})
+	aw, err := auditlog.Open(auditPath, auditlog.Options{Key: benchKey, CheckpointRecords: 10_000, CheckpointEvery: 1 << 62})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
 // chainPrefix is how every chained line starts; the link (64 hex digits)
@@ -47,7 +47,7 @@ func relink(t *testing.T, lines []string) (string, string) {
 			l = chainPrefix + rest[64:]
 		}
 		b.WriteString(l + "\n")
-		prev = audit.LineHash([]byte(l))
+		prev = auditlog.LineHash([]byte(l))
 	}
 	return b.String(), prev
 }

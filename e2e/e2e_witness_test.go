@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
 // witnessTLS writes a CA and a certificate for 127.0.0.1 it signs, and
@@ -135,7 +136,7 @@ func waitAdmin(t *testing.T, addr, path, what string, cond func(code int, body s
 // the log follows.
 func resign(t *testing.T, path string, key []byte, edit func(string) string) {
 	t.Helper()
-	k, err := audit.ParseKey(key)
+	k, err := auditlog.ParseKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,17 +150,17 @@ func resign(t *testing.T, path string, key []byte, edit func(string) string) {
 		var line string
 		if cp := m.Checkpoint; cp != nil {
 			iv, _ := cp.Interval()
-			obj, err := audit.CheckpointObject(k, prev, cp.Records, cp.Time, iv)
+			obj, err := auditlog.CheckpointObject(k, prev, cp.Records, cp.Time, iv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			line = strings.TrimSuffix(string(audit.ChainLine(prev, obj)), "\n")
+			line = strings.TrimSuffix(string(auditlog.ChainLine(prev, obj)), "\n")
 		} else {
 			rest := edit(l)[len(chainPrefix):]
 			line = chainPrefix + prev + rest[strings.IndexByte(rest, '"'):]
 		}
 		out.WriteString(line + "\n")
-		prev = audit.LineHash([]byte(line))
+		prev = auditlog.LineHash([]byte(line))
 	}
 	writeFile(t, path, out.String())
 	writeFile(t, path+".head", prev+"\n")

@@ -13,13 +13,12 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // The conformance tables (conformance_*_test.go): one per family of
@@ -124,12 +123,12 @@ func (s *confSite) engine(t *testing.T, c *confCase) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	tdm, err := tdmcache.New(tdmcache.Config{Resolver: r})
+	tdm, err := doccache.NewTDMRep(doccache.TDMRepConfig{Resolver: r})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tdm.Close)
-	lic, err := rslcache.New(rslcache.Config{Resolver: r})
+	lic, err := doccache.NewRSL(doccache.RSLConfig{Resolver: r})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,13 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
 	"github.com/robotsgate/robotsgate/tdmrep"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // Verdict is the outcome of a decision.
@@ -118,7 +117,7 @@ type Decision struct {
 	// or a request refused before). TDM is what it says about the target:
 	// the first matching entry, which refused the request (UsageDenied)
 	// when it reserves TDM rights.
-	TDMRep *tdmcache.Result
+	TDMRep *doccache.TDMRepResult
 	TDM    tdmrep.Match
 	// Response is the signal of the origin's response that refused the
 	// request (ApplyResponse); nil until a response refused it.
@@ -203,12 +202,12 @@ type Config struct {
 	// mining purpose (trainingPurposes); nil means they are not read.
 	// TDMUnknown is usage.on_unknown: what those clients get while the
 	// file cannot be fetched.
-	TDMRep     *tdmcache.Cache
+	TDMRep     *doccache.TDMRepCache
 	TDMUnknown config.UsageOnUnknown
 	// RSL provides RSL documents, for clients with purposes; nil means
 	// licences are not read. An unreadable one follows TDMUnknown
 	// (usage.on_unknown); LicenseServer is usage.on_license_server.
-	RSL           *rslcache.Cache
+	RSL           *doccache.RSLCache
 	LicenseServer config.UsageOnUnknown
 	// RSLUnstated is usage.rsl_unstated_usage: what a licence that states
 	// no usage grants.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/rsl"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
 )
 
 // RSL licences (Really Simple Licensing 1.0, package rsl), read for every
@@ -23,7 +23,7 @@ import (
 // is on, with <link rel="license"> tags in an HTML head (both judged on
 // the response, through ResponseJudge.JudgeLicenses and ApplyResponse, as
 // the other response signals are). Each document is fetched once per URL
-// (rslcache). For each of the client's purposes, as the RSL usage it is
+// (doccache.RSLCache). For each of the client's purposes, as the RSL usage it is
 // (rslUsage), the <content> that applies to the target says
 // (rsl.Content.Judge, with what the client declares, Client.Licence):
 //
@@ -73,7 +73,7 @@ func rslUsage(purpose string) string {
 // licensing is what judging RSL licences needs, fixed by the Engine's
 // configuration.
 type licensing struct {
-	cache     *rslcache.Cache
+	cache     *doccache.RSLCache
 	onUnknown config.UsageOnUnknown
 	onServer  config.UsageOnUnknown
 	opts      rsl.Options
@@ -87,9 +87,9 @@ type Licence struct {
 	Source string
 	// URL is the document's absolute URL.
 	URL string
-	// Result is the document as fetched (rslcache); Match the <content>
+	// Result is the document as fetched (doccache); Match the <content>
 	// that applies to the target.
-	Result *rslcache.Result
+	Result *doccache.RSLResult
 	Match  rsl.Match
 	// Purpose is the client's purpose it refused (or needs a licence
 	// server or a term for), Verdict what the <content> said of it; ""

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/tdmrep"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 const testTDMRep = `[
@@ -65,7 +65,7 @@ func tdmEngine(t *testing.T, onUnknown config.UsageOnUnknown) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	c, err := tdmcache.New(tdmcache.Config{Resolver: r})
+	c, err := doccache.NewTDMRep(doccache.TDMRepConfig{Resolver: r})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/config"
 )
 
@@ -23,7 +24,7 @@ type auditFailures struct {
 // writeAudit writes a record; a failure is never silent: an ERROR line (at
 // most one a minute, with the count of those not reported),
 // robotsgate_audit_write_failures_total, and /readyz not ready until a
-// record is written again (audit.Writer.Failing).
+// record is written again (auditlog.Writer.Failing).
 func (s *Server) writeAudit(rec *audit.Record) {
 	err := s.auditLog.Write(rec)
 	if err == nil {
@@ -51,7 +52,7 @@ func (s *Server) evidenceKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 	if cfg.Log.EvidenceKey == "" || cfg.Log.Audit == "" && cfg.Archive.Dir == "" {
 		return nil, nil
 	}
-	key, created, err := audit.LoadOrCreateKey(cfg.Log.EvidenceKey)
+	key, created, err := auditlog.LoadOrCreateKey(cfg.Log.EvidenceKey)
 	if err != nil {
 		return nil, err
 	}
@@ -68,9 +69,9 @@ func (s *Server) openAudit(l config.Log, key ed25519.PrivateKey) error {
 	if l.Audit == "" {
 		return nil
 	}
-	opts := audit.Options{Key: key, OnCheckpoint: s.onCheckpoint()}
+	opts := auditlog.Options{Key: key, OnCheckpoint: s.onCheckpoint()}
 	opts.CheckpointEvery, opts.CheckpointRecords = l.CheckpointEvery.Duration(), int64(l.CheckpointRecords)
-	w, err := audit.Open(l.Audit, opts)
+	w, err := auditlog.Open(l.Audit, opts)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/botauth"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/paycrawl"
@@ -114,7 +114,7 @@ func loadSigningKey(path string) (key ed25519.PrivateKey, created bool, err erro
 	if err != nil {
 		return nil, false, err
 	}
-	key, err = audit.ParseKey(data)
+	key, err = auditlog.ParseKey(data)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", path, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // newGoproxy wires goproxy, which answers CONNECTs: our dialer for blind
@@ -137,15 +138,15 @@ func (s *Server) interceptor(o origin.Origin, client policy.Client, rec *record)
 // tunnel is handed over or closed, so the opening's audit record says what
 // the tunnel became: opening is its record.
 func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo, opening *record) {
-	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
-	conn = &prefixConn{Conn: conn, prefix: first}
+	proto, first, err := wire.Sniff(conn, s.timeouts.ClientHeader.Duration())
+	conn = wire.WithPrefix(conn, first)
 	switch proto {
-	case protoTLS:
+	case wire.ProtoTLS:
 		s.serveTLSTunnel(conn, info, opening)
-	case protoHTTP:
+	case wire.ProtoHTTP:
 		info.origin.Scheme = "http"
 		opening.note(audit.NotePlainHTTPTunnel + info.origin.String())
-		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), info)
+		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), info)
 	default:
 		s.log.Info("tunnel closed: the client speaks neither TLS nor HTTP", "host", info.origin.HostPort(),
 			"client", info.clientAddr, "via", info.via, "first_bytes", fmt.Sprintf("%q", first), "err", err)
@@ -159,16 +160,16 @@ func (s *Server) serveTunnel(conn net.Conn, info *tunnelInfo, opening *record) {
 func (s *Server) serveTLSTunnel(conn net.Conn, info *tunnelInfo, opening *record) {
 	cfg := s.minter.TLSConfigFor(info.origin.Host)
 	cfg.NextProtos = tunnelALPN
-	rec := &handshakeConn{Conn: conn}
+	rec := wire.RecordHandshake(conn)
 	tlsConn := tls.Server(rec, cfg)
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tlsConn.HandshakeContext(context.Background()); err != nil {
-		s.clientTLSFailed(rec.failure(err), info.clientAddr, info.origin.Host, opening)
+		s.clientTLSFailed(rec.Failure(err), info.clientAddr, info.origin.Host, opening)
 		conn.Close()
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	rec.done()
+	rec.Done()
 	s.pushTLS(tlsConn, info)
 }
 
@@ -181,7 +182,7 @@ func (s *Server) pushTLS(tlsConn *tls.Conn, info *tunnelInfo) {
 		s.pushTunnel(tlsConn, info)
 		return
 	}
-	s.pushTunnel(newFramingGuard(tlsConn, maxHeaderBytes), info)
+	s.pushTunnel(wire.NewFramingGuard(tlsConn, maxHeaderBytes), info)
 }
 
 func (s *Server) pushTunnel(c net.Conn, info *tunnelInfo) {

@@ -6,9 +6,8 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // openArchive starts the robots.txt archive (archive.dir), nil when off.
@@ -63,7 +62,7 @@ func (s *Server) recordFetch(f *archive.Fetch, h http.Header, body []byte) {
 // archiveTDMRep records one tdmrep.json answer as robots.txt's are: a
 // fetch line (robots_url is the tdmrep.json URL, which tells them apart)
 // and the body by its SHA-256.
-func (s *Server) archiveTDMRep(a tdmcache.Answer) {
+func (s *Server) archiveTDMRep(a doccache.TDMRepAnswer) {
 	res := a.Result
 	s.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: res.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
@@ -75,7 +74,7 @@ func (s *Server) archiveTDMRep(a tdmcache.Answer) {
 // archiveRSL records one RSL document answer as tdmrep.json's are: a
 // fetch line (robots_url is the document's URL) and the body by its
 // SHA-256.
-func (s *Server) archiveRSL(a rslcache.Answer) {
+func (s *Server) archiveRSL(a doccache.RSLAnswer) {
 	res := a.Result
 	s.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: a.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
@@ -99,7 +98,7 @@ func (s *Server) archiveDocument(f archive.Fetch, stale, shared bool, h http.Hea
 }
 
 // onRSLAnswer is the RSL cache's OnAnswer: nil without an archive.
-func (s *Server) onRSLAnswer() func(rslcache.Answer) {
+func (s *Server) onRSLAnswer() func(doccache.RSLAnswer) {
 	if s.archive == nil {
 		return nil
 	}
@@ -108,7 +107,7 @@ func (s *Server) onRSLAnswer() func(rslcache.Answer) {
 
 // onTDMRepAnswer is the tdmrep.json cache's OnAnswer: nil without an
 // archive.
-func (s *Server) onTDMRepAnswer() func(tdmcache.Answer) {
+func (s *Server) onTDMRepAnswer() func(doccache.TDMRepAnswer) {
 	if s.archive == nil {
 		return nil
 	}

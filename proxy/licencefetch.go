@@ -11,12 +11,12 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/robots/resolver/doccache"
 )
 
 // A site names its RSL licences by URL, and a URL may be on another site:

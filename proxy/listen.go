@@ -1,15 +1,16 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // Connections reach net/http's servers through the listeners here: the
-// proxy port's through proxyListener (proxyport.go), intercepted tunnels'
+// proxy port's through wire.ProxyListener, intercepted tunnels'
 // (CONNECT, SOCKS5, transparent) through tunnelListener. The framing guard
 // sits between each HTTP/1.x connection and its server.
 
@@ -63,15 +64,11 @@ type tunnelAddr struct{}
 func (tunnelAddr) Network() string { return "tunnel" }
 func (tunnelAddr) String() string  { return "intercepted tunnels" }
 
-type guardKey struct{}
-
 // connContext is both servers' ConnContext: it puts the connection's
 // framing guard (HTTP/1.x) and, for the tunnel server, its tunnel into the
 // context of every request on it.
 func (l *tunnelListener) connContext(ctx context.Context, c net.Conn) context.Context {
-	if g, ok := c.(*framingGuard); ok {
-		ctx = context.WithValue(ctx, guardKey{}, g)
-	}
+	ctx = wire.WithGuard(ctx, c)
 	if l != nil {
 		if t, ok := l.tunnels.LoadAndDelete(c); ok {
 			ctx = context.WithValue(ctx, tunnelKey{}, t.(*tunnelInfo))
@@ -80,94 +77,17 @@ func (l *tunnelListener) connContext(ctx context.Context, c net.Conn) context.Co
 	return ctx
 }
 
-func guardOf(ctx context.Context) *framingGuard {
-	g, _ := ctx.Value(guardKey{}).(*framingGuard)
-	return g
-}
-
-// prefixConn is a connection whose first bytes were already read (a
-// sniffed tunnel, a hijacked connection with buffered input): Read returns
-// them before reading the connection again, so not a byte is lost.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-}
-
-func (c *prefixConn) Read(p []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(p, c.prefix)
-		c.prefix = c.prefix[n:]
-		if len(c.prefix) == 0 {
-			c.prefix = nil // let the buffer go
-		}
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// buffered returns a copy of what the server had already read of a
-// hijacked connection into brw (net/http's Hijack leaves it to the caller).
-func buffered(brw *bufio.ReadWriter) []byte {
-	if brw == nil || brw.Reader.Buffered() == 0 {
-		return nil
-	}
-	b, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	return append([]byte(nil), b...)
-}
-
-// closeAfterResponse marks the response "Connection: close" at the last
-// moment (a relay replaces the header map's contents before writing it).
-// The proxy uses it once the framing guard has stopped reading heads on a
-// connection, so that no further request can follow unchecked.
-type closeAfterResponse struct{ http.ResponseWriter }
-
-func (w closeAfterResponse) WriteHeader(code int) {
-	if code >= 200 || code == http.StatusSwitchingProtocols {
-		w.Header().Set("Connection", "close")
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w closeAfterResponse) Write(p []byte) (int, error) {
-	if w.Header().Get("Connection") == "" {
-		w.Header().Set("Connection", "close")
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController reach Flush, Hijack and deadlines.
-func (w closeAfterResponse) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w closeAfterResponse) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
-
-func (w closeAfterResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
-
-// guardFraming wraps a way in's handler: it answers the framing guard's
-// stand-in for a refused request (ambiguous framing, several Host fields,
-// obs-fold) with 400, and makes every response on a connection the guard
-// no longer reads heads of (after a request with a Transfer-Encoding,
-// which net/http may read as chunked or, in HTTP/1.0, not at all: RFC
-// 9112 §6.1) end that connection.
+// guardFraming wraps a way in's handler in the framing guard's checks
+// (package wire): a request the guard refused is answered with the
+// proxy's refusal, and every response on a connection the guard no longer
+// reads heads of ends that connection.
 func (s *Server) guardFraming(serve serveRecorded) serveRecorded {
 	return func(w http.ResponseWriter, r *http.Request, rec *record) {
-		if reason := r.Header.Get(refuseHeader); reason != "" {
-			msg, ok := refuseMessages[reason]
-			if !ok { // a client sent the header itself
-				msg = "The request has a header field reserved for robotsgate (" + refuseHeader + ")."
-			}
-			status := http.StatusBadRequest
-			if reason == refuseTooLarge {
-				status = http.StatusRequestHeaderFieldsTooLarge
-			}
+		if status, msg, refused := wire.Refused(r); refused {
 			w.Header().Set("Connection", "close")
 			s.refuse(w, r, rec, badRequest(msg).withStatus(status))
 			return
 		}
-		if g := guardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {
-			w = closeAfterResponse{w}
-		}
-		serve(w, r, rec)
+		serve(wire.CloseAfter(w, r), r, rec)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // A parent proxy (upstream.proxy) carries every upstream connection except
@@ -243,7 +244,7 @@ func (s *Server) connectThroughParent(ctx context.Context, p *parentProxy, addr 
 		return nil, context.Cause(ctx)
 	}
 	conn.SetDeadline(time.Time{})
-	return newIdleConn(tunnel, upstreamReadTimeout), nil
+	return wire.NewIdleConn(tunnel, upstreamReadTimeout), nil
 }
 
 // connect speaks TLS to an https:// parent and sends the CONNECT.
@@ -272,7 +273,7 @@ func (p *parentProxy) connect(ctx context.Context, conn net.Conn, addr string) (
 	}
 	if n := br.Buffered(); n > 0 { // the origin spoke first
 		b, _ := br.Peek(n)
-		return &prefixConn{Conn: conn, prefix: append([]byte(nil), b...)}, nil
+		return wire.WithPrefix(conn, append([]byte(nil), b...)), nil
 	}
 	return conn, nil
 }

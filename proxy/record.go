@@ -12,6 +12,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // Every request and every tunnel's opening has one record, created by the
@@ -190,7 +191,7 @@ type serveRecorded func(w http.ResponseWriter, r *http.Request, rec *record)
 func (s *Server) observe(serve serveRecorded) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &record{start: time.Now(), via: audit.ViaProxy}
-		rec.w = recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: guardOf(r.Context())}
+		rec.w = recordingWriter{ResponseWriter: w, status: http.StatusOK, guard: wire.GuardOf(r.Context())}
 		rw := &rec.w // one allocation for both
 		defer func() {
 			// A relay that aborts the response (http.ErrAbortHandler: the
@@ -278,7 +279,7 @@ type recordingWriter struct {
 	bytes    int64
 	hijacked atomic.Int64
 	aborted  bool
-	guard    *framingGuard // the connection's, nil for HTTP/2
+	guard    *wire.FramingGuard // the connection's, nil for HTTP/2
 	// reqBody is the request's body as relayed, nil when it has none.
 	reqBody *idleBody
 }
@@ -315,26 +316,14 @@ func (w *recordingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	if w.guard != nil {
-		w.guard.stopWatching()
+		w.guard.StopWatching()
 	}
-	c := &hijackedConn{prefixConn: prefixConn{Conn: conn, prefix: buffered(brw)}, written: &w.hijacked}
+	c := wire.Hijacked(conn, brw, &w.hijacked)
 	return c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), nil
 }
 
 // Unwrap lets http.ResponseController reach the writer underneath.
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// hijackedConn counts what is written to a hijacked client connection.
-type hijackedConn struct {
-	prefixConn
-	written *atomic.Int64
-}
-
-func (c *hijackedConn) Write(p []byte) (int, error) {
-	n, err := c.prefixConn.Write(p)
-	c.written.Add(int64(n))
-	return n, err
-}
 
 // requestURL is how the audit names a request refused before a decision:
 // a CONNECT by its authority (host:port, RFC 9110 §9.3.6), not "//host:port".

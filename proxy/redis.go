@@ -157,7 +157,7 @@ func (s *Server) openSharedStores(r config.Redis) (robotsStore, tdmStore *fleet.
 }
 
 // openRSLStore creates the Redis store of fetched RSL documents (one
-// record per document URL, rslcache.StoreKey).
+// record per document URL, doccache.RSLStoreKey).
 func (s *Server) openRSLStore(r config.Redis) (*fleet.RobotsStore, error) {
 	conn, prefix, err := s.redisConn(r)
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 )
 
 // An operator refreshes what robotsgate knows of an origin when the site
@@ -102,7 +102,7 @@ func (s *Server) refetchLicenses(o origin.Origin, res *resolver.Result) []admin.
 }
 
 // tdmInfo describes a tdmrep.json result for the admin listener.
-func tdmInfo(t *tdmcache.Result) *admin.TDMRepInfo {
+func tdmInfo(t *doccache.TDMRepResult) *admin.TDMRepInfo {
 	info := &admin.TDMRepInfo{URL: t.URL, Status: t.Status.String(), HTTPStatus: t.HTTPStatus}
 	if t.Err != nil {
 		info.Error = t.Err.Error()

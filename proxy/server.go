@@ -10,7 +10,8 @@
 // Client connections are served by net/http's server: the proxy port
 // (HTTP/1.1) and the inside of intercepted tunnels (HTTP/1.1 and HTTP/2,
 // by ALPN; plain HTTP/1.1 when the tunnel carries no TLS). A framing guard
-// in front of every HTTP/1.x connection refuses ambiguous request framing.
+// in front of every HTTP/1.x connection refuses ambiguous request framing;
+// it and the other wire-level guards live in package wire.
 // goproxy answers CONNECTs (refusal, blind tunnel or interception), and
 // allowed requests are relayed by httputil.ReverseProxy, which keeps the
 // intermediary's rules of RFC 9110: hop-by-hop fields, 1xx responses,
@@ -46,8 +47,10 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
@@ -55,9 +58,8 @@ import (
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/rsl/rslcache"
-	"github.com/robotsgate/robotsgate/tdmrep/tdmcache"
 	"github.com/robotsgate/robotsgate/transparent"
+	"github.com/robotsgate/robotsgate/wire"
 	"github.com/robotsgate/robotsgate/witness"
 )
 
@@ -69,7 +71,7 @@ const (
 	responseHeaderTimeout = 60 * time.Second
 	upstreamIdleTimeout   = 90 * time.Second  // idle pooled upstream connection
 	upstreamReadTimeout   = 120 * time.Second // silence inside a response or tunnel
-	maxHeaderBytes        = 1 << 20           // request head; beyond it 431
+	maxHeaderBytes        = wire.MaxHeadBytes // request head; beyond it 431
 )
 
 // Options carries what New cannot derive from the configuration.
@@ -96,8 +98,8 @@ type Options struct {
 type Server struct {
 	log      *slog.Logger
 	resolver *resolver.Resolver
-	tdmrep   *tdmcache.Cache // tdmrep.json files, for clients with TDM purposes
-	rsl      *rslcache.Cache // RSL licences the sites name, for clients with purposes
+	tdmrep   *doccache.TDMRepCache // tdmrep.json files, for clients with TDM purposes
+	rsl      *doccache.RSLCache    // RSL licences the sites name, for clients with purposes
 	minter   *certs.Minter
 	dnsOpt   egress.Resolver
 	dialOpt  egress.DialFunc
@@ -115,7 +117,7 @@ type Server struct {
 	tunnelLn            *tunnelListener
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
-	auditLog            *audit.Writer
+	auditLog            *auditlog.Writer
 	witness             *witness.Client
 	coldGates           coldGates    // robots.cold_fetches_per_client
 	authFails           authFailures // auth.failure_limit
@@ -304,7 +306,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	s.resolver = r
 	// tdmrep.json files: fetched by the resolver's client, with robots.txt's
 	// cache bounds and freshness, archived alike.
-	s.tdmrep, err = tdmcache.New(tdmcache.Config{
+	s.tdmrep, err = doccache.NewTDMRep(doccache.TDMRepConfig{
 		Resolver:     r,
 		Store:        sharedTDM,
 		CacheEntries: cfg.Robots.CacheEntries,
@@ -316,7 +318,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	// RSL licences: by URL, with the same client, freshness and archive.
-	s.rsl, err = rslcache.New(rslcache.Config{
+	s.rsl, err = doccache.NewRSL(doccache.RSLConfig{
 		Resolver:     r,
 		Store:        sharedRSL,
 		CacheEntries: cfg.Robots.CacheEntries,
@@ -515,7 +517,7 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, err
 	}
-	return newIdleConn(c, upstreamReadTimeout), nil
+	return wire.NewIdleConn(c, upstreamReadTimeout), nil
 }
 
 func upstreamRoots(file string) (*x509.CertPool, error) {
@@ -608,7 +610,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
-	err := s.proxySrv.Serve(newProxyListener(s.guard(ln, "proxy"), s))
+	err := s.proxySrv.Serve(wire.NewProxyListener(s.guard(ln, "proxy"), s.timeouts.ClientHeader.Duration(), s.proxyTLS, s.log))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // The request-smuggling suite sends crafted requests as raw bytes through
@@ -737,7 +738,7 @@ func runSmugglingCase(t *testing.T, p *testProxy, cert *tls.Certificate, tc smug
 	}
 	// The framing guard's stand-in for a refused request is the server's
 	// own: never anything an origin sees.
-	never = append(never, refuseHeader, "robotsgate.invalid")
+	never = append(never, wire.RefuseHeader, "robotsgate.invalid")
 	defer func() {
 		if t.Failed() {
 			t.Logf("sent (%s): %s", e.h, smugAbbrev(smugSentAll(tc, e)))

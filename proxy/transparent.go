@@ -12,6 +12,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
+	"github.com/robotsgate/robotsgate/wire"
 )
 
 // Transparent listeners receive connections the kernel redirected to them
@@ -44,13 +45,13 @@ func (s *Server) serveTransparent(conn net.Conn) {
 	if s.refuseSelfLoop(conn, dest) {
 		return
 	}
-	proto, first, err := sniff(conn, s.timeouts.ClientHeader.Duration())
-	conn = &prefixConn{Conn: conn, prefix: first}
+	proto, first, err := wire.Sniff(conn, s.timeouts.ClientHeader.Duration())
+	conn = wire.WithPrefix(conn, first)
 	switch proto {
-	case protoTLS:
+	case wire.ProtoTLS:
 		s.serveTransparentTLS(conn, dest)
-	case protoHTTP:
-		s.pushTunnel(newFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: destOrigin("http", dest.Addr().String(), dest),
+	case wire.ProtoHTTP:
+		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: destOrigin("http", dest.Addr().String(), dest),
 			clientAddr: conn.RemoteAddr().String(), via: audit.ViaTransparent, dest: dest, byHost: true})
 	default:
 		rec := s.opening(conn, dest.String(), audit.ViaTransparent)
@@ -78,7 +79,7 @@ var errBlind = errors.New("passed blind (mitm.skip_hosts)")
 // serveTransparentTLS intercepts a TLS connection, or passes it blind to
 // its destination when its SNI is not intercepted.
 func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
-	hc := &handshakeConn{Conn: conn}
+	hc := wire.RecordHandshake(conn)
 	var o origin.Origin
 	blind := false
 	cfg := &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
@@ -87,7 +88,8 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 			o = destOrigin("https", hello.ServerName, dest)
 		}
 		if s.minter == nil || !s.settings().mitmHost(o.Host) {
-			blind, hc.muted = true, true
+			blind = true
+			hc.Mute()
 			return nil, errBlind
 		}
 		c := s.minter.TLSConfigFor(o.Host)
@@ -100,14 +102,14 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	conn.SetDeadline(time.Time{})
 	switch {
 	case blind:
-		s.passTransparent(conn, hc.read, o, dest)
+		s.passTransparent(conn, hc.Received(), o, dest)
 	case err != nil:
 		rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
-		s.clientTLSFailed(hc.failure(err), rec.client, o.Host, rec)
+		s.clientTLSFailed(hc.Failure(err), rec.client, o.Host, rec)
 		s.finish(rec)
 		conn.Close()
 	default:
-		hc.done()
+		hc.Done()
 		s.pushTLS(tlsConn, &tunnelInfo{origin: o, clientAddr: conn.RemoteAddr().String(), via: audit.ViaTransparent, dest: dest})
 	}
 }
@@ -146,7 +148,7 @@ func (s *Server) openTransparent(conn net.Conn, hello []byte, o origin.Origin, d
 		rec.answered(op.refusal)
 		return nil
 	}
-	if len(hello) >= maxHandshakeRecord {
+	if len(hello) >= wire.MaxHandshakeRecord {
 		rec.refine(audit.BadRequest, "the ClientHello is too long to pass on")
 		return nil
 	}

@@ -615,7 +615,7 @@ func (a *aggregator) readFetches() error {
 	return nil
 }
 
-// checkpointField marks a checkpoint line (audit.CheckpointObject): a
+// checkpointField marks a checkpoint line (auditlog.CheckpointObject): a
 // fetch's strings cannot hold it unescaped.
 var checkpointField = []byte(`"checkpoint":{`)
 

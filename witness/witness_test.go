@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/auditlog"
 )
 
 func newKey(t *testing.T) ed25519.PrivateKey { return newKeyTB(t) }
@@ -94,7 +95,7 @@ func checkpoint(t *testing.T, key ed25519.PrivateKey, head string, at time.Time)
 
 func checkpointTB(t testing.TB, key ed25519.PrivateKey, head string, at time.Time) *audit.Checkpoint {
 	t.Helper()
-	obj, err := audit.CheckpointObject(key, head, 1, at, audit.Interval{Records: 10, Every: time.Minute})
+	obj, err := auditlog.CheckpointObject(key, head, 1, at, audit.Interval{Records: 10, Every: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestTheClientSendsEveryCheckpointAndRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := audit.Open(filepath.Join(dir, "audit.log"), audit.Options{Key: logKey, CheckpointRecords: 2, OnCheckpoint: c.Submit})
+	w, err := auditlog.Open(filepath.Join(dir, "audit.log"), auditlog.Options{Key: logKey, CheckpointRecords: 2, OnCheckpoint: c.Submit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,17 +31,20 @@ var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin", "/sbin"}
 // Binary returns the redis-server the tests run: the first on PATH, else
 // one in sbinDirs (`make test` installs Debian's package when there is
 // none).
-func Binary() (string, error) {
-	if p, err := exec.LookPath("redis-server"); err == nil {
+func Binary() (string, error) { return lookBinary("redis-server") }
+
+// lookBinary finds name on PATH, else in sbinDirs.
+func lookBinary(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
 	for _, dir := range sbinDirs {
-		p := filepath.Join(dir, "redis-server")
+		p := filepath.Join(dir, name)
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("redis-server is not on PATH nor in %v", sbinDirs)
+	return "", fmt.Errorf("%s is not on PATH nor in %v", name, sbinDirs)
 }
 
 // Server is a redis-server process of one test.

@@ -19,18 +19,7 @@ import (
 // SentinelBinary returns the redis-sentinel the tests run: the first on
 // PATH, else one in sbinDirs (`make deps` installs Debian's redis-sentinel
 // when there is none).
-func SentinelBinary() (string, error) {
-	if p, err := exec.LookPath("redis-sentinel"); err == nil {
-		return p, nil
-	}
-	for _, dir := range sbinDirs {
-		p := filepath.Join(dir, "redis-sentinel")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("redis-sentinel is not on PATH nor in %v", sbinDirs)
-}
+func SentinelBinary() (string, error) { return lookBinary("redis-sentinel") }
 
 // StartReplica starts a redis-server replicating primary (over TLS, with
 // primary's certificate, when primary serves TLS) and waits, bounded,

@@ -21,7 +21,7 @@ var ErrColdLimit = errors.New("too many lookups of uncached origins in flight fo
 type coldGateKey struct{}
 
 // WithColdGate returns a context whose lookups of uncached origins (by
-// Resolve, and by caches built on the resolver such as tdmcache) pass g
+// Resolve, and by caches built on the resolver such as doccache's) pass g
 // first.
 func WithColdGate(ctx context.Context, g ColdGate) context.Context {
 	return context.WithValue(ctx, coldGateKey{}, g)

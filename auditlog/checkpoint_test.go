@@ -1,4 +1,4 @@
-package audit
+package auditlog
 
 import (
 	"crypto/ed25519"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // A log opened with a key starts with a checkpoint; a record written a
@@ -20,16 +22,16 @@ func TestCheckpointsComeWhenOpenedAndBeforeALateRecord(t *testing.T) {
 	pub := key.Public().(ed25519.PublicKey)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	now := t0
-	var seen []Checkpoint
+	var seen []audit.Checkpoint
 	path := filepath.Join(t.TempDir(), "audit.log")
 	w, err := Open(path, Options{Key: key, CheckpointEvery: time.Minute, CheckpointRecords: 100,
-		Now: func() time.Time { return now }, OnCheckpoint: func(c Checkpoint) { seen = append(seen, c) }})
+		Now: func() time.Time { return now }, OnCheckpoint: func(c audit.Checkpoint) { seen = append(seen, c) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, at := range []time.Duration{time.Second, 30 * time.Second, 90 * time.Second} {
 		now = t0.Add(at)
-		if err := w.Write(&Record{Time: now, URL: "http://a.example/", Decision: Allow}); err != nil {
+		if err := w.Write(&audit.Record{Time: now, URL: "http://a.example/", Decision: audit.Allow}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,10 +48,10 @@ func TestCheckpointsComeWhenOpenedAndBeforeALateRecord(t *testing.T) {
 	if kinds != "CrrCr" || len(seen) != 2 || !seen[1].Time.Equal(t0.Add(90*time.Second)) {
 		t.Fatalf("lines %s (want CrrCr), checkpoints handed over %d", kinds, len(seen))
 	}
-	var l struct{ Checkpoint *Checkpoint }
+	var l struct{ Checkpoint *audit.Checkpoint }
 	json.Unmarshal([]byte(lines[3]), &l)
 	c := l.Checkpoint
-	if iv, ok := c.Interval(); !ok || iv != (Interval{Records: 100, Every: time.Minute}) || !c.Verify(pub) || c.Head != LineHash([]byte(lines[2])) {
+	if iv, ok := c.Interval(); !ok || iv != (audit.Interval{Records: 100, Every: time.Minute}) || !c.Verify(pub) || c.Head != LineHash([]byte(lines[2])) {
 		t.Errorf("checkpoint %+v: interval %v %v, verifies %v", c, iv, ok, c.Verify(pub))
 	}
 	c.EveryRecords = 1000000

@@ -1,9 +1,9 @@
-// Package rslcache keeps the RSL documents (package rsl) that sites name,
-// one entry per document URL, as tdmcache keeps tdmrep.json. It does not
+// RSLCache keeps the RSL documents (package rsl) that sites name, one
+// entry per document URL, as TDMRepCache keeps tdmrep.json. It does not
 // judge: what a licence means for a client is package policy's decision.
 //
-// The machinery is doccache's, which tdmcache shares: documents are
-// fetched with the robots.txt resolver's client and status classes
+// The machinery is this package's, which TDMRepCache shares: documents
+// are fetched with the robots.txt resolver's client and status classes
 // (resolver.Resolver.FetchFile: egress guard — a document on another host
 // than the site that names it must pass it too —, parent proxy, fetch
 // timeout, 500 KiB), cached in an LRU bounded in entries and bytes with
@@ -15,9 +15,10 @@
 //
 // What an answer means: 2xx, a document, parsed; anything else (a 4xx,
 // 429, 5xx, a network failure), or a body that is not a valid RSL
-// document, leaves the licence unknown (Result.Unknown): a site that names
-// a licence robotsgate cannot read has not said that there is none.
-package rslcache
+// document, leaves the licence unknown (RSLResult.Unknown): a site that
+// names a licence robotsgate cannot read has not said that there is none.
+
+package doccache
 
 import (
 	"context"
@@ -30,22 +31,22 @@ import (
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/robots/resolver/doccache"
 	"github.com/robotsgate/robotsgate/rsl"
 )
 
-// DefaultBytes is the RSL cache's default bound on the memory it keeps
+// RSLDefaultBytes is the RSL cache's default bound on the memory it keeps
 // (the proxy uses it; robotsgate's memory limit counts it).
-const DefaultBytes = 16 << 20
+const RSLDefaultBytes = 16 << 20
 
-// Config configures a Cache (doccache.Config): Resolver is required;
-// CacheEntries defaults to 10000 documents, CacheBytes to DefaultBytes; Store
-// records are keyed by StoreKey (one record per document URL).
-type Config = doccache.Config[*Result]
+// RSLConfig configures an RSLCache (Config): Resolver is required;
+// CacheEntries defaults to 10000 documents, CacheBytes to
+// RSLDefaultBytes; Store records are keyed by RSLStoreKey (one record per
+// document URL).
+type RSLConfig = Config[*RSLResult]
 
-// Result is what an RSL document URL gives right now. Results are shared
-// between requests and must not be modified.
-type Result struct {
+// RSLResult is what an RSL document URL gives right now. Results are
+// shared between requests and must not be modified.
+type RSLResult struct {
 	// URL is the document's URL as named (absolute); FinalURL where it
 	// was read, after redirects.
 	URL, FinalURL string
@@ -56,25 +57,25 @@ type Result struct {
 	// with a body), Unavailable (4xx) or Unreachable (429, 5xx, network);
 	// Err says why there is no document: the fetch's failure, or why the
 	// body is not a document the judge can read (rsl.Parse's error).
-	doccache.State
+	State
 }
 
-// newResult is the Result of what was fetched at loc.URL
-// (doccache.Kind.Result).
-func newResult(loc doccache.Location, f doccache.Fetched[rsl.Document]) *Result {
-	return &Result{URL: loc.URL, FinalURL: f.FinalURL, Doc: f.Doc, State: f.State}
+// newRSLResult is the RSLResult of what was fetched at loc.URL
+// (Kind.Result).
+func newRSLResult(loc Location, f Fetched[rsl.Document]) *RSLResult {
+	return &RSLResult{URL: loc.URL, FinalURL: f.FinalURL, Doc: f.Doc, State: f.State}
 }
 
 // Unknown reports whether the licence cannot be judged: no document
 // (a failed fetch, a 4xx, a body that is not RSL) and no earlier copy.
-func (r *Result) Unknown() bool { return r.Doc == nil }
+func (r *RSLResult) Unknown() bool { return r.Doc == nil }
 
 // Cause says why there is no document, for a message: the fetch's cause
 // (http_5xx, dns_error, ...), "http_4xx" for an answer without a
 // document, the parse error, or why it was not fetched (its origin's
 // robots.txt, a cap: "not fetched: ...").
-func (r *Result) Cause() string {
-	var notFetched *doccache.NotFetchedError
+func (r *RSLResult) Cause() string {
+	var notFetched *NotFetchedError
 	switch {
 	case r.Doc != nil:
 		return ""
@@ -93,50 +94,48 @@ func (r *Result) Cause() string {
 	return "no answer"
 }
 
-// Answer is what one fetch received, for an archive (Config.OnAnswer):
-// Origin is the document's origin, FetchedURL its URL as named.
-type Answer = doccache.Answer[*Result]
+// RSLAnswer is what one fetch received, for an archive
+// (RSLConfig.OnAnswer): Origin is the document's origin, FetchedURL its
+// URL as named.
+type RSLAnswer = Answer[*RSLResult]
 
-// Stats are the cache's counters (Entries counts documents).
-type Stats = doccache.Stats
+// RSLCache keeps RSL documents by URL. It is safe for concurrent use. Its
+// Stats (Entries counts documents), Close (which stops background
+// refreshes) and Peek are Cache's.
+type RSLCache struct{ *rslDocs }
 
-// Cache keeps RSL documents by URL. It is safe for concurrent use. Its
-// Stats, Close (which stops background refreshes) and Peek are
-// doccache's.
-type Cache struct{ *cache }
-
-// cache is the doccache.Cache that Cache is, by a name that keeps it
+// rslDocs is the Cache that RSLCache is, by a name that keeps it
 // unexported.
-type cache = doccache.Cache[string, rsl.Document, *Result]
+type rslDocs = Cache[string, rsl.Document, *RSLResult]
 
-// kind is what an RSL document is to doccache: one per absolute URL (a
-// key Lookup and Refetch have checked with split), shared under StoreKey,
-// where only a 2xx with a valid document is an answer.
-var kind = doccache.Kind[string, rsl.Document, *Result]{
+// rslKind is what an RSL document is to the Cache: one per absolute URL
+// (a key Lookup and Refetch have checked with splitRSL), shared under
+// RSLStoreKey, where only a 2xx with a valid document is an answer.
+var rslKind = Kind[string, rsl.Document, *RSLResult]{
 	What:    "RSL document",
 	Accept:  rsl.MediaType + ", application/xml;q=0.9, */*;q=0.5",
 	Entries: 10000,
-	Bytes:   DefaultBytes,
-	Locate: func(rawURL string) doccache.Location {
-		o, target, _ := split(rawURL)
-		return doccache.Location{Origin: o, Target: target, URL: rawURL, StoreKey: StoreKey(o, rawURL)}
+	Bytes:   RSLDefaultBytes,
+	Locate: func(rawURL string) Location {
+		o, target, _ := splitRSL(rawURL)
+		return Location{Origin: o, Target: target, URL: rawURL, StoreKey: RSLStoreKey(o, rawURL)}
 	},
-	Parse:  parse,
+	Parse:  parseRSL,
 	Size:   (*rsl.Document).Size,
-	Result: newResult,
+	Result: newRSLResult,
 }
 
-// New returns a Cache for cfg.
-func New(cfg Config) (*Cache, error) {
-	c, err := doccache.New(kind, cfg)
+// NewRSL returns an RSLCache for cfg.
+func NewRSL(cfg RSLConfig) (*RSLCache, error) {
+	c, err := New(rslKind, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("rslcache: %w", err)
+		return nil, fmt.Errorf("RSL cache: %w", err)
 	}
-	return &Cache{cache: c}, nil
+	return &RSLCache{rslDocs: c}, nil
 }
 
-// ErrNotHTTP is matched by Lookup's error for a URL that is not an
-// absolute http(s) URL.
+// ErrNotHTTP is matched by RSLCache.Lookup's error for a URL that is not
+// an absolute http(s) URL.
 var ErrNotHTTP = errors.New("not an absolute http(s) URL")
 
 // Lookup returns what the RSL document at rawURL (absolute http(s)) gives.
@@ -145,11 +144,11 @@ var ErrNotHTTP = errors.New("not an absolute http(s) URL")
 // waits for the one shared fetch of the URL, having passed ctx's cold gate
 // (resolver.WithColdGate). The errors are ctx's (with resolver.ErrColdLimit
 // when the gate gave no place in time) and ErrNotHTTP.
-func (c *Cache) Lookup(ctx context.Context, rawURL string) (*Result, error) {
-	if _, _, err := split(rawURL); err != nil {
+func (c *RSLCache) Lookup(ctx context.Context, rawURL string) (*RSLResult, error) {
+	if _, _, err := splitRSL(rawURL); err != nil {
 		return nil, err
 	}
-	res, err := c.cache.Lookup(ctx, rawURL)
+	res, err := c.rslDocs.Lookup(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("RSL document %s: %w", rawURL, err)
 	}
@@ -159,15 +158,15 @@ func (c *Cache) Lookup(ctx context.Context, rawURL string) (*Result, error) {
 // Refetch fetches the document at rawURL now, whatever the cache and the
 // shared store hold (an operator's refresh), caches the result and shares
 // it; nil for a URL that is not absolute http(s).
-func (c *Cache) Refetch(rawURL string) *Result {
-	if _, _, err := split(rawURL); err != nil {
+func (c *RSLCache) Refetch(rawURL string) *RSLResult {
+	if _, _, err := splitRSL(rawURL); err != nil {
 		return nil
 	}
-	return c.cache.Refetch(rawURL)
+	return c.rslDocs.Refetch(rawURL)
 }
 
-// split returns the origin and request-target of an absolute http(s) URL.
-func split(rawURL string) (origin.Origin, string, error) {
+// splitRSL returns the origin and request-target of an absolute http(s) URL.
+func splitRSL(rawURL string) (origin.Origin, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || !u.IsAbs() || u.Host == "" {
 		return origin.Origin{}, "", fmt.Errorf("RSL document %q: %w", rawURL, ErrNotHTTP)
@@ -179,18 +178,18 @@ func split(rawURL string) (origin.Origin, string, error) {
 	return o, u.RequestURI(), nil
 }
 
-// StoreKey is the key under which a shared Store keeps the document at
+// RSLStoreKey is the key under which a shared Store keeps the document at
 // rawURL: a Store is keyed by origin, and a site may name several
 // documents on one origin, so the key is an origin whose host is the
 // URL's SHA-256 (under .rsl.invalid, a name no real origin has).
-func StoreKey(o origin.Origin, rawURL string) origin.Origin {
+func RSLStoreKey(o origin.Origin, rawURL string) origin.Origin {
 	sum := sha256.Sum256([]byte(rawURL))
 	return origin.Origin{Scheme: o.Scheme, Host: hex.EncodeToString(sum[:]) + ".rsl.invalid", Port: o.Port}
 }
 
-// parse reads a fetched body: a document, or why it is not one (a body
+// parseRSL reads a fetched body: a document, or why it is not one (a body
 // cut at the fetch's bound is not judged as if it were whole).
-func parse(body []byte, truncated bool) (*rsl.Document, error) {
+func parseRSL(body []byte, truncated bool) (*rsl.Document, error) {
 	if truncated {
 		return nil, rsl.ErrTooLarge
 	}

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 )
 
-// framingGuard sits between a client connection and net/http's server and
+// FramingGuard sits between a client connection and net/http's server and
 // refuses requests whose framing is ambiguous: both Content-Length and
 // Transfer-Encoding (RFC 9112 §6.3: "ought to be handled as an error", the
 // classic request-smuggling vector). net/http would accept such a request,
@@ -26,9 +26,15 @@ import (
 // It reads each request head whole before the server sees it and skips
 // bodies of known length. It stops reading heads after a request with a
 // Transfer-Encoding (whose response then ends the connection, see
-// guardFraming), after a CONNECT, and when the connection is handed over
-// (stopWatching: a WebSocket after its 101).
-type framingGuard struct {
+// CloseAfter), after a CONNECT, and when the connection is handed over
+// (StopWatching: a WebSocket after its 101).
+//
+// The guard is half of the defence: the server behind it must serve its
+// requests through Refused and CloseAfter and put the guard in their
+// context (WithGuard, from the server's ConnContext): it answers the
+// stand-ins and closes the connection once the guard no longer reads its
+// heads.
+type FramingGuard struct {
 	net.Conn
 	maxHead int
 
@@ -44,8 +50,15 @@ type framingGuard struct {
 	unwatched atomic.Bool
 }
 
-func newFramingGuard(c net.Conn, maxHead int) *framingGuard {
-	return &framingGuard{Conn: c, maxHead: maxHead}
+// MaxHeadBytes is the proxy's limit on a request head (request line and
+// fields): a longer head is answered 431 and never read further.
+const MaxHeadBytes = 1 << 20
+
+// NewFramingGuard returns c guarded: the guard passes request heads of at
+// most maxHead bytes (MaxHeadBytes but in tests) and the bodies after them
+// to whoever reads it, a stand-in request in place of a head it refuses.
+func NewFramingGuard(c net.Conn, maxHead int) *FramingGuard {
+	return &FramingGuard{Conn: c, maxHead: maxHead}
 }
 
 // headBufs recycles the guards' head buffers: most connections need one for
@@ -54,14 +67,19 @@ func newFramingGuard(c net.Conn, maxHead int) *framingGuard {
 var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // releaseBuf returns the head buffer to the pool once nothing aliases it.
-func (g *framingGuard) releaseBuf() {
+func (g *FramingGuard) releaseBuf() {
 	if g.buf != nil && len(g.pending) == 0 && len(g.carry) == 0 {
 		headBufs.Put(g.buf)
 		g.buf = nil
 	}
 }
 
-func (g *framingGuard) Read(p []byte) (int, error) {
+// Read returns the client's bytes as the guard judged them: whole request
+// heads it accepts, the bodies they announce, a stand-in request for a head
+// it refuses (then EOF), and the connection's bytes unread once it stopped
+// watching. A timeout of the connection's read deadline keeps a partial
+// head for the next Read.
+func (g *FramingGuard) Read(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -93,7 +111,7 @@ func (g *framingGuard) Read(p []byte) (int, error) {
 }
 
 // readHead reads until a whole request head is buffered and judges it.
-func (g *framingGuard) readHead() error {
+func (g *FramingGuard) readHead() error {
 	if g.buf == nil {
 		g.buf = headBufs.Get().(*[]byte)
 	}
@@ -174,13 +192,14 @@ func nextLine(b []byte) (line, rest []byte) {
 	return bytes.TrimSuffix(line, []byte("\r")), rest
 }
 
-// refuseHeader marks the stand-in request the guard hands the server in place
+// RefuseHeader marks the stand-in request the guard hands the server in place
 // of an ambiguous one: the server answers it in turn, after the responses to
 // earlier pipelined requests (writing on the connection from here would cut
-// into them), and guardFraming turns it into the 400.
-const refuseHeader = "X-Robotsgate-Refuse"
+// into them), and Refused turns it into the 400. A client that sends
+// the field itself is refused too: it never reaches an origin.
+const RefuseHeader = "X-Robotsgate-Refuse"
 
-// The stand-in requests, by reason (the value of refuseHeader).
+// The stand-in requests, by reason (the value of RefuseHeader).
 const (
 	refuseAmbiguous = "ambiguous-framing"
 	refuseHosts     = "several-hosts"
@@ -193,16 +212,16 @@ var refuseMessages = map[string]string{
 	refuseAmbiguous: "The request has both Content-Length and Transfer-Encoding headers (ambiguous framing).",
 	refuseHosts:     "The request has more than one Host header.",
 	refuseFolded:    "The request continues a header line on the next line (obs-fold, RFC 9112 §5.2).",
-	refuseTooLarge:  "The request head is larger than 1 MiB.",
+	refuseTooLarge:  "The request head is larger than 1 MiB.", // MaxHeadBytes,
 }
 
 func standInRequest(reason string) []byte {
-	return []byte("GET / HTTP/1.1\r\nHost: robotsgate.invalid\r\n" + refuseHeader + ": " + reason + "\r\nConnection: close\r\n\r\n")
+	return []byte("GET / HTTP/1.1\r\nHost: robotsgate.invalid\r\n" + RefuseHeader + ": " + reason + "\r\nConnection: close\r\n\r\n")
 }
 
 // judge decides what follows a complete head: refusal, a body of known
 // length (then the next head), or blindness after a chunked body.
-func (g *framingGuard) judge(head, rest []byte) {
+func (g *FramingGuard) judge(head, rest []byte) {
 	f := framing(head)
 	reason := ""
 	switch {
@@ -316,13 +335,13 @@ func parseLength(v []byte) int64 {
 // watching reports whether the guard still reads the connection's request
 // heads.
 // A refused head does not count: its stand-in still comes in its turn.
-func (g *framingGuard) watching() bool { return !g.unwatched.Load() }
+func (g *FramingGuard) watching() bool { return !g.unwatched.Load() }
 
-// stopWatching hands the connection over (a WebSocket after its 101): what
+// StopWatching hands the connection over (a WebSocket after its 101): what
 // the guard has read ahead is passed on, then the connection's bytes as
 // they come. The caller must own the connection's reads (net/http's Hijack
 // has ended its background read), or this waits for the read in progress.
-func (g *framingGuard) stopWatching() {
+func (g *FramingGuard) StopWatching() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.unwatched.Store(true)

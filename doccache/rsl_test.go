@@ -1,4 +1,4 @@
-package rslcache
+package doccache
 
 import (
 	"context"
@@ -40,11 +40,11 @@ func (s *testServer) hitsOf(path string) int {
 	return s.hits[path]
 }
 
-func status(code int) func(w http.ResponseWriter) {
+func rslStatus(code int) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) { w.WriteHeader(code) }
 }
 
-func body(s string) func(w http.ResponseWriter) {
+func rslBody(s string) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "application/rsl+xml")
 		fmt.Fprint(w, s)
@@ -64,10 +64,10 @@ func startServer(t *testing.T, answer func(w http.ResponseWriter)) *testServer {
 	return s
 }
 
-func newCache(t *testing.T, cfg Config) *Cache {
+func newRSLCache(t *testing.T, cfg RSLConfig) *RSLCache {
 	t.Helper()
 	cfg.Resolver = testorigin.Resolver(t, resolver.Config{Now: cfg.Now})
-	c, err := New(cfg)
+	c, err := NewRSL(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,18 +85,18 @@ func TestAnswersWithoutADocumentAreUnknown(t *testing.T) {
 		unknown bool
 		cause   string
 	}{
-		{"200 with a licence", body(licence), false, ""},
-		{"200 that is HTML", body("<html><body>Not here</body></html>"), true, "not an RSL document: rsl: line 1: the root element is <html> in namespace \"\", not <rsl> in \"https://rslstandard.org/rsl\""},
-		{"404", status(404), true, "http_404"},
-		{"401", status(401), true, "http_401"},
-		{"503", status(503), true, resolver.CauseHTTP5xx},
-		{"429", status(429), true, resolver.CauseHTTP429},
+		{"200 with a licence", rslBody(licence), false, ""},
+		{"200 that is HTML", rslBody("<html><body>Not here</body></html>"), true, "not an RSL document: rsl: line 1: the root element is <html> in namespace \"\", not <rsl> in \"https://rslstandard.org/rsl\""},
+		{"404", rslStatus(404), true, "http_404"},
+		{"401", rslStatus(401), true, "http_401"},
+		{"503", rslStatus(503), true, resolver.CauseHTTP5xx},
+		{"429", rslStatus(429), true, resolver.CauseHTTP429},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startServer(t, tc.answer)
 			u := s.URL + "/licence.xml?v=1"
-			res, err := newCache(t, Config{}).Lookup(context.Background(), u)
+			res, err := newRSLCache(t, RSLConfig{}).Lookup(context.Background(), u)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestAnswersWithoutADocumentAreUnknown(t *testing.T) {
 // TestEgressGuardApplies: a document on an address the egress guard
 // refuses is not fetched: unknown, the guard named.
 func TestEgressGuardApplies(t *testing.T) {
-	res, err := newCache(t, Config{}).Lookup(context.Background(), "http://127.0.0.1:9/licence.xml")
+	res, err := newRSLCache(t, RSLConfig{}).Lookup(context.Background(), "http://127.0.0.1:9/licence.xml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestEgressGuardApplies(t *testing.T) {
 // TestNotHTTP: a URL that is not absolute http(s) is refused before any
 // fetch.
 func TestNotHTTP(t *testing.T) {
-	c := newCache(t, Config{})
+	c := newRSLCache(t, RSLConfig{})
 	for _, u := range []string{"/licence.xml", "ftp://example.com/l.xml", "licence.xml", "http:///x"} {
 		if _, err := c.Lookup(context.Background(), u); !errors.Is(err, ErrNotHTTP) {
 			t.Errorf("%q: %v", u, err)
@@ -140,19 +140,19 @@ func TestUnreachableKeepsTheEarlierDocument(t *testing.T) {
 	now := time.Now()
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	s := startServer(t, body(licence))
-	c := newCache(t, Config{Now: clock})
+	s := startServer(t, rslBody(licence))
+	c := newRSLCache(t, RSLConfig{Now: clock})
 	u := s.URL + "/l.xml"
 	first, err := c.Lookup(context.Background(), u)
 	if err != nil || first.Unknown() {
 		t.Fatal(first, err)
 	}
-	s.set(status(503))
+	s.set(rslStatus(503))
 	mu.Lock()
 	now = first.Expires.Add(time.Second)
 	mu.Unlock()
 	c.Refetch(u)
-	res, _ := c.cache.Peek(u)
+	res, _ := c.rslDocs.Peek(u)
 	if res == nil || !res.Stale || res.Doc != first.Doc || res.Failures != 1 {
 		t.Fatalf("after a failure: %+v", res)
 	}
@@ -185,13 +185,13 @@ func (s *mapStore) Save(_ context.Context, o origin.Origin, rec resolver.Record)
 func TestStoreSharesDocumentsByURL(t *testing.T) {
 	store := &mapStore{recs: map[origin.Origin]resolver.Record{}}
 	var shared atomic.Int64
-	onAnswer := func(a Answer) {
+	onAnswer := func(a RSLAnswer) {
 		if a.Shared {
 			shared.Add(1)
 		}
 	}
-	a, b := newCache(t, Config{Store: store, OnAnswer: onAnswer}), newCache(t, Config{Store: store, OnAnswer: onAnswer})
-	s := startServer(t, body(licence))
+	a, b := newRSLCache(t, RSLConfig{Store: store, OnAnswer: onAnswer}), newRSLCache(t, RSLConfig{Store: store, OnAnswer: onAnswer})
+	s := startServer(t, rslBody(licence))
 	for _, path := range []string{"/one.xml", "/two.xml"} {
 		if res, err := a.Lookup(context.Background(), s.URL+path); err != nil || res.Unknown() {
 			t.Fatalf("first cache, %s: %+v %v", path, res, err)
@@ -204,8 +204,8 @@ func TestStoreSharesDocumentsByURL(t *testing.T) {
 	if shared.Load() != 2 || len(store.recs) != 2 {
 		t.Errorf("%d shared answers, %d records; want 2 and 2", shared.Load(), len(store.recs))
 	}
-	s.set(status(503))
-	for _, c := range []*Cache{a, b} {
+	s.set(rslStatus(503))
+	for _, c := range []*RSLCache{a, b} {
 		if res, _ := c.Lookup(context.Background(), s.URL+"/down.xml"); !res.Unknown() {
 			t.Errorf("an unreadable document: %+v", res)
 		}

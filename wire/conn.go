@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"math"
@@ -18,6 +18,15 @@ type idleConn struct {
 	net.Conn
 	timeout time.Duration
 	pushed  atomic.Int64 // monoNow() when the deadline was last moved
+}
+
+// NewIdleConn returns c with an idle timeout: a Read fails with a timeout
+// error once the peer has been silent (no Read or Write) for between
+// 15/16 of timeout and timeout. The connection returned has CloseWrite and
+// CloseRead, half-closing c when c can (else CloseWrite closes it and
+// CloseRead does nothing), so that goproxy can half-close blind tunnels.
+func NewIdleConn(c net.Conn, timeout time.Duration) net.Conn {
+	return newIdleConn(c, timeout)
 }
 
 func newIdleConn(c net.Conn, timeout time.Duration) *idleConn {

@@ -1,4 +1,13 @@
-package audit
+// Package auditlog writes the audit log: the writer that appends one
+// record (package audit) per line, the hash chain that links each line to
+// the one before it, the signed checkpoints of the chain's head and the
+// evidence key that signs them. Other chained logs (the archive's fetch
+// logs) chain and sign their lines with it too, and the evidence commands
+// check the chain with its LineHash.
+//
+// It imports no other robotsgate package but audit: the offline readers
+// that check a chain must not pull in the proxy's dependencies.
+package auditlog
 
 import (
 	"bytes"
@@ -14,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // Options are how a Writer chains and signs the log.
@@ -24,23 +35,24 @@ type Options struct {
 	// the log is opened, before the first record written this long or
 	// longer after the last checkpoint (by the wall clock, as records'
 	// times are), after the record that makes this many since it, and on
-	// Close. Each checkpoint states the interval (Checkpoint.Interval), so
-	// that a verifier knows how many lines may follow the last one. Zero
-	// values mean one minute and 10,000 records.
+	// Close. Each checkpoint states the interval
+	// (audit.Checkpoint.Interval), so that a verifier knows how many lines
+	// may follow the last one. Zero values mean one minute and 10,000
+	// records.
 	CheckpointEvery   time.Duration
 	CheckpointRecords int64
 	// OnCheckpoint, when set, hears of each checkpoint written (a witness
 	// sends its head away). It is called with the writer's lock held: it
 	// must not block.
-	OnCheckpoint func(Checkpoint)
+	OnCheckpoint func(audit.Checkpoint)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// Writer writes Records as JSON lines, each chained to the line before it
-// (Record.Prev) and now and then a signed checkpoint (Checkpoint), to a
-// file (reopened on demand, for logrotate: the chain goes on in the new
-// file) or to standard output. A nil *Writer writes nothing. It is safe
+// Writer writes records (audit.Record) as JSON lines, each chained to the
+// line before it (Record.Prev) and now and then a signed checkpoint
+// (audit.Checkpoint), to a file (reopened on demand, for logrotate: the
+// chain goes on in the new file) or to standard output. A nil *Writer writes nothing. It is safe
 // for concurrent use.
 //
 // A record is written whole or not at all: a write that fails part-way
@@ -155,7 +167,7 @@ func (a *Writer) Reopen() error {
 }
 
 // maxLastLine bounds how far back Reopen looks for the file's last line
-// (a line the writer writes is far shorter: Record.Cap).
+// (a line the writer writes is far shorter: audit.Record.Cap).
 const maxLastLine = 1 << 20
 
 // endLine makes an opened file end with a newline (or be empty) and
@@ -185,15 +197,15 @@ func endLine(f *os.File) (int64, []byte, error) {
 	return size, line, nil
 }
 
-// prevPrefix is how every line begins: Record.Prev is its first field,
+// prevPrefix is how every line begins: audit.Record.Prev is its first field,
 // written empty by json.Marshal and filled in under the lock.
 var prevPrefix = []byte(`{"prev_sha256":""`)
 
-// Write caps r (Record.Cap) and appends it as one line chained to the line
+// Write caps r (audit.Record.Cap) and appends it as one line chained to the line
 // before it, in a single write, so that lines of concurrent requests never
 // interleave; a checkpoint follows when one is due. The error says why
 // the record was not written; Failing reports it until a write succeeds.
-func (a *Writer) Write(r *Record) error {
+func (a *Writer) Write(r *audit.Record) error {
 	if a == nil {
 		return nil
 	}
@@ -258,7 +270,7 @@ func (a *Writer) writeLine(rest []byte) error {
 // beside the file. Called with a.mu held.
 func (a *Writer) checkpoint(now time.Time) error {
 	c, body, err := newCheckpoint(a.opts.Key, a.head, a.records, now,
-		Interval{Records: a.opts.CheckpointRecords, Every: a.opts.CheckpointEvery})
+		audit.Interval{Records: a.opts.CheckpointRecords, Every: a.opts.CheckpointEvery})
 	if err != nil {
 		return fmt.Errorf("audit log: encoding a checkpoint: %w", err)
 	}

@@ -1,4 +1,4 @@
-package tdmcache
+package doccache
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func (o *testOrigin) set(answer func(w http.ResponseWriter)) {
 	o.answer = answer
 }
 
-func status(code int, header ...string) func(w http.ResponseWriter) {
+func tdmStatus(code int, header ...string) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
 		for i := 0; i+1 < len(header); i += 2 {
 			w.Header().Set(header[i], header[i+1])
@@ -46,9 +46,9 @@ func status(code int, header ...string) func(w http.ResponseWriter) {
 	}
 }
 
-func body(s string, header ...string) func(w http.ResponseWriter) {
+func tdmBody(s string, header ...string) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
-		status(200, header...)(w)
+		tdmStatus(200, header...)(w)
 		fmt.Fprint(w, s)
 	}
 }
@@ -74,11 +74,11 @@ func startOrigin(t *testing.T, answer func(w http.ResponseWriter)) *testOrigin {
 	return o
 }
 
-func newCache(t *testing.T, cfg Config, rc resolver.Config) *Cache {
+func newTDMRepCache(t *testing.T, cfg TDMRepConfig, rc resolver.Config) *TDMRepCache {
 	t.Helper()
 	rc.Now = cfg.Now
 	cfg.Resolver = testorigin.Resolver(t, rc)
-	c, err := New(cfg)
+	c, err := NewTDMRep(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func newCache(t *testing.T, cfg Config, rc resolver.Config) *Cache {
 	return c
 }
 
-func lookup(t *testing.T, c *Cache, o origin.Origin) *Result {
+func lookup(t *testing.T, c *TDMRepCache, o origin.Origin) *TDMRepResult {
 	t.Helper()
 	res, err := c.Lookup(context.Background(), o)
 	if err != nil {
@@ -106,19 +106,19 @@ func TestStatusClasses(t *testing.T) {
 		unknown  bool
 		cause    string
 	}{
-		{"200 with a reservation", body(reserveAll), resolver.OK, true, false, ""},
-		{"200 that is not JSON: no reservation", body("<html>not found</html>"), resolver.OK, false, false, ""},
-		{"404: no reservation", status(404), resolver.Unavailable, false, false, ""},
-		{"410: no reservation", status(410), resolver.Unavailable, false, false, ""},
-		{"401: no reservation", status(401), resolver.Unavailable, false, false, ""},
-		{"429: unknown", status(429), resolver.Unreachable, false, true, resolver.CauseHTTP429},
-		{"500: unknown", status(500), resolver.Unreachable, false, true, resolver.CauseHTTP5xx},
-		{"503: unknown", status(503), resolver.Unreachable, false, true, resolver.CauseHTTP5xx},
+		{"200 with a reservation", tdmBody(reserveAll), resolver.OK, true, false, ""},
+		{"200 that is not JSON: no reservation", tdmBody("<html>not found</html>"), resolver.OK, false, false, ""},
+		{"404: no reservation", tdmStatus(404), resolver.Unavailable, false, false, ""},
+		{"410: no reservation", tdmStatus(410), resolver.Unavailable, false, false, ""},
+		{"401: no reservation", tdmStatus(401), resolver.Unavailable, false, false, ""},
+		{"429: unknown", tdmStatus(429), resolver.Unreachable, false, true, resolver.CauseHTTP429},
+		{"500: unknown", tdmStatus(500), resolver.Unreachable, false, true, resolver.CauseHTTP5xx},
+		{"503: unknown", tdmStatus(503), resolver.Unreachable, false, true, resolver.CauseHTTP5xx},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := startOrigin(t, tt.answer)
-			res := lookup(t, newCache(t, Config{}, resolver.Config{}), o.origin)
+			res := lookup(t, newTDMRepCache(t, TDMRepConfig{}, resolver.Config{}), o.origin)
 			if res.Status != tt.status || res.Match("/a").Reserved() != tt.reserved || res.Unknown() != tt.unknown || res.Cause() != tt.cause {
 				t.Errorf("status %v reserved %v unknown %v cause %q, want %v %v %v %q (err %v)",
 					res.Status, res.Match("/a").Reserved(), res.Unknown(), res.Cause(), tt.status, tt.reserved, tt.unknown, tt.cause, res.Err)
@@ -131,7 +131,7 @@ func TestStatusClasses(t *testing.T) {
 }
 
 func TestNetworkFailureIsUnknown(t *testing.T) {
-	c := newCache(t, Config{}, resolver.Config{})
+	c := newTDMRepCache(t, TDMRepConfig{}, resolver.Config{})
 	res := lookup(t, c, origin.Origin{Scheme: "http", Host: "127.0.0.1", Port: 9}) // refused by the egress guard
 	var denied *egress.DeniedError
 	if !res.Unknown() || !errors.As(res.Err, &denied) || res.Cause() != egress.CauseDenied {
@@ -144,8 +144,8 @@ func TestNetworkFailureIsUnknown(t *testing.T) {
 // after the backoff and, with an earlier file, that file stands (Stale).
 func TestFreshness(t *testing.T) {
 	clock := testclock.New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	o := startOrigin(t, body(reserveAll, "Cache-Control", "max-age=5"))
-	c := newCache(t, Config{Now: clock.Now}, resolver.Config{MinTTL: time.Minute, MaxTTL: time.Hour, RetryMin: 10 * time.Second, RetryMax: time.Minute})
+	o := startOrigin(t, tdmBody(reserveAll, "Cache-Control", "max-age=5"))
+	c := newTDMRepCache(t, TDMRepConfig{Now: clock.Now}, resolver.Config{MinTTL: time.Minute, MaxTTL: time.Hour, RetryMin: 10 * time.Second, RetryMax: time.Minute})
 	res := lookup(t, c, o.origin)
 	if got := res.Expires.Sub(clock.Now()); got != time.Minute {
 		t.Errorf("max-age=5 is fresh for %v, want robots.min_ttl's 1m", got)
@@ -155,12 +155,12 @@ func TestFreshness(t *testing.T) {
 		t.Fatal("a fresh file was fetched again")
 	}
 
-	o.set(status(503))
+	o.set(tdmStatus(503))
 	clock.Advance(time.Minute)
 	if got := lookup(t, c, o.origin); got != res {
 		t.Fatal("an expired file did not keep serving during its refresh")
 	}
-	var stale *Result
+	var stale *TDMRepResult
 	for stale == nil || !stale.Stale {
 		stale = lookup(t, c, o.origin) // the background refresh lands
 		time.Sleep(time.Millisecond)
@@ -172,10 +172,10 @@ func TestFreshness(t *testing.T) {
 		t.Errorf("next retry in %v, want robots.retry_min's 10s", got)
 	}
 
-	o.set(status(404, "Cache-Control", "max-age=86400"))
+	o.set(tdmStatus(404, "Cache-Control", "max-age=86400"))
 	clock.Advance(11 * time.Second)
 	lookup(t, c, o.origin)
-	var gone *Result
+	var gone *TDMRepResult
 	for gone == nil || gone.Status != resolver.Unavailable {
 		gone = lookup(t, c, o.origin)
 		time.Sleep(time.Millisecond)
@@ -189,8 +189,8 @@ func TestFreshness(t *testing.T) {
 // remembered (no fetch per request) until its retry, which doubles.
 func TestUnknownIsRetriedWithBackoff(t *testing.T) {
 	clock := testclock.New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	o := startOrigin(t, status(500))
-	c := newCache(t, Config{Now: clock.Now}, resolver.Config{RetryMin: 10 * time.Second, RetryMax: time.Minute})
+	o := startOrigin(t, tdmStatus(500))
+	c := newTDMRepCache(t, TDMRepConfig{Now: clock.Now}, resolver.Config{RetryMin: 10 * time.Second, RetryMax: time.Minute})
 	res := lookup(t, c, o.origin)
 	lookup(t, c, o.origin)
 	if !res.Unknown() || o.hits.Load() != 1 {
@@ -201,7 +201,7 @@ func TestUnknownIsRetriedWithBackoff(t *testing.T) {
 	if o.hits.Load() != 2 || res.Failures != 2 || res.Expires.Sub(clock.Now()) != 20*time.Second {
 		t.Errorf("%d fetches, failures %d, next retry in %v", o.hits.Load(), res.Failures, res.Expires.Sub(clock.Now()))
 	}
-	o.set(body(`[]`))
+	o.set(tdmBody(`[]`))
 	clock.Advance(20 * time.Second)
 	if res = lookup(t, c, o.origin); res.Unknown() || res.File == nil || res.Failures != 0 {
 		t.Errorf("after recovery: %+v", res)
@@ -211,10 +211,10 @@ func TestUnknownIsRetriedWithBackoff(t *testing.T) {
 // TestOnAnswer: every fetch is reported with its body, and files keep its
 // SHA-256.
 func TestOnAnswer(t *testing.T) {
-	o := startOrigin(t, body(reserveAll, "ETag", `"v1"`))
+	o := startOrigin(t, tdmBody(reserveAll, "ETag", `"v1"`))
 	var mu sync.Mutex
-	var answers []Answer
-	c := newCache(t, Config{OnAnswer: func(a Answer) {
+	var answers []TDMRepAnswer
+	c := newTDMRepCache(t, TDMRepConfig{OnAnswer: func(a TDMRepAnswer) {
 		mu.Lock()
 		defer mu.Unlock()
 		answers = append(answers, a)

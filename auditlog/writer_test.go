@@ -1,4 +1,4 @@
-package audit
+package auditlog
 
 import (
 	"bufio"
@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/internal/tmpfs"
 )
 
 // readLines returns the log's lines, failing the test on one that is not
 // a whole record.
-func readLines(t *testing.T, path string) []Record {
+func readLines(t *testing.T, path string) []audit.Record {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -24,11 +25,11 @@ func readLines(t *testing.T, path string) []Record {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		t.Errorf("the log does not end with a newline: %q", data[max(0, len(data)-80):])
 	}
-	var out []Record
+	var out []audit.Record
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
-		var r Record
+		var r audit.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Errorf("line %d is not a record (%v): %.80q", n, err, sc.Text())
 			continue
@@ -49,13 +50,13 @@ func TestFullDiskLeavesNoTornLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.Write(&Record{Decision: Allow}); err != nil {
+	if err := w.Write(&audit.Record{Decision: audit.Allow}); err != nil {
 		t.Fatal(err)
 	}
 	written, failed := 1, 0
 	filler := tmpfs.Fill(t, dir)
-	rec := func(i int) *Record {
-		return &Record{URL: "http://example.com/" + strings.Repeat("p", 300) + string(rune('a'+i%26)), Decision: Allow}
+	rec := func(i int) *audit.Record {
+		return &audit.Record{URL: "http://example.com/" + strings.Repeat("p", 300) + string(rune('a'+i%26)), Decision: audit.Allow}
 	}
 	for i := 0; i < 200 && failed == 0; i++ {
 		if err := w.Write(rec(i)); err != nil {
@@ -91,7 +92,7 @@ func TestTornLastLineIsEndedBeforeTheNextRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(&Record{Decision: Disallow}); err != nil {
+	if err := w.Write(&audit.Record{Decision: audit.Disallow}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -111,8 +112,8 @@ func TestRecordFieldsAreCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	ua := strings.Repeat("é", 300_000) // 600 KB, two bytes a character
-	r := &Record{UserAgent: ua, Agent: ua, URL: "http://example.com/" + strings.Repeat("x", 100_000), Rule: "Disallow: /",
-		Usage: make([]UsageSignal, 100)}
+	r := &audit.Record{UserAgent: ua, Agent: ua, URL: "http://example.com/" + strings.Repeat("x", 100_000), Rule: "Disallow: /",
+		Usage: make([]audit.UsageSignal, 100)}
 	if err := w.Write(r); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 // Package doccache keeps documents fetched beside robots.txt as the
-// resolver keeps robots.txt: the machinery that tdmcache (each origin's
-// tdmrep.json) and rslcache (RSL licence documents) share, generic over
-// the parsed document. It neither parses nor judges: a Kind says how a
-// body is read and what a key names.
+// resolver keeps robots.txt: each origin's tdmrep.json (TDMRepCache, in
+// tdmrep.go) and RSL licence documents (RSLCache, in rsl.go), on
+// machinery they share, generic over the parsed document (Cache, in this
+// file). The machinery neither parses nor judges: a Kind says how a body
+// is read and what a key names.
 //
 // Documents are fetched with the robots.txt resolver's client and status
 // classes (resolver.Resolver.FetchFile), cached in an LRU bounded in
@@ -54,7 +55,7 @@ type Fetched[T any] struct {
 }
 
 // State is what a result says of how it was obtained, whatever its
-// document: the results of tdmcache and rslcache embed it.
+// document: TDMRepResult and RSLResult embed it.
 type State struct {
 	// Status classes the answer the result rests on as robots.txt's are
 	// (OK, Unavailable: a 4xx, Unreachable: 429, 5xx, network); what it
@@ -112,8 +113,8 @@ type Kind[K comparable, T, R any] struct {
 	Result func(loc Location, f Fetched[T]) R
 }
 
-// Config configures a Cache of results R (tdmcache.Config and
-// rslcache.Config are this).
+// Config configures a Cache of results R (TDMRepConfig and RSLConfig
+// are this).
 type Config[R any] struct {
 	// Resolver fetches the documents (FetchFile) and gives their
 	// freshness (Freshness, RetryDelay): robots.txt's client and rules.

@@ -1,4 +1,4 @@
-package audit
+package auditlog
 
 import (
 	"crypto/ed25519"
@@ -7,16 +7,18 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/robotsgate/robotsgate/audit"
 )
 
 // benchRecord is a typical record: an allowed GET with the robots.txt
 // fields filled (about 600 bytes as a line).
-func benchRecord(i int) *Record {
-	return &Record{
+func benchRecord(i int) *audit.Record {
+	return &audit.Record{
 		Time: time.Date(2026, 11, 26, 12, 0, 0, i, time.UTC), Client: "127.0.0.1:51234", Mode: "enforce",
 		UserAgent: "Mozilla/5.0 (compatible; ExampleBot/2.1; +https://example.com/bot)", Agent: "ExampleBot",
 		Group: "*", Method: "GET", Via: "proxy", URL: "https://www.example.com/articles/" + strconv.Itoa(i) + "?page=2",
-		Decision: Allow, Enforced: true, RobotsStatus: "ok", RobotsURL: "https://www.example.com/robots.txt",
+		Decision: audit.Allow, Enforced: true, RobotsStatus: "ok", RobotsURL: "https://www.example.com/robots.txt",
 		RobotsSHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", WaitMS: 1000.2,
 		UpstreamStatus: 200, Status: 200, Bytes: 48213, DurationMS: 1093.7,
 	}
