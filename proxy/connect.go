@@ -25,10 +25,10 @@ import (
 func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = slogWriter{s.log}
-	gp.Tr = s.upstream.tr
+	gp.Tr = s.upstream.Transport()
 	gp.ConnectDial = nil // NewProxyHttpServer sets one from HTTPS_PROXY
 	gp.ConnectDialWithReq = func(req *http.Request, _, addr string) (net.Conn, error) {
-		c, err := s.dialBlind(req.Context(), addr, netip.AddrPort{})
+		c, err := s.upstream.DialBlind(req.Context(), addr, netip.AddrPort{})
 		if err != nil {
 			return nil, &tunnelDialError{err} // answered by tunnelDialFailed
 		}
@@ -235,7 +235,7 @@ func (s *Server) tunnelDialFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error)
 	if !errors.As(err, &de) || ctx == nil || ctx.Req == nil {
 		return
 	}
-	r := s.upstream.failure(ctx.Req.Context(), ctx.Req.URL.Host, de.err)
+	r := s.upstreamFailure(ctx.Req.Context(), ctx.Req.URL.Host, de.err)
 	recordOf(ctx.Req.Context()).answered(r) // written on the hijacked connection, unseen by the writer
 	resp := r.response(ctx.Req)
 	resp.Close = true

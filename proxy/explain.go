@@ -13,6 +13,7 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/upstream"
 )
 
 // Explained is the decision on a URL as /explain and check show it: the
@@ -163,10 +164,10 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 	sent := time.Now()
 	defer func() { s.auditExplainFetch(e, start, sent, status, notes, err, by) }() // the origin may have been contacted
 	// Signed as the client's request would be (Web Bot Auth).
-	if signer := st.signers.forClient(d.Request.Client); signer != nil {
-		req = signedCopy(req, signer)
+	if signer := st.signers.ForClient(d.Request.Client.Entry); signer != nil {
+		req = upstream.SignedCopy(req, signer)
 	}
-	resp, err := s.upstream.tr.RoundTrip(req)
+	resp, err := s.upstream.Transport().RoundTrip(req)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", u, err)
 	}

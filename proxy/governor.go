@@ -55,7 +55,7 @@ func (s *Server) timesAnswers() bool { return s.governor.Adaptive().Factor > 0 }
 // the request's record the pause it started.
 func (s *Server) observeAnswer(resp *http.Response, rec *record) {
 	a := pacing.Answer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Date: resp.Header.Get("Date"), At: time.Now()}
-	if sent := rec.up.sentAt.Load(); sent != 0 {
+	if sent := rec.up.SentAt.Load(); sent != 0 {
 		a.Latency = a.At.Sub(time.Unix(0, sent))
 	}
 	s.tellGovernor(resp.Request.Context(), rec, a)
@@ -97,7 +97,7 @@ func (s *Server) tellGovernor(ctx context.Context, rec *record, a pacing.Answer)
 		return
 	}
 	if p, ok := s.settings().engine.ObserveAnswer(ctx, &rec.d, a); ok {
-		rec.up.pause = &audit.Pause{From: a.At.UTC(), Until: p.Until.UTC(), Status: p.Status, RetryAfter: p.RetryAfter}
+		rec.up.Pause = &audit.Pause{From: a.At.UTC(), Until: p.Until.UTC(), Status: p.Status, RetryAfter: p.RetryAfter}
 	}
 }
 

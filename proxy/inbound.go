@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 	"time"
 )
@@ -24,22 +22,6 @@ import (
 func (s *Server) opening(conn net.Conn, authority, via string) *record {
 	return &record{start: time.Now(), via: via, client: conn.RemoteAddr().String(), method: http.MethodConnect,
 		url: authority, status: http.StatusOK}
-}
-
-// dialBlind connects a blind tunnel to addr (host:port), the one dial of
-// every blind tunnel (a CONNECT's through goproxy's ConnectDialWithReq,
-// a SOCKS5 client's, a transparent connection's): through the parent
-// proxy when it carries host, else through the egress guard, to pin when
-// valid (a transparent client's original destination).
-func (s *Server) dialBlind(ctx context.Context, addr string, pin netip.AddrPort) (net.Conn, error) {
-	host, _, _ := net.SplitHostPort(addr)
-	if p := s.settings().parent; p.carries(host) {
-		return s.connectThroughParent(ctx, p, addr)
-	}
-	if pin.IsValid() {
-		addr = pin.String()
-	}
-	return s.dial(ctx, "tcp", addr)
 }
 
 // splice copies between a blind tunnel's client and upstream connections

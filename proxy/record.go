@@ -12,6 +12,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/upstream"
 	"github.com/robotsgate/robotsgate/wire"
 )
 
@@ -68,7 +69,7 @@ type record struct {
 	signals []audit.UsageSignal
 	notes   string
 	// up is what the upstream side was given and recorded of the request.
-	up  exchange
+	up  upstream.Exchange
 	rec audit.Record // made at the end (held here: one allocation less per request)
 	w   recordingWriter
 }
@@ -89,7 +90,7 @@ func recordOf(ctx context.Context) *record {
 
 // exchangeOf is the upstream side's part of the record of ctx's request,
 // nil when it has none (the upstream transport's Exchange).
-func exchangeOf(ctx context.Context) *exchange {
+func exchangeOf(ctx context.Context) *upstream.Exchange {
 	if rec := recordOf(ctx); rec != nil {
 		return &rec.up
 	}
@@ -117,7 +118,7 @@ func (r *record) opened() { r.status = http.StatusOK }
 // origin: the next paced request of its key may go (Permit.Sent), and its
 // response time starts.
 func (r *record) wroteHeaders() {
-	r.up.sentAt.CompareAndSwap(0, time.Now().UnixNano())
+	r.up.SentAt.CompareAndSwap(0, time.Now().UnixNano())
 	r.permit.Sent()
 }
 
@@ -167,7 +168,7 @@ func (r *record) auditRecord() *audit.Record {
 		rec.Note = r.tunnelNote
 	}
 	rec.Usage = append(rec.Usage, r.signals...)
-	rec.Pause = r.up.pause
+	rec.Pause = r.up.Pause
 	if r.notes != "" {
 		rec.AddNote(r.notes)
 	}
@@ -213,10 +214,10 @@ func (s *Server) observe(serve serveRecorded) http.Handler {
 func (s *Server) aborted(rec *record, p any) {
 	rec.w.aborted = true
 	switch {
-	case rec.up.bodyErr != nil:
+	case rec.up.BodyErr != nil:
 		s.metrics.UpstreamErrors.WithLabelValues("http_response_incomplete").Inc()
-		s.log.Info("upstream body ended early: the client's response is aborted", "err", rec.up.bodyErr)
-		rec.addNote("the origin's body ended early (" + rec.up.bodyErr.Error() + "): the response was aborted")
+		s.log.Info("upstream body ended early: the client's response is aborted", "err", rec.up.BodyErr)
+		rec.addNote("the origin's body ended early (" + rec.up.BodyErr.Error() + "): the response was aborted")
 	case p != http.ErrAbortHandler:
 		s.log.Error("panic serving a request", "panic", p)
 	}
@@ -238,7 +239,7 @@ func (s *Server) finish(r *record) {
 	r.permit.Release()
 	rec := r.auditRecord()
 	rec.Via = r.via
-	rec.UpstreamStatus = r.up.status
+	rec.UpstreamStatus = r.up.Status
 	rec.WaitMS = float64(r.waited.Microseconds()) / 1000
 	// When the proxy let the request go: the pacing gate holds the next
 	// request of a key until this one's head is written, so the gaps
@@ -248,8 +249,8 @@ func (s *Server) finish(r *record) {
 	if !r.released.IsZero() {
 		rec.SentMS = float64(r.released.Sub(r.start).Microseconds()) / 1000
 	}
-	rec.CrawlerPrice, rec.CrawlerCharged = r.up.price, r.up.charged
-	rec.CrawlerOvercharged, rec.CrawlerError = r.up.overcharged, r.up.crawlerError
+	rec.CrawlerPrice, rec.CrawlerCharged = r.up.Price, r.up.Charged
+	rec.CrawlerOvercharged, rec.CrawlerError = r.up.Overcharged, r.up.CrawlerError
 	rec.Status, rec.Bytes = cmp.Or(r.status, r.w.status), r.w.bytes+r.w.hijacked.Load()
 	if r.unanswered {
 		rec.Status = 0

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -335,4 +336,15 @@ func egressDenied(denied *egress.DeniedError) *Refusal {
 	r := newRefusal(audit.EgressDenied, "destination_ip_prohibited", msg)
 	r.why, r.cause = denied.Error()+"; "+EgressRule(denied), denied
 	return r
+}
+
+// upstreamFailure is the refusal that stands for a failed exchange with
+// the origin at host (upstream.Failure): the egress guard's refusal at
+// dial time, or a 502/504 naming its cause only by its RFC 9209 type.
+func (s *Server) upstreamFailure(ctx context.Context, host string, err error) *Refusal {
+	f := s.upstream.Failure(ctx, host, err)
+	if f.Denied != nil {
+		return egressDenied(f.Denied)
+	}
+	return newRefusal(audit.UpstreamError, f.ProxyError, f.Message).withStatus(f.Status)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/upstream"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -62,7 +63,7 @@ func (s *Server) relayFailed(w http.ResponseWriter, req *http.Request, err error
 		return
 	}
 	s.observeFailure(req.Context(), rec, err)
-	s.refuse(w, req, rec, s.upstream.failure(req.Context(), req.URL.Host, err))
+	s.refuse(w, req, rec, s.upstreamFailure(req.Context(), req.URL.Host, err))
 }
 
 // rewrite keeps what ReverseProxy's Rewrite mode would change of a request
@@ -78,11 +79,6 @@ func rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// errUnrequestedUpgrade is an origin's 101 to a request that did not ask
-// for that protocol: relaying it would turn the client's connection into a
-// pipe that carries later requests to the origin unjudged.
-var errUnrequestedUpgrade = errors.New("the origin switched to a protocol the request did not ask for")
-
 // modifyResponse notes the origin's answer in the request's record (from
 // its context: ModifyResponse has no other channel) and gives it to the
 // politeness governor before the relay passes it on, and withholds it
@@ -90,18 +86,18 @@ var errUnrequestedUpgrade = errors.New("the origin switched to a protocol the re
 func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols &&
 		!strings.EqualFold(upgradeType(resp.Request.Header), upgradeType(resp.Header)) {
-		return errUnrequestedUpgrade
+		return upstream.ErrUnrequestedUpgrade
 	}
-	if resp.StatusCode == http.StatusProxyAuthRequired && s.settings().parent.carries(resp.Request.URL.Hostname()) {
+	if resp.StatusCode == http.StatusProxyAuthRequired && s.settings().parent.Carries(resp.Request.URL.Hostname()) {
 		// The parent refused robotsgate's credentials: relayed, the 407
 		// would ask the client for credentials it does not have.
-		return &parentError{status: resp.StatusCode}
+		return &upstream.ParentError{Status: resp.StatusCode}
 	}
 	rec := recordOf(resp.Request.Context())
 	if rec == nil {
 		return nil
 	}
-	rec.up.status = resp.StatusCode
+	rec.up.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		rec.status = resp.StatusCode // written on the hijacked connection, unseen by the writer
 	}
@@ -116,28 +112,12 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(&rec.d))
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
-		rec.up.body = upstreamBody{ReadCloser: resp.Body, x: &rec.up}
-		resp.Body = &rec.up.body
+		resp.Body = rec.up.Body(resp.Body)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && rec.d.ResponseJudge().Refuses() {
 		return s.judgeResponse(resp, rec) // its AI-usage signals (usage.go)
 	}
 	return nil
-}
-
-// upstreamBody notes an origin's body that ends early (the relay then
-// aborts the client's response).
-type upstreamBody struct {
-	io.ReadCloser
-	x *exchange
-}
-
-func (b *upstreamBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
-		b.x.bodyErr = err
-	}
-	return n, err
 }
 
 // upgradeType is the protocol a message's Upgrade asks for, "" when its

@@ -52,7 +52,7 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		restrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
 	}
 	if tunnel != nil {
-		rec.up.pin = tunnel.dest // a transparent request goes where its client connected
+		rec.up.Pin = tunnel.dest // a transparent request goes where its client connected
 	}
 	ctx := req.Context()
 	if rec.paced || s.timesAnswers() {
@@ -69,7 +69,7 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		b := newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
 		req.Body, rec.reqBody, rec.w.reqBody = b, b, b
 	}
-	rec.up.out = s.outboundFor(req, rec) // Web Bot Auth: signed by the upstream transport
+	rec.up.Sign = s.signingFor(req, rec) // Web Bot Auth: signed by the upstream transport
 	rec.released = time.Now()
 	s.relay.ServeHTTP(w, req)
 }

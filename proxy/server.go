@@ -1,21 +1,30 @@
-// Package proxy is robotsgate's forward proxy: HTTP and CONNECT handling,
-// interception, relaying, refusals and the audit log, and the source of the
-// admin listener (package admin). Every way a request comes in is decided by
-// one admission path (admit.go).
-// It judges every plain HTTP
-// request and every request inside an intercepted CONNECT tunnel by the
-// policy engine before anything of it leaves, renders refusals in one
-// place, and turns upstream failures into proper responses.
+// Package proxy is robotsgate's forward proxy: it wires every way a
+// request comes in (the proxy port, CONNECT, the requests inside
+// intercepted tunnels, SOCKS5, transparent connections, /explain and
+// check) to the one admission path (admit.go), and serves the admin
+// listener's source (package admin).
+//
+// Each way in creates the record of its request (record.go: observe for
+// the proxy port and the tunnels' servers, opening for a SOCKS5 CONNECT or
+// a transparent connection) and passes it on explicitly; the record is
+// written to the audit log when the request is done. Admission, the
+// response judgement and the upstream side's failures answer with a
+// *Refusal, a value (refusal.go; a policy decision is described in
+// describe.go) rendered at the edge the client came through: an HTTP
+// response, a SOCKS5 reply, a transparent connection closed. /explain and
+// check show the same value.
 //
 // Client connections are served by net/http's server: the proxy port
 // (HTTP/1.1) and the inside of intercepted tunnels (HTTP/1.1 and HTTP/2,
 // by ALPN; plain HTTP/1.1 when the tunnel carries no TLS). A framing guard
 // in front of every HTTP/1.x connection refuses ambiguous request framing;
-// it and the other wire-level guards live in package wire.
-// goproxy answers CONNECTs (refusal, blind tunnel or interception), and
-// allowed requests are relayed by httputil.ReverseProxy, which keeps the
-// intermediary's rules of RFC 9110: hop-by-hop fields, 1xx responses,
-// trailers, upgrades only as requested, truncated bodies aborted.
+// it and the other wire-level guards live in package wire. goproxy answers
+// CONNECTs (refusal, blind tunnel or interception), and allowed requests
+// are relayed by httputil.ReverseProxy, which keeps the intermediary's
+// rules of RFC 9110: hop-by-hop fields, 1xx responses, trailers, upgrades
+// only as requested, truncated bodies aborted. Package upstream sends them
+// (the transport, the parent proxy, signing, pay per crawl) and opens
+// blind tunnels, through the one dial of every upstream connection.
 //
 // The proxy must not relay any request it has not judged: no upgrade but a
 // requested WebSocket, no pipelined request after a framing it cannot
@@ -34,7 +43,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -59,19 +67,17 @@ import (
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 	"github.com/robotsgate/robotsgate/transparent"
+	"github.com/robotsgate/robotsgate/upstream"
 	"github.com/robotsgate/robotsgate/wire"
 	"github.com/robotsgate/robotsgate/witness"
 )
 
-// Timeouts. Upstream ones bound each phase of talking to an origin; client
-// ones free connections from clients that stall or idle.
+// Timeouts and limits of client connections (the upstream side has its
+// own, package upstream).
 const (
-	dialTimeout           = 10 * time.Second
-	tlsHandshakeTimeout   = 10 * time.Second
-	responseHeaderTimeout = 60 * time.Second
-	upstreamIdleTimeout   = 90 * time.Second  // idle pooled upstream connection
-	upstreamReadTimeout   = 120 * time.Second // silence inside a response or tunnel
-	maxHeaderBytes        = wire.MaxHeadBytes // request head; beyond it 431
+	dialTimeout         = upstream.DialTimeout // the egress guard's dials, robotsgate's own too
+	tlsHandshakeTimeout = 10 * time.Second     // an intercepted client's handshake
+	maxHeaderBytes      = wire.MaxHeadBytes    // request head; beyond it 431
 )
 
 // Options carries what New cannot derive from the configuration.
@@ -106,7 +112,7 @@ type Server struct {
 	origDst  func(net.Conn) (netip.AddrPort, error) // a transparent client's original destination
 	roots    *x509.CertPool                         // upstream TLS: origins, and an https:// parent proxy
 	gp       *goproxy.ProxyHttpServer               // answers CONNECTs
-	upstream *upstream
+	upstream *upstream.Upstream
 	relay    *httputil.ReverseProxy // forwards allowed requests
 	current  atomic.Pointer[settings]
 	self     atomic.Pointer[[]netip.AddrPort]
@@ -148,7 +154,8 @@ type Server struct {
 	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
 	inbound                 listeners      // SOCKS5 and transparent listeners
 	listeners               guardedListeners
-	own                     *ownConns // robotsgate's own upstream connections
+	own                     *upstream.OwnConns // robotsgate's own upstream connections
+	loops                   selfLoops          // transparent connections refused as robotsgate's own
 	licences                licenceFetches
 	caps                    listener.Caps // every listener's (connections)
 }
@@ -158,10 +165,10 @@ type settings struct {
 	cfg    config.Config
 	engine *policy.Engine
 	guard  *egress.Guard
-	parent *parentProxy // upstream.proxy; nil: direct
+	parent *upstream.Parent // upstream.proxy; nil: direct
 	// signers sign requests for Web Bot Auth (bot_auth,
 	// clients[].signature_agent) and know the clients' max_price.
-	signers *signers
+	signers *upstream.Signers
 }
 
 // New builds a Server from a validated configuration.
@@ -176,13 +183,15 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		// keeps them from being redirected back to robotsgate.
 		s.dialOpt = transparent.MarkedDialer(uint32(cfg.Transparent.Mark), dialTimeout).DialContext
 	}
-	s.own = newOwnConns()
-	s.dialOpt = s.own.wrap(s.dialOpt) // every upstream connection known, for transparent self-loops
-	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
+	s.own = upstream.NewOwnConns()
+	s.dialOpt = s.own.Wrap(s.dialOpt) // every upstream connection known, for transparent self-loops
+	roots, err := upstream.Roots(cfg.MITM.UpstreamCA)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	s.roots = roots
+	s.upstream = upstream.New(upstream.Options{Route: s.route, Exchange: exchangeOf, DialParent: s.dialOpt, Roots: roots,
+		Log: s.log, Metrics: s.metrics})
 	s.caPath = cfg.MITM.CACert
 	if abs, err := filepath.Abs(s.caPath); err == nil {
 		s.caPath = abs
@@ -228,11 +237,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	for _, kind := range audit.SignalKinds { // every label shown from the start, at 0
 		s.metrics.UsageRefusals.WithLabelValues(kind)
 	}
-	s.upstream = newUpstream(s.dial, s.proxyFor, roots, s.log, s.metrics)
-	s.upstream.parent = func() *parentProxy { return s.settings().parent }
-	s.upstream.exchange = exchangeOf
 	if p := s.settings().parent; p != nil {
-		s.log.Info("upstream connections go through a parent proxy", "parent", p.redacted, "no_proxy", p.noProxy)
+		s.log.Info("upstream connections go through a parent proxy", "parent", p.String(), "no_proxy", p.NoProxy())
 	}
 	s.gp = s.newGoproxy()
 	s.relay = s.newRelay()
@@ -291,8 +297,8 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		MaxTTL:       cfg.Robots.MaxTTL.Duration(),
 		RetryMin:     cfg.Robots.RetryMin.Duration(),
 		RetryMax:     cfg.Robots.RetryMax.Duration(),
-		DialContext:  s.dial,
-		Proxy:        s.proxyFor,
+		DialContext:  s.upstream.Dial,
+		Proxy:        s.upstream.ProxyFor,
 		RootCAs:      roots,
 		OnFetch:      s.robotsFetched,
 		OnAnswer:     s.onAnswer(),
@@ -429,11 +435,11 @@ func (s *Server) Reload(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	parent, err := newParentProxy(cfg.Upstream, s.roots)
+	parent, err := upstream.NewParent(cfg.Upstream, s.roots)
 	if err != nil {
-		return err
+		return fmt.Errorf("proxy: %w", err)
 	}
-	sg, err := loadSigners(&cfg)
+	sg, err := upstream.LoadSigners(&cfg)
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
@@ -503,39 +509,10 @@ func newGuard(e config.Egress, lists *egress.DenyLists, r egress.Resolver, dial 
 	return g, nil
 }
 
-// dial connects to an origin through the current egress guard, or to the
-// parent proxy (the destination was checked by proxyFor); upstream
-// connections get a read deadline refreshed by traffic, so a silent origin
-// cannot hold a request or tunnel forever.
-func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+// route is the upstream side's view of the running configuration.
+func (s *Server) route() upstream.Route {
 	st := s.settings()
-	dial := st.guard.DialContext
-	if st.parent != nil && addr == st.parent.addr {
-		dial = s.dialParent
-	}
-	c, err := dial(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return wire.NewIdleConn(c, upstreamReadTimeout), nil
-}
-
-func upstreamRoots(file string) (*x509.CertPool, error) {
-	roots, err := x509.SystemCertPool()
-	if err != nil {
-		roots = x509.NewCertPool()
-	}
-	if file == "" {
-		return roots, nil
-	}
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: mitm.upstream_ca: %w", err)
-	}
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("proxy: mitm.upstream_ca: no certificate in %s", file)
-	}
-	return roots, nil
+	return upstream.Route{Guard: st.guard, Parent: st.parent}
 }
 
 // ports converts validated port numbers.
@@ -660,7 +637,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.tdmrep.Close()
 	s.rsl.Close()
 	s.resolver.Close()
-	s.upstream.close()
+	s.upstream.Close()
 	s.auditLog.Close()
 	s.closeWitness()
 	if s.archive != nil {

@@ -61,10 +61,10 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 		return
 	}
 	rec := s.opening(conn, o.HostPort(), audit.ViaSOCKS)
-	upstream := s.openSOCKSTunnel(conn, o, client, rec)
+	up := s.openSOCKSTunnel(conn, o, client, rec)
 	s.finish(rec)
-	if upstream != nil {
-		splice(conn, upstream)
+	if up != nil {
+		splice(conn, up)
 	}
 }
 
@@ -86,17 +86,17 @@ func (s *Server) openSOCKSTunnel(conn net.Conn, o origin.Origin, client *policy.
 		s.serveTunnel(conn, &tunnelInfo{origin: o, clientAddr: rec.client, client: op.client, via: audit.ViaSOCKS}, rec)
 		return nil
 	}
-	upstream, err := s.dialBlind(ctx, o.HostPort(), netip.AddrPort{})
+	up, err := s.upstream.DialBlind(ctx, o.HostPort(), netip.AddrPort{})
 	if err != nil {
-		s.refuseSOCKS(conn, rec, s.upstream.failure(ctx, o.HostPort(), err))
+		s.refuseSOCKS(conn, rec, s.upstreamFailure(ctx, o.HostPort(), err))
 		return nil
 	}
 	if socks.WriteReply(conn, socks.ReplySucceeded, netip.AddrPort{}) != nil {
-		upstream.Close()
+		up.Close()
 		conn.Close()
 		return nil
 	}
-	return upstream
+	return up
 }
 
 // refuseSOCKS answers a SOCKS5 CONNECT with the reply that stands for the

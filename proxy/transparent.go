@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
@@ -129,13 +130,13 @@ func authorityOf(o origin.Origin, dest netip.AddrPort) string {
 // between them.
 func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort) {
 	rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
-	upstream := s.openTransparent(conn, hello, o, dest, rec)
+	up := s.openTransparent(conn, hello, o, dest, rec)
 	s.finish(rec)
-	if upstream == nil {
+	if up == nil {
 		conn.Close() // the transparent edge's answer to a refusal
 		return
 	}
-	splice(conn, upstream)
+	splice(conn, up)
 }
 
 // openTransparent judges a transparent connection's blind opening and
@@ -152,14 +153,14 @@ func (s *Server) openTransparent(conn net.Conn, hello []byte, o origin.Origin, d
 		rec.refine(audit.BadRequest, "the ClientHello is too long to pass on")
 		return nil
 	}
-	c, err := s.dialBlind(ctx, o.HostPort(), dest)
+	c, err := s.upstream.DialBlind(ctx, o.HostPort(), dest)
 	if err == nil {
 		if _, err = c.Write(hello); err != nil {
 			c.Close()
 		}
 	}
 	if err != nil {
-		rec.answered(s.upstream.failure(ctx, o.HostPort(), err))
+		rec.answered(s.upstreamFailure(ctx, o.HostPort(), err))
 		return nil
 	}
 	return c
@@ -169,4 +170,42 @@ func (s *Server) openTransparent(conn net.Conn, hello []byte, o origin.Origin, d
 func (s *Server) originalDst(conn net.Conn) (netip.AddrPort, error) {
 	dest, err := s.origDst(conn)
 	return netip.AddrPortFrom(dest.Addr().Unmap(), dest.Port()), err
+}
+
+// selfLoopLogEvery spaces the warnings of transparent self-loops.
+const selfLoopLogEvery = 10 * time.Second
+
+// selfLoops counts the transparent connections refused as robotsgate's
+// own, and remembers when one was last logged (Unix nanoseconds).
+type selfLoops struct {
+	n      atomic.Uint64
+	logged atomic.Int64
+}
+
+// refuseSelfLoop closes a transparent connection that comes from one of
+// robotsgate's own upstream connections, reporting whether it did.
+func (s *Server) refuseSelfLoop(conn net.Conn, dest netip.AddrPort) bool {
+	if !s.own.IsOwn(remoteAddrPort(conn), dest) {
+		return false
+	}
+	conn.Close()
+	s.loops.n.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.loops.logged.Load(); now-last >= int64(selfLoopLogEvery) && s.loops.logged.CompareAndSwap(last, now) {
+		s.log.Warn("a transparent connection came from robotsgate's own upstream connection and was closed: "+
+			"the firewall rule redirects robotsgate's own traffic back to it; set transparent.mark and exempt it "+
+			"(meta mark ... return), or exempt robotsgate's user (meta skuid, -m owner --uid-owner)",
+			"client", conn.RemoteAddr().String(), "dest", dest.String(), "loops", s.loops.n.Load())
+	}
+	return true
+}
+
+// remoteAddrPort is conn's peer, unmapped; invalid when it is not an IP
+// address and port.
+func remoteAddrPort(conn net.Conn) netip.AddrPort {
+	ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

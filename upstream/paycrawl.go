@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"io"
@@ -28,14 +28,14 @@ const maxChargedLen = 64
 // whatever it is. Otherwise the 402 is relayed. Every 402 with a price is
 // counted by what was done with it; a charge above the quote (or that
 // cannot be read) is flagged in the audit record and counted.
-func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, x *exchange) (*http.Response, error) {
-	outcome := func(o string) { u.metrics.PriceAnswers.WithLabelValues(o).Inc() }
-	out := x.out
+func (u *Upstream) payPerCrawl(req *http.Request, resp *http.Response, x *Exchange) (*http.Response, error) {
+	outcome := func(o string) { u.opts.Metrics.PriceAnswers.WithLabelValues(o).Inc() }
+	out := x.Sign
 	if out == nil {
 		outcome("unsigned")
 		return resp, nil
 	}
-	if out.max == nil {
+	if out.Max == nil {
 		outcome("no_max_price")
 		return resp, nil
 	}
@@ -45,17 +45,17 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, x *exchan
 		outcome("bad_price")
 		return resp, nil
 	}
-	x.price = price.String()
+	x.Price = price.String()
 	if (req.Method != http.MethodGet && req.Method != http.MethodHead) || (req.Body != nil && req.Body != http.NoBody) {
 		outcome("not_replayable")
 		return resp, nil
 	}
-	if !price.Within(*out.max) {
+	if !price.Within(*out.Max) {
 		outcome("over_max")
 		return resp, nil
 	}
-	if out.repace != nil {
-		if err := out.repace(req.Context()); err != nil {
+	if out.Repace != nil {
+		if err := out.Repace(req.Context()); err != nil {
 			outcome("not_paced")
 			return resp, nil
 		}
@@ -67,9 +67,9 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, x *exchan
 	retry.Header = req.Header.Clone()
 	retry.Header.Del(paycrawl.HeaderMaxPrice) // one price header per request
 	retry.Header.Set(paycrawl.HeaderExactPrice, quote)
-	retry = signedCopy(retry, out.signer, "crawler-exact-price")
-	u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
-	resp, err = u.send(retry, x.pin)
+	retry = SignedCopy(retry, out.Signer, "crawler-exact-price")
+	u.opts.Metrics.SignedRequests.WithLabelValues("proxied").Inc()
+	resp, err = u.send(retry, x.Pin)
 	if err != nil {
 		return nil, err
 	}
@@ -81,19 +81,19 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, x *exchan
 	outcome("paid")
 	charged := resp.Header.Get(paycrawl.HeaderCharged)
 	if len(charged) <= maxChargedLen && checkHeaderValue(charged) {
-		x.charged = charged
+		x.Charged = charged
 	}
 	c, err := paycrawl.Parse(charged)
 	if charged != "" && (err != nil || !c.Within(price)) {
 		// More than the quote, another currency, or a charge that cannot be
 		// read: the client agreed to the quote, not to this.
-		x.overcharged = true
-		u.metrics.CrawlerOvercharges.Inc()
+		x.Overcharged = true
+		u.opts.Metrics.CrawlerOvercharges.Inc()
 	}
-	if err == nil && c.Currency == out.max.Currency {
+	if err == nil && c.Currency == out.Max.Currency {
 		// Only the currencies of max_price: the label's values are bounded
 		// by the configuration, not by what origins send.
-		u.metrics.CrawlerCharged.WithLabelValues(c.Currency).Add(c.Float())
+		u.opts.Metrics.CrawlerCharged.WithLabelValues(c.Currency).Add(c.Float())
 	}
 	return resp, nil
 }
@@ -101,7 +101,7 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, x *exchan
 // noteCrawlerError records the crawler-error code an origin's answer
 // carries (pay per crawl's error responses), bounded and printable; the
 // last answer's wins.
-func (x *exchange) noteCrawlerError(resp *http.Response) {
+func (x *Exchange) noteCrawlerError(resp *http.Response) {
 	v := resp.Header.Get(paycrawl.HeaderError)
 	if v == "" {
 		return
@@ -109,7 +109,7 @@ func (x *exchange) noteCrawlerError(resp *http.Response) {
 	if len(v) > maxChargedLen || !checkHeaderValue(v) {
 		v = "(unreadable)"
 	}
-	x.crawlerError = v
+	x.CrawlerError = v
 }
 
 // checkHeaderValue reports whether v is printable ASCII (what the audit
