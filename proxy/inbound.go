@@ -20,8 +20,7 @@ import (
 // (host:port), arriving via via: a CONNECT, as the audit names it, that
 // opens its tunnel (status 200) unless it is refused.
 func (s *Server) opening(conn net.Conn, authority, via string) *record {
-	return &record{start: time.Now(), via: via, client: conn.RemoteAddr().String(), method: http.MethodConnect,
-		url: authority, status: http.StatusOK}
+	return &record{start: time.Now(), via: via, client: conn.RemoteAddr().String(), authority: authority, status: http.StatusOK}
 }
 
 // splice copies between a blind tunnel's client and upstream connections

@@ -33,35 +33,32 @@ import (
 type record struct {
 	start time.Time
 	via   string // how it arrived (audit.Via...)
-	// client, method, url and userAgent name an opening, or a request
-	// answered before a decision; a decided request is named by its
-	// decision.
-	client, method, url, userAgent string
-	d                              policy.Decision // the decision, when decided
-	decided                        bool            // false for requests refused before a decision
+	// client and authority name an opening (a CONNECT to authority); a
+	// request is named by its decision, or by what it said when it was
+	// answered before one (finishRequest).
+	client, authority string
+	d                 policy.Decision // the decision, when decided
+	decided           bool            // false for requests refused before a decision
 	// refusal is what robotsgate answered instead of the origin, if it
 	// did; status the status it wrote on a hijacked connection or a
 	// non-HTTP edge, which the writer does not see (a refused CONNECT,
 	// SOCKS5 or transparent opening, a 101).
 	refusal *Refusal
 	status  int
-	// decision is what a transparent connection's opening became
-	// (refine), nothing being answered (unanswered: the record's status
-	// is 0).
-	decision   string
-	unanswered bool
-	permit     pacing.Permit
-	paced      bool          // held for a Crawl-delay slot (permit.Sent applies)
-	waited     time.Duration // held for the pacing slot
-	// tunnel is what an intercepted opening's tunnel became, when it
-	// became something else than a tunnel of judged requests
-	// (unknown-protocol, client-tls-failed); tunnelNote replaces the
-	// decision's note.
-	tunnel, tunnelNote string
-	reqBody            *idleBody // the client's request body, if any
-	// released is when the request left the proxy for the origin, judged
-	// and held (zero: it did not).
-	released time.Time
+	// became is what an opening's tunnel became, when it became something
+	// else than a tunnel of judged requests (unknown-protocol,
+	// client-tls-failed, bad-request); tunnelNote replaces the decision's
+	// note. unanswered: a transparent connection's opening, which is not
+	// judged and to which nothing was sent (the record's status is 0).
+	became, tunnelNote string
+	unanswered         bool
+	permit             pacing.Permit
+	paced              bool          // held for a Crawl-delay slot (permit.Sent applies)
+	waited             time.Duration // held for the pacing slot
+	reqBody            *idleBody     // the client's request body, if any
+	// released is when, after start, the request left the proxy for the
+	// origin, judged and held (zero: it did not).
+	released time.Duration
 	// signals are the AI-usage signals of the origin's response, for a
 	// client with purposes (a refusing one is in d.Response); notes are
 	// what the record's note adds to the decision's (a head not scanned, a
@@ -127,13 +124,10 @@ func (r *record) wroteHeaders() {
 // whose opening is not judged (each request in it is), it is the
 // opening's decision, and nothing was answered.
 func (r *record) refine(decision, note string) {
-	switch {
-	case r == nil:
-	case r.decided:
-		r.tunnel, r.tunnelNote = decision, note
-	default:
-		r.decision, r.tunnelNote, r.unanswered = decision, note, true
+	if r == nil {
+		return
 	}
+	r.became, r.tunnelNote, r.unanswered = decision, note, !r.decided
 }
 
 // note replaces the note of an intercepted opening's record.
@@ -151,18 +145,26 @@ func (r *record) addNote(note string) {
 	r.notes = note
 }
 
-// auditRecord makes the audit record: what the decision tells (or, before
-// a decision, what named the request), then what happened to it.
-func (r *record) auditRecord() *audit.Record {
+// auditRecord makes the audit record of req, or of the opening when req
+// is nil: what the decision tells (or, before a decision, what named the
+// request), then what happened to it.
+func (r *record) auditRecord(req *http.Request) *audit.Record {
+	client, method := r.client, http.MethodConnect
+	if req != nil {
+		client, method = req.RemoteAddr, req.Method
+	}
 	if !r.decided {
-		r.rec = audit.Record{Time: r.start.UTC(), Client: r.client, Method: r.method, URL: r.url, UserAgent: r.userAgent,
-			Decision: cmp.Or(r.decision, r.refusalDecision(), audit.BadRequest), Enforced: true, Note: r.tunnelNote}
+		r.rec = audit.Record{Time: r.start.UTC(), Client: client, Method: method, URL: r.authority,
+			Decision: cmp.Or(r.became, r.refusalDecision(), audit.BadRequest), Enforced: true, Note: r.tunnelNote}
+		if req != nil {
+			r.rec.URL, r.rec.UserAgent = requestURL(req), req.UserAgent()
+		}
 		return &r.rec
 	}
-	r.rec = newAuditRecord(r.start, r.client, r.method, &r.d)
+	r.rec = newAuditRecord(r.start, client, method, &r.d)
 	rec := &r.rec
-	if r.tunnel != "" {
-		rec.Decision = r.tunnel
+	if r.became != "" {
+		rec.Decision = r.became
 	}
 	if r.tunnelNote != "" {
 		rec.Note = r.tunnelNote
@@ -201,12 +203,12 @@ func (s *Server) observe(serve serveRecorded) http.Handler {
 			// closes the connection or resets the stream.
 			if p := recover(); p != nil {
 				s.aborted(rec, p)
-				s.finishRequest(rec, r)
+				s.finish(rec, r)
 				panic(p)
 			}
 		}()
 		serve(rw, r, rec)
-		s.finishRequest(rec, r)
+		s.finish(rec, r)
 	})
 }
 
@@ -223,21 +225,12 @@ func (s *Server) aborted(rec *record, p any) {
 	}
 }
 
-// finishRequest names a request from what it said, unless its decision
-// does, and finishes its record.
-func (s *Server) finishRequest(rec *record, r *http.Request) {
-	if !rec.decided {
-		rec.client, rec.method, rec.url, rec.userAgent = r.RemoteAddr, r.Method, requestURL(r), r.UserAgent()
-	} else {
-		rec.client, rec.method = r.RemoteAddr, r.Method
-	}
-	s.finish(rec)
-}
-
-// finish writes the record of a request or an opening that is done.
-func (s *Server) finish(r *record) {
+// finish writes the record of a request (req), or of an opening (req nil),
+// that is done.
+func (s *Server) finish(r *record, req *http.Request) {
 	r.permit.Release()
-	rec := r.auditRecord()
+	rec := r.auditRecord(req)
+	method := rec.Method // before Cap: the metric's label
 	rec.Via = r.via
 	rec.UpstreamStatus = r.up.Status
 	rec.WaitMS = float64(r.waited.Microseconds()) / 1000
@@ -246,11 +239,12 @@ func (s *Server) finish(r *record) {
 	// between these times are never shorter than the interval either, and
 	// a request let go before an answer paused its origin is not one sent
 	// during the pause.
-	if !r.released.IsZero() {
-		rec.SentMS = float64(r.released.Sub(r.start).Microseconds()) / 1000
+	if r.released != 0 {
+		rec.SentMS = float64(r.released.Microseconds()) / 1000
 	}
-	rec.CrawlerPrice, rec.CrawlerCharged = r.up.Price, r.up.Charged
-	rec.CrawlerOvercharged, rec.CrawlerError = r.up.Overcharged, r.up.CrawlerError
+	if p := r.up.Paid; p != nil {
+		rec.CrawlerPrice, rec.CrawlerCharged, rec.CrawlerOvercharged, rec.CrawlerError = p.Price, p.Charged, p.Overcharged, p.CrawlerError
+	}
 	rec.Status, rec.Bytes = cmp.Or(r.status, r.w.status), r.w.bytes+r.w.hijacked.Load()
 	if r.unanswered {
 		rec.Status = 0
@@ -259,10 +253,10 @@ func (s *Server) finish(r *record) {
 	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)
 	if monitored(rec) {
-		s.metrics.CountRequest(monitoredDecision, r.method)
+		s.metrics.CountRequest(monitoredDecision, method)
 		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()
 	} else {
-		s.metrics.CountRequest(rec.Decision, r.method)
+		s.metrics.CountRequest(rec.Decision, method)
 	}
 	if kind := r.d.RefusedBy(); r.decided && kind != "" {
 		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()

@@ -51,8 +51,8 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 	if rec.d.ScanHTML && rec.d.ResponseJudge().Refuses() {
 		restrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
 	}
-	if tunnel != nil {
-		rec.up.Pin = tunnel.dest // a transparent request goes where its client connected
+	if tunnel != nil && tunnel.dest.IsValid() {
+		rec.up.Pin = &tunnel.dest // a transparent request goes where its client connected
 	}
 	ctx := req.Context()
 	if rec.paced || s.timesAnswers() {
@@ -70,7 +70,7 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 		req.Body, rec.reqBody, rec.w.reqBody = b, b, b
 	}
 	rec.up.Sign = s.signingFor(req, rec) // Web Bot Auth: signed by the upstream transport
-	rec.released = time.Now()
+	rec.released = time.Since(rec.start)
 	s.relay.ServeHTTP(w, req)
 }
 

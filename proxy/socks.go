@@ -45,7 +45,7 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 		// has answered the client already (RFC 1929's failure status).
 		rec := s.opening(conn, "", audit.ViaSOCKS)
 		rec.answered(refused)
-		s.finish(rec)
+		s.finish(rec, nil)
 		conn.Close()
 		return
 	case err != nil:
@@ -62,7 +62,7 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 	}
 	rec := s.opening(conn, o.HostPort(), audit.ViaSOCKS)
 	up := s.openSOCKSTunnel(conn, o, client, rec)
-	s.finish(rec)
+	s.finish(rec, nil)
 	if up != nil {
 		splice(conn, up)
 	}

@@ -59,7 +59,7 @@ func (s *Server) serveTransparent(conn net.Conn) {
 		s.log.Info("transparent connection closed: the client speaks neither TLS nor HTTP", "dest", dest.String(),
 			"client", rec.client, "first_bytes", fmt.Sprintf("%q", first), "err", err)
 		rec.refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
-		s.finish(rec)
+		s.finish(rec, nil)
 		conn.Close()
 	}
 }
@@ -107,7 +107,7 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	case err != nil:
 		rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
 		s.clientTLSFailed(hc.Failure(err), rec.client, o.Host, rec)
-		s.finish(rec)
+		s.finish(rec, nil)
 		conn.Close()
 	default:
 		hc.Done()
@@ -131,7 +131,7 @@ func authorityOf(o origin.Origin, dest netip.AddrPort) string {
 func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort) {
 	rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
 	up := s.openTransparent(conn, hello, o, dest, rec)
-	s.finish(rec)
+	s.finish(rec, nil)
 	if up == nil {
 		conn.Close() // the transparent edge's answer to a refusal
 		return

@@ -16,9 +16,10 @@ import (
 // record of the request holds it; the transport reaches it through the
 // request's context (Options.Exchange).
 type Exchange struct {
-	// Pin, when valid, is the address the request goes to whatever its
-	// name resolves to (a transparent client's original destination).
-	Pin netip.AddrPort
+	// Pin, when not nil and valid, is the address the request goes to
+	// whatever its name resolves to (a transparent client's original
+	// destination).
+	Pin *netip.AddrPort
 	// Sign signs the request for Web Bot Auth and pays under pay per
 	// crawl; nil: it goes out unsigned.
 	Sign *Signing
@@ -31,14 +32,36 @@ type Exchange struct {
 	BodyErr error
 	// Pause is the origin's pause its answer started or lengthened.
 	Pause *audit.Pause
-	// Price is the crawler-price of the origin's 402 (pay per crawl) as
-	// parsed, Charged the crawler-charged of the paid retry's answer,
-	// Overcharged whether that is above the price, CrawlerError an
-	// origin's crawler-error.
-	Price, Charged, CrawlerError string
-	Overcharged                  bool
+	// Paid is what pay per crawl said of the request, nil when nothing
+	// (most requests: the record stays small).
+	Paid *Payment
 
 	body body // held here: one allocation less per request
+}
+
+// Payment is what pay per crawl said of a request: the crawler-price of
+// the origin's 402 as parsed (Price), the crawler-charged of the paid
+// retry's answer (Charged), whether that is above the price
+// (Overcharged), and an origin's crawler-error (CrawlerError).
+type Payment struct {
+	Price, Charged, CrawlerError string
+	Overcharged                  bool
+}
+
+// payment is x.Paid, made when first needed.
+func (x *Exchange) payment() *Payment {
+	if x.Paid == nil {
+		x.Paid = &Payment{}
+	}
+	return x.Paid
+}
+
+// pin is the address x's request goes to, invalid: by name.
+func (x *Exchange) pin() netip.AddrPort {
+	if x.Pin == nil {
+		return netip.AddrPort{}
+	}
+	return *x.Pin
 }
 
 // Body wraps the origin's response body, noting in BodyErr how it ends

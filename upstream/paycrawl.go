@@ -45,7 +45,7 @@ func (u *Upstream) payPerCrawl(req *http.Request, resp *http.Response, x *Exchan
 		outcome("bad_price")
 		return resp, nil
 	}
-	x.Price = price.String()
+	x.payment().Price = price.String()
 	if (req.Method != http.MethodGet && req.Method != http.MethodHead) || (req.Body != nil && req.Body != http.NoBody) {
 		outcome("not_replayable")
 		return resp, nil
@@ -69,7 +69,7 @@ func (u *Upstream) payPerCrawl(req *http.Request, resp *http.Response, x *Exchan
 	retry.Header.Set(paycrawl.HeaderExactPrice, quote)
 	retry = SignedCopy(retry, out.Signer, "crawler-exact-price")
 	u.opts.Metrics.SignedRequests.WithLabelValues("proxied").Inc()
-	resp, err = u.send(retry, x.Pin)
+	resp, err = u.send(retry, x.pin())
 	if err != nil {
 		return nil, err
 	}
@@ -81,13 +81,13 @@ func (u *Upstream) payPerCrawl(req *http.Request, resp *http.Response, x *Exchan
 	outcome("paid")
 	charged := resp.Header.Get(paycrawl.HeaderCharged)
 	if len(charged) <= maxChargedLen && checkHeaderValue(charged) {
-		x.Charged = charged
+		x.payment().Charged = charged
 	}
 	c, err := paycrawl.Parse(charged)
 	if charged != "" && (err != nil || !c.Within(price)) {
 		// More than the quote, another currency, or a charge that cannot be
 		// read: the client agreed to the quote, not to this.
-		x.Overcharged = true
+		x.payment().Overcharged = true
 		u.opts.Metrics.CrawlerOvercharges.Inc()
 	}
 	if err == nil && c.Currency == out.Max.Currency {
@@ -109,7 +109,7 @@ func (x *Exchange) noteCrawlerError(resp *http.Response) {
 	if len(v) > maxChargedLen || !checkHeaderValue(v) {
 		v = "(unreadable)"
 	}
-	x.CrawlerError = v
+	x.payment().CrawlerError = v
 }
 
 // checkHeaderValue reports whether v is printable ASCII (what the audit

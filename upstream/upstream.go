@@ -156,7 +156,7 @@ func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = SignedCopy(req, x.Sign.Signer)
 		u.opts.Metrics.SignedRequests.WithLabelValues("proxied").Inc()
 	}
-	resp, err := u.send(req, x.Pin)
+	resp, err := u.send(req, x.pin())
 	if err == nil {
 		x.noteCrawlerError(resp)
 	}
