@@ -34,6 +34,7 @@ func TestCheckpointsComeWhenOpenedAndBeforeALateRecord(t *testing.T) {
 		if err := w.Write(&audit.Record{Time: now, URL: "http://a.example/", Decision: audit.Allow}); err != nil {
 			t.Fatal(err)
 		}
+		w.Flush() // written at now, before the clock moves on
 	}
 	data, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")

@@ -12,7 +12,6 @@ package auditlog
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +44,21 @@ type Options struct {
 	// sends its head away). It is called with the writer's lock held: it
 	// must not block.
 	OnCheckpoint func(audit.Checkpoint)
+	// OnError, when set, hears of every failure to write: err, and how
+	// many records it lost (0 when only a checkpoint or the head file
+	// failed). It is called by the goroutine that writes, with no lock
+	// held; Write has long returned for those records.
+	OnError func(err error, lost int)
+	// Sync makes the writer fsync the file after each batch it writes, so
+	// that a record written survives a machine's crash too, at the cost
+	// of a disk flush per batch. Off, the operating system writes the
+	// page cache back when it will (what a crash of the machine can lose:
+	// docs/operations.md).
+	Sync bool
+	// MaxQueue bounds, in bytes, the records handed over to the writing
+	// goroutine and not yet written; a Write beyond it waits for room.
+	// Zero means 4 MiB.
+	MaxQueue int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -52,8 +66,16 @@ type Options struct {
 // Writer writes records (audit.Record) as JSON lines, each chained to the
 // line before it (Record.Prev) and now and then a signed checkpoint
 // (audit.Checkpoint), to a file (reopened on demand, for logrotate: the
-// chain goes on in the new file) or to standard output. A nil *Writer writes nothing. It is safe
-// for concurrent use.
+// chain goes on in the new file) or to standard output. A nil *Writer
+// writes nothing. It is safe for concurrent use.
+//
+// Write encodes a record on the caller's goroutine and hands it over; one
+// goroutine of the Writer chains the records handed over and writes them
+// in batches, a write(2) for all that arrived while it wrote the last
+// (queue.go). A request does not wait for its record: what a process
+// crash can lose is what was handed over and not yet written, at most
+// MaxQueue bytes and in practice the records of the last millisecond;
+// Flush and Close write everything handed over before them.
 //
 // A record is written whole or not at all: a write that fails part-way
 // (a full disk) is cut back off the file, so the next record starts on a
@@ -61,6 +83,10 @@ type Options struct {
 // in a torn line (a crash) gets a newline first: the torn line stays, for
 // a reader to report, and the chain goes on through it.
 type Writer struct {
+	q queue // the records handed over (queue.go)
+
+	// mu guards the file and the chain below; the writing goroutine holds
+	// it while it writes a batch.
 	mu   sync.Mutex
 	path string
 	w    io.Writer
@@ -75,7 +101,14 @@ type Writer struct {
 	// last checkpoint, at when it was written.
 	head           string
 	records, since int64
-	checkpointAt   time.Time
+	// written, recordsWritten and sinceWritten are head, records and
+	// since as of the last line written to the file: a failed write
+	// takes the chain back to them.
+	written                      string
+	recordsWritten, sinceWritten int64
+	// out is the batch being written, reused.
+	out          []byte
+	checkpointAt time.Time
 	// started: the checkpoint of the log as opened is written (with a
 	// key); until it is, every Write tries it first.
 	started bool
@@ -99,12 +132,16 @@ func Open(path string, opts Options) (*Writer, error) {
 	if opts.CheckpointRecords <= 0 {
 		opts.CheckpointRecords = 10000
 	}
+	if opts.MaxQueue <= 0 {
+		opts.MaxQueue = 4 << 20
+	}
 	switch path {
 	case "":
 		return nil, nil
 	case "-":
 		a := &Writer{path: path, w: os.Stdout, opts: opts}
 		a.start()
+		a.q.start(a)
 		return a, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
@@ -113,6 +150,7 @@ func Open(path string, opts Options) (*Writer, error) {
 	a := &Writer{path: path, opts: opts}
 	if data, err := os.ReadFile(path + ".head"); err == nil {
 		a.head = strings.TrimSpace(string(data))
+		a.written = a.head
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
@@ -120,6 +158,7 @@ func Open(path string, opts Options) (*Writer, error) {
 		return nil, err
 	}
 	a.start()
+	a.q.start(a)
 	return a, nil
 }
 
@@ -134,7 +173,7 @@ func (a *Writer) start() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.checkpoint(a.opts.Now().Round(0)); err != nil {
-		a.fail(err)
+		a.fail(err, 0)
 	}
 }
 
@@ -162,6 +201,7 @@ func (a *Writer) Reopen() error {
 	a.f, a.w, a.good, a.torn = f, f, size, false
 	if last != nil {
 		a.head = LineHash(last)
+		a.written = a.head
 	}
 	return nil
 }
@@ -197,73 +237,125 @@ func endLine(f *os.File) (int64, []byte, error) {
 	return size, line, nil
 }
 
-// prevPrefix is how every line begins: audit.Record.Prev is its first field,
-// written empty by json.Marshal and filled in under the lock.
+// prevPrefix is how every line begins: Record.Prev is its first field,
+// written empty by the encoder and filled in when the line is chained.
 var prevPrefix = []byte(`{"prev_sha256":""`)
 
-// Write caps r (audit.Record.Cap) and appends it as one line chained to the line
-// before it, in a single write, so that lines of concurrent requests never
-// interleave; a checkpoint follows when one is due. The error says why
-// the record was not written; Failing reports it until a write succeeds.
+// Write caps r (Record.Cap), encodes it and hands it over to be appended
+// as one line chained to the line before it; a checkpoint follows when
+// one is due. It returns once the record is handed over, which waits only
+// when MaxQueue bytes are waiting already. The error is an encoding's, or
+// a Writer closed: a failure to write the file comes later, to
+// Options.OnError, Failing and Failures.
 func (a *Writer) Write(r *audit.Record) error {
 	if a == nil {
 		return nil
 	}
 	r.Cap()
 	r.Prev = ""
-	line, err := json.Marshal(r)
-	if err != nil || !bytes.HasPrefix(line, prevPrefix) {
-		return a.fail(fmt.Errorf("audit log: encoding a record: %v", err))
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	// The wall clock, as the records' times: a record that arrived
-	// CheckpointEvery after the last checkpoint is always after another.
-	now := a.opts.Now().Round(0)
-	if a.opts.Key != nil && (!a.started || now.Sub(a.checkpointAt) >= a.opts.CheckpointEvery) {
-		if err := a.checkpoint(now); err != nil {
-			return a.fail(err) // the record would break the interval promised
-		}
-	}
-	if err := a.writeLine(line[len(prevPrefix):]); err != nil {
-		return a.fail(err)
-	}
-	a.records++
-	a.since++
-	if a.opts.Key != nil && a.since >= a.opts.CheckpointRecords {
-		if err := a.checkpoint(now); err != nil {
-			return a.fail(err)
-		}
-	}
-	a.failed.Store(nil)
-	return nil
+	return a.q.put(r)
 }
 
-// writeLine writes `{"prev_sha256":"HEAD"` and rest (the line after its
-// empty prev_sha256) as one line, and moves the head to it. Called with
-// a.mu held.
-func (a *Writer) writeLine(rest []byte) error {
+// writeBatch chains and writes the records of b (their lines without the
+// empty prev_sha256 they were encoded with), the checkpoints due among
+// them included, in as few writes as the checkpoints allow. Called by the
+// writing goroutine with a.mu held; it returns the errors to report and
+// the records each lost.
+func (a *Writer) writeBatch(b *batch) []lostRecords {
+	var lost []lostRecords
+	a.out = a.out[:0]
+	pending := 0 // records in a.out
+	flush := func() {
+		if err := a.writeOut(); err != nil {
+			lost = append(lost, lostRecords{err, pending})
+		}
+		pending = 0
+	}
+	for i, end := range b.ends {
+		rest := b.lines[b.start(i):end]
+		// The wall clock, as the records' times: a record that arrived
+		// CheckpointEvery after the last checkpoint is always after
+		// another.
+		now := a.opts.Now().Round(0)
+		if a.opts.Key != nil && (!a.started || now.Sub(a.checkpointAt) >= a.opts.CheckpointEvery) {
+			flush()
+			if err := a.checkpoint(now); err != nil {
+				lost = append(lost, lostRecords{err, 1}) // the record would break the interval promised
+				continue
+			}
+		}
+		a.appendLine(rest)
+		pending++
+		a.records++
+		a.since++
+		if a.opts.Key != nil && a.since >= a.opts.CheckpointRecords {
+			flush()
+			if err := a.checkpoint(now); err != nil {
+				lost = append(lost, lostRecords{err, 0})
+			}
+		}
+	}
+	flush()
+	return lost
+}
+
+// appendLine appends `{"prev_sha256":"HEAD"` and rest (a line after its
+// empty prev_sha256, newline included) to the batch being written, and
+// moves the head to it.
+func (a *Writer) appendLine(rest []byte) {
+	start := len(a.out)
+	a.out = append(append(append(a.out, `{"prev_sha256":"`...), a.head...), '"')
+	a.out = append(a.out, rest...)
+	a.head = LineHash(a.out[start : len(a.out)-1])
+}
+
+// writeOut writes the batch's lines, in one write, cut back off the file
+// when the write fails part-way (a full disk) so that no torn line stays;
+// the chain's head and counts go back to the last line written. Called
+// with a.mu held.
+func (a *Writer) writeOut() error {
+	if len(a.out) == 0 {
+		return nil
+	}
+	defer func() { a.out = a.out[:0] }()
 	if a.torn {
 		if err := a.f.Truncate(a.good); err != nil {
+			a.unwind()
 			return fmt.Errorf("audit log: cutting a torn record: %w", err)
 		}
 		a.torn = false
 	}
-	line := make([]byte, 0, len(`{"prev_sha256":"`)+len(a.head)+len(rest)+2)
-	line = append(append(append(line, `{"prev_sha256":"`...), a.head...), '"')
-	line = append(append(line, rest...), '\n')
-	n, err := a.w.Write(line)
+	n, err := a.w.Write(a.out)
+	if err == nil && a.opts.Sync && a.f != nil {
+		err = a.f.Sync()
+	}
 	if err != nil {
 		if a.f != nil && n > 0 {
 			// Cut the part written off now; if that fails too, before
 			// the next write.
 			a.torn = a.f.Truncate(a.good) != nil
 		}
+		a.unwind()
 		return fmt.Errorf("audit log: %w", err)
 	}
 	a.good += int64(n)
-	a.head = LineHash(line[:len(line)-1])
+	a.written = a.head
+	a.recordsWritten, a.sinceWritten = a.records, a.since
 	return nil
+}
+
+// unwind takes the chain back to the last line written: the lines of a
+// failed write are not in the log.
+func (a *Writer) unwind() {
+	a.head, a.records, a.since = a.written, a.recordsWritten, a.sinceWritten
+}
+
+// writeLine writes one line (a checkpoint's: `{"prev_sha256":"HEAD"` and
+// rest, the line after its empty prev_sha256) and moves the head to it.
+// Called with a.mu held.
+func (a *Writer) writeLine(rest []byte) error {
+	a.appendLine(append(rest, '\n'))
+	return a.writeOut()
 }
 
 // checkpoint writes a signed checkpoint of the head and keeps the head
@@ -300,8 +392,9 @@ func (a *Writer) saveHead() error {
 	return nil
 }
 
-func (a *Writer) fail(err error) error {
-	a.failures.Add(1)
+// fail records a failure that lost lost records.
+func (a *Writer) fail(err error, lost int) error {
+	a.failures.Add(int64(lost))
 	a.failed.Store(&err)
 	return err
 }
@@ -326,10 +419,15 @@ func (a *Writer) Failures() int64 {
 	return a.failures.Load()
 }
 
-// Close writes a last checkpoint when records were written since the last
-// one, keeps the chain's head beside the file and closes it.
+// Close writes what was handed over, then a last checkpoint when records
+// were written since the last one, keeps the chain's head beside the file
+// and closes it. A Write after Close is refused.
 func (a *Writer) Close() error {
-	if a == nil || a.f == nil {
+	if a == nil {
+		return nil
+	}
+	a.q.close()
+	if a.f == nil {
 		return nil
 	}
 	a.mu.Lock()

@@ -53,6 +53,9 @@ func TestFullDiskLeavesNoTornLine(t *testing.T) {
 	if err := w.Write(&audit.Record{Decision: audit.Allow}); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	written, failed := 1, 0
 	filler := tmpfs.Fill(t, dir)
 	rec := func(i int) *audit.Record {
@@ -60,6 +63,9 @@ func TestFullDiskLeavesNoTornLine(t *testing.T) {
 	}
 	for i := 0; i < 200 && failed == 0; i++ {
 		if err := w.Write(rec(i)); err != nil {
+			t.Fatal(err) // handed over: the write fails later
+		}
+		if err := w.Flush(); err != nil {
 			failed++
 			if w.Failing() == nil || w.Failures() != 1 {
 				t.Errorf("after a failed write: Failing %v, Failures %d", w.Failing(), w.Failures())
@@ -75,7 +81,8 @@ func TestFullDiskLeavesNoTornLine(t *testing.T) {
 		t.Errorf("%d records in the log, want the %d written", len(got), written)
 	}
 	os.Remove(filler)
-	if err := w.Write(rec(0)); err != nil || w.Failing() != nil {
+	w.Write(rec(0))
+	if err := w.Flush(); err != nil || w.Failing() != nil {
 		t.Fatalf("after space was freed: %v (Failing %v)", err, w.Failing())
 	}
 	if got := readLines(t, path); len(got) != written+1 {

@@ -42,6 +42,9 @@ func writeUnclosed(t testing.TB, dir string, key ed25519.PrivateKey, n int) (str
 			t.Fatal(err)
 		}
 	}
+	if err := w.Flush(); err != nil { // written, as a crash leaves what was
+		t.Fatal(err)
+	}
 	return path, w
 }
 

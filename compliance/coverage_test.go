@@ -72,6 +72,7 @@ func writeTimed(t *testing.T, key ed25519.PrivateKey, every time.Duration, offse
 		if err := w.Write(&audit.Record{Time: c.now, URL: fmt.Sprintf("http://a.example/%d", i), Decision: audit.Allow}); err != nil {
 			t.Fatal(err)
 		}
+		w.Flush() // written at c.now, before the clock moves on
 	}
 	if !crash {
 		if err := w.Close(); err != nil {

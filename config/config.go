@@ -774,6 +774,13 @@ type Log struct {
 	// refuses them with 503 audit-unavailable, for deployments where no
 	// request may go unrecorded. Default "continue".
 	AuditOnError AuditOnError `yaml:"audit_on_error"`
+	// AuditFsync makes the audit log's writer fsync the file after each
+	// batch of records it writes, so that a record written survives a
+	// crash of the machine (a process's crash loses only what was not yet
+	// written, docs/operations.md). Default false: the page cache is
+	// written back by the kernel, a disk flush per batch costs more than
+	// the rest of the log. Restart-only.
+	AuditFsync bool `yaml:"audit_fsync"`
 	// EvidenceKey is the Ed25519 key that signs the audit log's
 	// checkpoints (PKCS #8 PEM, created with mode 0600 if missing; not the
 	// CA's key): `robotsgate evidence-key` prints its public half for a

@@ -21,28 +21,32 @@ type auditFailures struct {
 	suppressed int
 }
 
-// writeAudit writes a record; a failure is never silent: an ERROR line (at
-// most one a minute, with the count of those not reported),
+// writeAudit hands a record to the audit log's writer, which writes it in
+// a batch with others. A failure is never silent: an ERROR line (at most
+// one a minute, with the count of those not reported; auditWriteFailed),
 // robotsgate_audit_write_failures_total, and /readyz not ready until a
-// record is written again (auditlog.Writer.Failing).
+// batch is written again (auditlog.Writer.Failing).
 func (s *Server) writeAudit(rec *audit.Record) {
-	err := s.auditLog.Write(rec)
-	if err == nil {
-		return
+	if err := s.auditLog.Write(rec); err != nil {
+		s.auditWriteFailed(err, 1)
 	}
+}
+
+// auditWriteFailed reports records the audit log lost (lost 0: a
+// checkpoint or the head file): the writer calls it, off any request.
+func (s *Server) auditWriteFailed(err error, lost int) {
 	f := &s.auditFails
 	f.mu.Lock()
 	now := time.Now()
 	if now.Sub(f.last) < auditFailureLogEvery {
-		f.suppressed++
+		f.suppressed += lost
 		f.mu.Unlock()
 		return
 	}
 	suppressed := f.suppressed
 	f.last, f.suppressed = now, 0
 	f.mu.Unlock()
-	s.log.Error("audit record not written", "err", err, "url", rec.URL, "decision", rec.Decision,
-		"not_reported_since_last", suppressed)
+	s.log.Error("audit records not written", "err", err, "records", lost, "not_reported_since_last", suppressed)
 }
 
 // evidenceKey loads the evidence key (log.evidence_key), creating it on
@@ -69,7 +73,7 @@ func (s *Server) openAudit(l config.Log, key ed25519.PrivateKey) error {
 	if l.Audit == "" {
 		return nil
 	}
-	opts := auditlog.Options{Key: key, OnCheckpoint: s.onCheckpoint()}
+	opts := auditlog.Options{Key: key, OnCheckpoint: s.onCheckpoint(), OnError: s.auditWriteFailed, Sync: l.AuditFsync}
 	opts.CheckpointEvery, opts.CheckpointRecords = l.CheckpointEvery.Duration(), int64(l.CheckpointRecords)
 	w, err := auditlog.Open(l.Audit, opts)
 	if err != nil {

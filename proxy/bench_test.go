@@ -78,6 +78,7 @@ var (
 	benchUnpaired = flag.Bool("proxybench.unpaired", false, "BenchmarkProxy: no slices of the other proxy in a proxy's runs (for a CPU profile)")
 	benchArchive  = flag.Bool("proxybench.archive", true, "BenchmarkProxy: robotsgate keeps its robots.txt archive (archive.dir), as deployed")
 	benchBotAuth  = flag.Bool("proxybench.botauth", false, "BenchmarkProxy: robotsgate signs every request it forwards (bot_auth, Web Bot Auth)")
+	benchAudit    = flag.Bool("proxybench.audit", false, "BenchmarkProxy: robotsgate writes its audit log (log.audit, with its evidence key), as by default")
 )
 
 const (
@@ -193,6 +194,10 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	cfg.Archive.Dir, cfg.Log.Audit = "", "" // audit off, as measured so far
 	if *benchArchive {
 		cfg.Archive.Dir = filepath.Join(b.TempDir(), "archive") // as deployed: archiving on
+	}
+	if *benchAudit {
+		dir := b.TempDir()
+		cfg.Log.Audit, cfg.Log.EvidenceKey = filepath.Join(dir, "audit.log"), filepath.Join(dir, "evidence-key.pem")
 	}
 	if *benchBotAuth {
 		cfg.BotAuth.SignatureAgent = "https://bots.example/.well-known/http-message-signatures-directory"

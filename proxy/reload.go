@@ -35,6 +35,7 @@ var restartOnly = []struct {
 	{"mitm.upstream_ca", func(c *config.Config) any { return c.MITM.UpstreamCA }},
 	{"log.audit", func(c *config.Config) any { return c.Log.Audit }},
 	{"log.evidence_key", func(c *config.Config) any { return c.Log.EvidenceKey }},
+	{"log.audit_fsync", func(c *config.Config) any { return c.Log.AuditFsync }},
 	{"log.checkpoint_every", func(c *config.Config) any { return c.Log.CheckpointEvery }},
 	{"log.checkpoint_records", func(c *config.Config) any { return c.Log.CheckpointRecords }},
 	{"log.witness.url", func(c *config.Config) any { return c.Log.Witness.URL }},
