@@ -107,10 +107,6 @@ func (r *record) answered(ref *Refusal) {
 	r.refusal, r.status = ref, ref.Status()
 }
 
-// opened records an opening whose tunnel was opened (a CONNECT is
-// answered 200, a SOCKS5 CONNECT "succeeded").
-func (r *record) opened() { r.status = http.StatusOK }
-
 // wroteHeaders notes that the request's head has been written to the
 // origin: the next paced request of its key may go (Permit.Sent), and its
 // response time starts.
