@@ -35,7 +35,7 @@ type record struct {
 	via   string // how it arrived (audit.Via...)
 	// client and authority name an opening (a CONNECT to authority); a
 	// request is named by its decision, or by what it said when it was
-	// answered before one (finishRequest).
+	// answered before one (finish).
 	client, authority string
 	d                 policy.Decision // the decision, when decided
 	decided           bool            // false for requests refused before a decision
