@@ -12,6 +12,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/botauth"
 	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/upstream"
 )
 
 // publishedName is the file name of the key directory -publish writes;
@@ -73,7 +74,7 @@ var botAuthCommand = &command{
 			if agent == "" {
 				return 2, fmt.Errorf("no Web Bot Auth signing configured (bot_auth.signature_agent%s)", clientKey(*client))
 			}
-			body, h, created, err := proxy.SignedDirectory(path, agent, botauth.Form(cfg.BotAuth.SignatureAgentForm), time.Now(), *valid)
+			body, h, created, err := upstream.SignedDirectory(path, agent, botauth.Form(cfg.BotAuth.SignatureAgentForm), time.Now(), *valid)
 			if err != nil {
 				return 2, err
 			}

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/egress"
 	origins "github.com/robotsgate/robotsgate/origin" // "origin" is a type of the tests
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
@@ -52,7 +50,8 @@ var checkCommand = &command{
 		"client, a decision the proxy would only log), 2 a robots.txt could\n" +
 		"not be fetched (everything on that origin is refused), or a tdmrep.json for a client with\n" +
 		"a text-and-data-mining purpose, or an RSL licence the site names for a client with\n" +
-		"purposes (usage-unknown), 3 usage or configuration error\n" +
+		"purposes (usage-unknown), or the destination's name does not resolve (upstream-error) or\n" +
+		"time ran out (client-closed), 3 usage or configuration error\n" +
 		"(bad flags, bad configuration file, invalid URL). With several URLs, the highest applies.\n\n" +
 		"With -config FILE and no URL it tests the configuration, as serve -t: exit status 0\n" +
 		"valid, 1 invalid.",
@@ -128,25 +127,31 @@ func check(configPath string, asker proxy.Asker, fetch bool, urls []string, s st
 }
 
 // verdictOf is check's line for an explained URL: the verdict, why, and
-// the exit status it gives.
+// the exit status it gives. A refusal made before a decision is told as
+// the proxy's refusal tells the operator (proxy.Refusal.Why).
 func verdictOf(x *proxy.Explained) (verdict, why string, code int) {
-	if x.Refused != nil {
-		return destinationError(x.Refused)
+	if r := x.Refused; r != nil {
+		return strings.ToUpper(r.Decision()), "(" + r.Why() + ")", exitStatus(r.Decision())
 	}
 	d := &x.Decision
-	switch d.Verdict {
-	case policy.Allow:
-		code = exitAllowed
-	case policy.Unreachable, policy.UsageUnknown:
-		code = exitUnreachable
-	default:
-		code = exitRefused
-	}
 	why = describe(d)
 	if p := x.Pause; p != nil {
 		why = strings.TrimSuffix(why, ")") + "; " + describePause(p, x.AwaitingProbe, x.MaxWait) + ")"
 	}
-	return strings.ToUpper(d.Verdict.String()), why, code
+	return strings.ToUpper(d.Verdict.String()), why, exitStatus(d.Verdict.String())
+}
+
+// exitStatus is check's exit status for a decision: allowed, refused, or
+// not decidable now (robots.txt, a tdmrep.json or a licence cannot be
+// read, the destination's name does not resolve, time ran out).
+func exitStatus(decision string) int {
+	switch decision {
+	case audit.Allow:
+		return exitAllowed
+	case audit.Unreachable, audit.UsageUnknown, audit.UpstreamError, audit.ClientClosed:
+		return exitUnreachable
+	}
+	return exitRefused
 }
 
 // describePause says that the origin is paused (or its pause is over and
@@ -175,47 +180,6 @@ func checkURL(raw string) error {
 		return fmt.Errorf("invalid URL %q: %v", raw, err)
 	}
 	return nil
-}
-
-// destinationError classifies a refusal made before a decision
-// (proxy.Explained.Refused): the egress rules refuse the destination (its
-// address, host or port), or its name could not be looked up or time ran
-// out, so robots.txt cannot be fetched either.
-func destinationError(err error) (verdict, why string, code int) {
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) || errors.Is(err, context.DeadlineExceeded) {
-		return "UNREACHABLE", fmt.Sprintf("(robots.txt cannot be fetched: %v)", err), exitUnreachable
-	}
-	switch {
-	case errors.Is(err, policy.ErrClientDenied):
-		return "CLIENT-DENIED", fmt.Sprintf("(%v)", err), exitRefused
-	case errors.Is(err, policy.ErrAuthRequired):
-		return "AUTH-REQUIRED", "(no clients entry with that user applies to that client)", exitRefused
-	}
-	var denied *egress.DeniedError
-	if errors.As(err, &denied) {
-		return "EGRESS-DENIED", fmt.Sprintf("(%v; %s)", denied, egressKey(denied.Class)), exitRefused
-	}
-	// The other refusal of the destination check: egress.allow_ports.
-	return "EGRESS-DENIED", fmt.Sprintf("(%v)", err), exitRefused
-}
-
-// egressKey says which configuration key decides a refusal of the egress
-// guard.
-func egressKey(c egress.Class) string {
-	switch c {
-	case egress.DeniedHost:
-		return "refused by egress.deny_hosts"
-	case egress.ListedHost:
-		return "on a list of egress.deny_hosts_files"
-	case egress.NotAllowedHost:
-		return "not in egress.allow_hosts"
-	case egress.SelfAddress:
-		return "the proxy's own address"
-	case egress.Unparseable:
-		return "not a valid address"
-	}
-	return "egress.allow_networks can allow it"
 }
 
 // describe explains a decision in one line: what decided it and, for an

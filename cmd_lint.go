@@ -189,7 +189,7 @@ func readRobots(arg string, stdin io.Reader, client *http.Client, userAgent stri
 		}
 		var denied *egress.DeniedError
 		if errors.As(err, &denied) {
-			return nil, fmt.Errorf("fetch %s: %w (%s; the egress rules are those of -config FILE)", arg, err, egressKey(denied.Class))
+			return nil, fmt.Errorf("fetch %s: %w (%s; the egress rules are those of -config FILE)", arg, err, proxy.EgressRule(err))
 		}
 		return nil, fmt.Errorf("fetch %s: %w", arg, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
@@ -169,5 +170,25 @@ func TestCommandsHelp(t *testing.T) {
 				t.Errorf("%s -%s is missing from the usage line %q", c.name, f.Name, c.synopsis)
 			}
 		})
+	}
+}
+
+// TestCheckExitStatusOfEveryDecision: check exits 0 for an allowed URL, 2
+// when nothing can be decided now (robots.txt, a tdmrep.json or a licence
+// unreadable, the destination's name not resolving, time running out) and
+// 1 for every other refusal, the decision's name being the proxy's.
+func TestCheckExitStatusOfEveryDecision(t *testing.T) {
+	undecidable := []string{audit.Unreachable, audit.UsageUnknown, audit.UpstreamError, audit.ClientClosed}
+	for _, d := range audit.Decisions() {
+		want := exitRefused
+		switch {
+		case d.Name == audit.Allow:
+			want = exitAllowed
+		case slices.Contains(undecidable, d.Name):
+			want = exitUnreachable
+		}
+		if got := exitStatus(d.Name); got != want {
+			t.Errorf("check's exit status for %s: %d, want %d", d.Name, got, want)
+		}
 	}
 }

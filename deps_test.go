@@ -58,6 +58,8 @@ var forbiddenImports = []struct {
 	{from: "memlimit", to: "...", why: "memlimit computes and sets the soft memory limit: a leaf that imports no other package of the module"},
 	{from: "redisconn", to: "...", why: "redisconn connects to a fleet's Redis: a leaf that imports no other package of the module (pacing and fleet take the connection it makes)"},
 	{from: "admin", to: "proxy", why: "the admin listener renders what the proxy gives it through an interface; the proxy imports admin"},
+	{from: "upstream", to: "...", except: []string{"audit", "auditlog", "botauth", "config", "egress", "metrics", "paycrawl", "wire"}, direct: true,
+		why: "upstream sends what the proxy allowed and records what came back: it knows the egress guard, the parent proxy, signing keys and prices, never a decision (policy) or a way in (proxy)"},
 	{from: "witness", to: "...", except: []string{"audit"},
 		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses, its signer's fingerprint)"},
 	{from: "statelock", to: "...", why: "statelock locks directories for serve, ca init and the witness: a leaf"},
@@ -126,7 +128,7 @@ func TestPackageDependenciesPointOneWay(t *testing.T) {
 		}
 	}
 	// The direction the rules guard exists: main → proxy → policy → robots.
-	for _, edge := range [][2]string{{".", "proxy"}, {"proxy", "policy"}, {"policy", "robots"}} {
+	for _, edge := range [][2]string{{".", "proxy"}, {"proxy", "policy"}, {"policy", "robots"}, {"proxy", "upstream"}} {
 		if !slices.Contains(deps[edge[0]], edge[1]) {
 			t.Errorf("%s does not depend on %s", edge[0], edge[1])
 		}

@@ -16,9 +16,14 @@ import (
 // client, with what it rests on. It comes from the same code path as a
 // request through the proxy.
 type Explanation struct {
-	URL         string      `json:"url"`
-	UserAgent   string      `json:"user_agent"`
-	Decision    string      `json:"decision"`
+	URL       string `json:"url"`
+	UserAgent string `json:"user_agent"`
+	Decision  string `json:"decision"`
+	// Status and Message are the status and message the proxy answers a
+	// request judged alike with when it refuses it (a monitored client's:
+	// would refuse); absent when it is allowed.
+	Status      int         `json:"status,omitempty"`
+	Message     string      `json:"message,omitempty"`
 	Group       string      `json:"group,omitempty"`
 	GroupLines  []int       `json:"group_lines,omitempty"`
 	Rule        string      `json:"rule,omitempty"`

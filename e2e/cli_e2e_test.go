@@ -244,7 +244,7 @@ func TestCLICheckExitStatus(t *testing.T) {
 		{"refused by robots.txt", []string{"-config", cfgPath, o.URL + "/private/x"}, 1,
 			[]string{"DISALLOW  " + o.URL + "/private/x", `"Disallow: /private" (line 2`}},
 		{"refused by the egress rules", []string{o.URL + "/public"}, 1,
-			[]string{"EGRESS-DENIED " + o.URL + "/public", "(loopback); egress.allow_networks can allow it"}},
+			[]string{"EGRESS-DENIED " + o.URL + "/public", "(loopback); the egress guard refused the address (egress.allow_networks would allow it)"}},
 		{"robots.txt unreachable", []string{"-config", cfgPath, down + "/x"}, 2,
 			[]string{"UNREACHABLE " + down + "/x", "robots.txt " + down + "/robots.txt unreachable"}},
 		{"allowed and unreachable: the highest status", []string{"-config", cfgPath, o.URL + "/public", down + "/x", o.URL + "/private/y"}, 2,

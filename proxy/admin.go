@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/admin"
-	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots"
 )
@@ -74,14 +72,17 @@ func (s *Server) Explain(ctx context.Context, q admin.Query) (admin.Explanation,
 	case err != nil:
 		e.Error = err.Error()
 		return e, http.StatusBadRequest
-	case x.Refused != nil:
-		var status int
-		e.Decision, e.Error, status = explainError(x.Refused)
-		return e, status
+	case x.Refused != nil: // what the operator is told of it (Why) is the error
+		r := x.Refused
+		e.Decision, e.Status, e.Message, e.Error = r.Decision(), r.Status(), r.Message(), r.Why()
+		return e, http.StatusOK
 	}
 	d := &x.Decision
 	now := time.Now()
 	fillExplanation(&e, d, now)
+	if r := x.Refusal(); r != nil { // what the client is told
+		e.Status, e.Message = r.Status(), r.Message()
+	}
 	e.NextSlot = x.NextSlot.Seconds()
 	fillPacing(&e, &x, now)
 	if x.FetchErr != nil {
@@ -102,21 +103,6 @@ func tdmrepInfo(d *policy.Decision) *admin.TDMRepInfo {
 		info.Error = t.Err.Error()
 	}
 	return info
-}
-
-// explainError is how /explain shows a refusal made before a decision.
-func explainError(err error) (decision, message string, status int) {
-	var denied *egress.DeniedError
-	var port *egress.PortError
-	switch {
-	case errors.As(err, &denied) || errors.As(err, &port):
-		return audit.EgressDenied, err.Error(), http.StatusOK
-	case errors.Is(err, policy.ErrClientDenied):
-		return audit.ClientDenied, err.Error(), http.StatusOK
-	case errors.Is(err, policy.ErrAuthRequired):
-		return audit.AuthRequired, "no clients entry with that user applies to that client", http.StatusOK
-	}
-	return "", err.Error(), http.StatusBadRequest
 }
 
 func fillExplanation(e *admin.Explanation, d *policy.Decision, now time.Time) {

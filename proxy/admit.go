@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"time"
 
@@ -21,41 +20,84 @@ import (
 // refused), a request inside an intercepted tunnel, /explain and check. Each
 // tells admit what it knows of the request; admit identifies the client,
 // checks the destination, asks the policy engine, holds the request for its
-// pacing slot, and logs and records the decision of proxied traffic. One
-// function renders the outcome as a response (refusalOf); /explain and
-// check render the same outcome as JSON and text.
+// pacing slot, and logs and records the decision of proxied traffic. Its
+// outcome is a decision, or a refusal (a *Refusal) made before one; each
+// way in renders a refusal at its edge, and /explain and check show the
+// same value.
+
+// route is how a request reaches admission, which follows from it: how
+// its client is identified, whether its destination is checked, what is
+// decided (the request, or only its host), and whether it is held for its
+// pacing slot (it is to be sent).
+type route uint8
+
+const (
+	// routeProxyPort is an absolute-form request on the proxy port: its
+	// client identified by address and Proxy-Authorization, held.
+	routeProxyPort route = iota
+	// routeTunnel is a request inside a CONNECT or SOCKS5 tunnel: its
+	// client and destination settled when the tunnel was opened, held.
+	routeTunnel
+	// routeTransparent is a request inside a transparent connection: its
+	// client identified by address, its destination checked (its name
+	// must resolve to where the connection goes), held.
+	routeTransparent
+	// routeIntercept is the opening of an intercepted tunnel (a CONNECT,
+	// a SOCKS5 CONNECT): client and destination checked, each request in
+	// it judged on its own.
+	routeIntercept
+	// routeBlind is the opening of a blind tunnel (a CONNECT or SOCKS5
+	// CONNECT to mitm.skip_hosts, a transparent TLS connection not
+	// intercepted): only the host is judged, the port by
+	// egress.tunnel_ports too.
+	routeBlind
+	// routeExplain is /explain and check: the client as the asker names
+	// it (its credentials taken as valid), nothing held.
+	routeExplain
+	// routeExplainFetch is /explain?fetch=1 and check -fetch: held for
+	// its slot, the URL then fetched.
+	routeExplainFetch
+	// routeOwnFetch is a request of robotsgate's own (an RSL licence
+	// document): its client fixed, held.
+	routeOwnFetch
+)
+
+// holds reports whether requests of r wait for their pacing slot: they
+// are sent.
+func (r route) holds() bool {
+	switch r {
+	case routeProxyPort, routeTunnel, routeTransparent, routeExplainFetch, routeOwnFetch:
+		return true
+	}
+	return false
+}
 
 // admission is what is known of a request when it is judged.
 type admission struct {
+	route     route
 	origin    origin.Origin
-	target    string // the request-target in origin form; "/" for a CONNECT
+	target    string // the request-target in origin form; "/" for a tunnel's opening
 	method    string
 	userAgent string
 	// clientAddr is the client's address (ip:port), for the log.
 	clientAddr string
 	// client is who is asking when already known (inside a tunnel: from
-	// its CONNECT; /explain and check: the asker's purposes); nil:
-	// identify the client by its address and Proxy-Authorization.
+	// its opening; /explain and check without a client named: the
+	// default one; robotsgate's own fetches); nil: identify the client
+	// (by its address and Proxy-Authorization, or as /explain and check
+	// name it: from remote, authenticated as asUser).
 	client    *policy.Client
 	remote    netip.Addr
 	proxyAuth string
-	// as: identify the client as a request from remote authenticated as
-	// asUser would be, credentials taken as valid (/explain and check).
-	as     bool
-	asUser string
+	asUser    string
 	// purposes, when not nil, replace the identified client's.
 	purposes []string
-	// checked: the destination was checked already (a request inside a
-	// tunnel, checked at its CONNECT).
-	checked bool
 	// dest, when valid, is the address a transparent client connected to:
 	// the origin's name must resolve to it (and its port be the same).
 	dest netip.AddrPort
-	// connect is a CONNECT: intercepted (each request inside is judged on
-	// its own), or blind (only the host can be judged).
-	connect, intercept bool
-	// hold waits for the pacing slot: the request is to be sent.
-	hold bool
+	// destChecked: the destination of a transparent request is the one an
+	// earlier request on its connection was checked for.
+	destChecked bool
 	// licenseToken: the request carries its own RSL licence token
 	// (Authorization: License …).
 	licenseToken bool
@@ -66,89 +108,62 @@ type admission struct {
 type admitted struct {
 	d       policy.Decision
 	decided bool
-	// refused is why the request was refused before or instead of a
-	// decision: an *identifyError, an egress refusal (*egress.DeniedError,
-	// *egress.PortError, or the name's lookup failing), a *mismatchError,
-	// or a *clientLeftError.
-	refused error
+	// refused is the refusal made before or instead of a decision: the
+	// client (identified, authenticated, its credentials limited), the
+	// audit log, the destination (egress guard, port rules, its name, a
+	// transparent request's address), or the client leaving.
+	refused *Refusal
 	// permit is the pacing permit of a held request; release it when the
 	// request is done.
 	permit pacing.Permit
 }
 
-// identifyError is a client that Identify refused (policy.ErrClientDenied,
-// policy.ErrAuthRequired).
-type identifyError struct{ err error }
-
-func (e *identifyError) Error() string { return e.err.Error() }
-func (e *identifyError) Unwrap() error { return e.err }
-
-// clientLeftError is a client that went away (err, its context's) while
-// its request was judged or held.
-type clientLeftError struct {
-	while string
-	err   error
-}
-
-func (e *clientLeftError) Error() string { return "the client left " + e.while + ": " + e.err.Error() }
-func (e *clientLeftError) Unwrap() error { return e.err }
-
-// auditError is a request refused because the audit log cannot be written
-// (log.audit_on_error: refuse).
-type auditError struct{ err error }
-
-func (e *auditError) Error() string { return "the audit log cannot be written: " + e.err.Error() }
-func (e *auditError) Unwrap() error { return e.err }
-
-// auditRetryAfter is the Retry-After of an audit-unavailable refusal, in
-// seconds: a full disk is not freed in a moment.
-const auditRetryAfter = 10
-
-// mismatchError is a transparent request whose name does not resolve to
-// the address its client connected to (Host or SNI forged, or the name's
-// addresses changed).
-type mismatchError struct {
-	origin origin.Origin
-	dest   netip.AddrPort
-}
-
-func (e *mismatchError) Error() string {
-	return "The client connected to " + e.dest.String() + ", and " + e.origin.HostPort() + " does not resolve to it"
+// refusal is the refusal to answer with, nil when the request may go on.
+func (a *admitted) refusal(s *Server) *Refusal {
+	switch {
+	case a.refused != nil:
+		return a.refused
+	case a.d.Refused():
+		return s.decisionRefusal(&a.d)
+	}
+	return nil
 }
 
 // checkResolvesTo refuses an origin whose name does not resolve to dest
 // (an IP literal must be dest), or whose port is not dest's; nothing to
 // check when dest is invalid (not a transparent request). The name is
 // resolved as the egress guard resolves it.
-func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest netip.AddrPort) error {
+func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest netip.AddrPort) *Refusal {
 	if !dest.IsValid() {
 		return nil
 	}
 	if o.Port != dest.Port() {
-		return &mismatchError{o, dest}
+		return mismatchRefusal(o, dest)
 	}
 	ips, err := s.settings().guard.Lookup(ctx, o.Host)
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", o.Host, err)
+		return s.egressRefusal(o.Host, fmt.Errorf("resolve %s: %w", o.Host, err))
 	}
 	for _, ip := range ips {
 		if ip.Unmap() == dest.Addr().Unmap() {
 			return nil
 		}
 	}
-	return &mismatchError{o, dest}
+	return mismatchRefusal(o, dest)
 }
 
-// admit judges one request (see above).
-func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admitted) {
+// admit judges one request (see above). rec is its record, nil for the
+// requests that are not audited as they are judged (/explain and check,
+// robotsgate's own).
+func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *record) (out admitted) {
 	if st.cfg.Log.AuditOnError == config.AuditRefuse {
 		if err := s.auditLog.Failing(); err != nil {
-			return admitted{refused: &auditError{err}}
+			return admitted{refused: auditRefusal(err)}
 		}
 	}
-	client, err := s.identifyClient(st, &a)
-	if err != nil {
-		return admitted{refused: err}
+	client, refused := s.identifyClient(st, &a)
+	if refused != nil {
+		return admitted{refused: refused}
 	}
 	if a.purposes != nil {
 		client.Purposes = a.purposes
@@ -156,65 +171,66 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission) (out admi
 	if len(client.Purposes) > 0 { // its robots.txt's RSL licences are read
 		ctx = withLicenceBudget(ctx, st)
 	}
-	if !a.checked {
-		if err := s.checkDestination(ctx, a.origin, a.connect && !a.intercept); err != nil {
-			return admitted{refused: err}
+	if a.route != routeTunnel && !a.destChecked {
+		if err := s.checkDestination(ctx, a.origin, a.route == routeBlind); err != nil {
+			return admitted{refused: s.egressRefusal(a.origin.Host, err)}
 		}
-		if err := s.checkResolvesTo(ctx, a.origin, a.dest); err != nil {
-			return admitted{refused: err}
+		if r := s.checkResolvesTo(ctx, a.origin, a.dest); r != nil {
+			return admitted{refused: r}
 		}
 	}
 	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client, LicenseToken: a.licenseToken, At: a.dest}
 	if g := s.coldGates.gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
 		ctx = resolver.WithColdGate(ctx, g)
 	}
-	switch {
-	case a.intercept:
+	var err error
+	switch a.route {
+	case routeIntercept:
 		out.d = policy.Decision{Request: req, Note: audit.NoteTunnelIntercepted}
-	case a.connect:
+	case routeBlind:
 		out.d, err = st.engine.DecideHost(ctx, req)
 	default:
 		out.d, err = st.engine.Decide(ctx, req)
 	}
 	if err != nil {
-		return admitted{refused: &clientLeftError{"while robots.txt was fetched", err}}
+		return admitted{refused: clientLeft("while robots.txt was fetched", err)}
 	}
-	if a.hold && out.d.Verdict == policy.Allow {
+	if a.route.holds() && out.d.Verdict == policy.Allow {
 		if out.permit, err = s.pace(ctx, st, &out.d); err != nil {
-			return admitted{refused: &clientLeftError{"while the request was held", err}}
+			return admitted{refused: clientLeft("while the request was held", err)}
 		}
 	}
 	out.decided = true
-	if slot := auditSlotOf(ctx); slot != nil {
+	if rec != nil {
 		s.logDecision(ctx, &a, &out.d)
-		slot.decide(&out.d, out.permit)
+		rec.decide(&out.d, out.permit)
 	}
 	return out
 }
 
 // identifyClient is the client of an admission: a.client when known,
-// else identified by its address and credentials (an *identifyError when
-// refused). A SOCKS5 client is identified by it when it authenticates,
-// before it names its destination.
+// else identified by its address and credentials (refused when it may
+// not use the proxy). A SOCKS5 client is identified by it when it
+// authenticates, before it names its destination.
 //
 // Credentials that fail (a wrong password, an unknown user) count against
 // their address: beyond auth.failure_limit in a minute, its attempts are
-// refused (*authLimitedError) without being checked.
-func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, error) {
+// refused (auth-limited) without being checked.
+func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, *Refusal) {
 	if a.client != nil {
 		return *a.client, nil
 	}
-	if a.as {
+	if a.route == routeExplain || a.route == routeExplainFetch {
 		client, err := st.engine.IdentifyAs(a.remote, a.asUser)
 		if err != nil {
-			return client, &identifyError{err}
+			return client, identifyRefusal(st, err, true)
 		}
 		return client, nil
 	}
 	now := time.Now()
 	if a.proxyAuth != "" {
 		if wait, limited := s.authFails.limited(a.remote, st.cfg.Auth.FailureLimit, now); limited {
-			return policy.Client{}, &authLimitedError{wait}
+			return policy.Client{}, authLimitedRefusal(wait)
 		}
 	}
 	client, err := st.engine.Identify(a.remote, a.proxyAuth)
@@ -223,55 +239,7 @@ func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, erro
 			s.authFails.failed(a.remote, now)
 			s.metrics.AuthFailures.Inc()
 		}
-		return client, &identifyError{err}
+		return client, identifyRefusal(st, err, false)
 	}
 	return client, nil
-}
-
-// authLimitedError is an address whose credentials failed auth.failure_limit
-// times in the last minute; it may try again after wait.
-type authLimitedError struct{ wait time.Duration }
-
-func (e *authLimitedError) Error() string {
-	return "too many failed proxy credentials from this address (auth.failure_limit)"
-}
-
-// refusalOf renders the outcome of admission as the response to send, or
-// nil when the request may go on.
-func (s *Server) refusalOf(req *http.Request, st *settings, a *admitted) *http.Response {
-	switch {
-	case a.refused != nil:
-		return s.refusedBefore(req, st, a.refused)
-	case a.d.Refused():
-		return s.refusal(req, &a.d)
-	}
-	return nil
-}
-
-// refusedBefore renders a refusal made before or instead of a decision.
-// (Apart from refusalOf, so that the allowed requests do not pay for the
-// errors.As targets.)
-func (s *Server) refusedBefore(req *http.Request, st *settings, err error) *http.Response {
-	var id *identifyError
-	var left *clientLeftError
-	var au *auditError
-	var limited *authLimitedError
-	var mismatch *mismatchError
-	switch {
-	case errors.As(err, &id):
-		return s.identifyRefusal(req, st, id.err)
-	case errors.As(err, &left):
-		return clientClosed(req, "The client left "+left.while+".")
-	case errors.As(err, &limited):
-		return render(req, &explanation{Decision: audit.AuthLimited, Status: http.StatusTooManyRequests, RetryAfter: seconds(limited.wait),
-			Message: "Too many failed proxy credentials from this address: try again later (auth.failure_limit)."}, "http_request_denied")
-	case errors.As(err, &au):
-		return render(req, &explanation{Decision: audit.AuditUnavailable, Status: http.StatusServiceUnavailable, RetryAfter: auditRetryAfter,
-			Message: "The audit log cannot be written, and this proxy refuses requests it cannot record (log.audit_on_error: refuse)."},
-			"proxy_internal_error")
-	case errors.As(err, &mismatch):
-		return plainResponse(req, http.StatusConflict, audit.HostMismatch, "http_request_denied", mismatch.Error()+
-			": the request would be judged by one site's robots.txt while it reaches another.")
-	}
-	return s.egressRefusal(req, err)
 }

@@ -70,7 +70,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/metrics"
+	"github.com/robotsgate/robotsgate/upstream"
 )
 
 var (
@@ -331,7 +331,7 @@ func startBenchServer(b *testing.B, ip string, h http.Handler, tlsCfg *tls.Confi
 }
 
 // newBenchGoproxy is goproxy as a careful user would deploy it, without
-// robotsgate: the upstream transport robotsgate uses (newUpstream's
+// robotsgate: the upstream transport robotsgate uses (upstream.NewTransport's
 // settings, a plain dialer instead of the egress guard), the client's
 // "Connection: close" not copied upstream, MITM with an ECDSA leaf
 // per host minted once and its tls.Config cached.
@@ -340,9 +340,9 @@ func newBenchGoproxy(m *certs.Minter, originRoots *x509.CertPool) http.Handler {
 	gp.Logger = log.New(io.Discard, "", 0)
 	gp.ConnectDial = nil
 	gp.KeepAcceptEncoding = true
-	// newUpstream's own transport, so the settings cannot drift apart.
+	// robotsgate's own transport, so the settings cannot drift apart.
 	dial := (&net.Dialer{Timeout: dialTimeout}).DialContext
-	gp.Tr = newUpstream(dial, nil, originRoots, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New()).tr
+	gp.Tr = upstream.NewTransport(dial, nil, originRoots)
 	var configs sync.Map // host -> *tls.Config
 	tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
 		if c, ok := configs.Load(host); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/upstream"
 )
 
 // Explained is the decision on a URL as /explain and check show it: the
@@ -21,10 +22,11 @@ import (
 type Explained struct {
 	// Decision is the decision when the policy made one (Refused nil).
 	Decision policy.Decision
-	// Refused is why the request was refused before a decision: the egress
-	// rules refuse the destination (*egress.DeniedError, or a port rule),
-	// or its name could not be looked up (*net.DNSError), or time ran out.
-	Refused error
+	// Refused is the refusal made before a decision: the client (not
+	// allowed, not known), the egress rules (the destination's address,
+	// host or port), its name not resolving, or time running out (the
+	// asker left).
+	Refused *Refusal
 	// NextSlot is how long a request judged alike would wait for its
 	// pacing slot now (not with Fetch: the fetch itself was held).
 	NextSlot time.Duration
@@ -50,6 +52,20 @@ type Explained struct {
 	// its response could not be read.
 	Fetched  bool
 	FetchErr error
+}
+
+// Refusal is the refusal the proxy answers a request judged alike with
+// (for a monitored client, the one it would answer with): Refused, or the
+// decision's; nil when it is allowed. /explain and check show it as the
+// proxy's refusal says it.
+func (x *Explained) Refusal() *Refusal {
+	switch {
+	case x.Refused != nil:
+		return x.Refused
+	case x.Decision.Verdict != policy.Allow:
+		return describeDecision(&x.Decision, x.MaxWait)
+	}
+	return nil
 }
 
 // Asker is who /explain and check judge a URL for.
@@ -92,14 +108,15 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	st := s.settings()
 	ctx = withLicenceBudget(ctx, st) // for the licences of robots.txt and of the response, as the proxy's
 	start := time.Now()
-	a := admission{origin: o, target: target, method: http.MethodGet, userAgent: asker.UserAgent, clientAddr: asker.By,
-		purposes: asker.Purposes, hold: fetch}
-	if asker.Addr.IsValid() || asker.User != "" {
-		a.as, a.remote, a.asUser = true, asker.Addr, asker.User
-	} else {
-		a.client = &policy.Client{}
+	a := admission{route: routeExplain, origin: o, target: target, method: http.MethodGet, userAgent: asker.UserAgent,
+		clientAddr: asker.By, purposes: asker.Purposes, remote: asker.Addr, asUser: asker.User}
+	if fetch {
+		a.route = routeExplainFetch
 	}
-	adm := s.admit(ctx, st, a)
+	if !asker.Addr.IsValid() && asker.User == "" {
+		a.client = &policy.Client{} // the default client
+	}
+	adm := s.admit(ctx, st, a, nil)
 	if adm.refused != nil {
 		return Explained{Refused: adm.refused}, nil
 	}
@@ -107,10 +124,10 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	e := Explained{Decision: adm.d}
 	d := &e.Decision
 	if err := st.engine.ConsultTDM(ctx, d); err != nil {
-		return Explained{Refused: &clientLeftError{"while tdmrep.json was fetched", err}}, nil
+		return Explained{Refused: clientLeft("while tdmrep.json was fetched", err)}, nil
 	}
 	if err := st.engine.ConsultLicenses(ctx, d); err != nil {
-		return Explained{Refused: &clientLeftError{"while an RSL licence was fetched", err}}, nil
+		return Explained{Refused: clientLeft("while an RSL licence was fetched", err)}, nil
 	}
 	e.Signals = d.ExplainSignals()
 	e.MaxWait, e.Pause = st.cfg.Pacing.MaxWait.Duration(), d.Pause
@@ -147,10 +164,10 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 	sent := time.Now()
 	defer func() { s.auditExplainFetch(e, start, sent, status, notes, err, by) }() // the origin may have been contacted
 	// Signed as the client's request would be (Web Bot Auth).
-	if signer := st.signers.forClient(d.Request.Client); signer != nil {
-		req = signedCopy(req, signer)
+	if signer := st.signers.ForClient(d.Request.Client.Entry); signer != nil {
+		req = upstream.SignedCopy(req, signer)
 	}
-	resp, err := s.upstream.tr.RoundTrip(req)
+	resp, err := s.upstream.Transport().RoundTrip(req)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", u, err)
 	}

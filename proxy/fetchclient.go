@@ -7,6 +7,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/upstream"
 )
 
 // FetchClient returns an HTTP client that reaches URLs under cfg's egress
@@ -26,9 +27,9 @@ func FetchClient(cfg config.Config) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	roots, err := upstreamRoots(cfg.MITM.UpstreamCA)
+	roots, err := upstream.Roots(cfg.MITM.UpstreamCA)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	return &http.Client{
 		Timeout: cfg.Robots.FetchTimeout.Duration(),

@@ -52,27 +52,26 @@ func (s *Server) paused(origin string, p pacing.Pause) {
 func (s *Server) timesAnswers() bool { return s.governor.Adaptive().Factor > 0 }
 
 // observeAnswer gives the origin's answer to the governor, and notes in
-// the audit slot the pause it started.
-func (s *Server) observeAnswer(resp *http.Response, slot *auditSlot) {
+// the request's record the pause it started.
+func (s *Server) observeAnswer(resp *http.Response, rec *record) {
 	a := pacing.Answer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Date: resp.Header.Get("Date"), At: time.Now()}
-	if sent := slot.sentAt.Load(); sent != 0 {
+	if sent := rec.up.SentAt.Load(); sent != 0 {
 		a.Latency = a.At.Sub(time.Unix(0, sent))
 	}
-	s.tellGovernor(resp.Request.Context(), slot, a)
-	slot.permit.Answered() // after the governor saw it: a probe's answer settles its origin
+	s.tellGovernor(resp.Request.Context(), rec, a)
+	rec.permit.Answered() // after the governor saw it: a probe's answer settles its origin
 }
 
 // observeFailure gives the governor an answer that never came: the origin
 // refused the connection, did not answer in time, or reset it (not the
 // client leaving, not a name that does not resolve, not a refusal of the
 // egress guard).
-func (s *Server) observeFailure(req *http.Request, err error) {
-	slot := auditSlotOf(req.Context())
-	if slot == nil || req.Context().Err() != nil {
+func (s *Server) observeFailure(ctx context.Context, rec *record, err error) {
+	if ctx.Err() != nil {
 		return
 	}
 	if a, ok := failureAnswer(err, time.Now()); ok {
-		s.tellGovernor(req.Context(), slot, a)
+		s.tellGovernor(ctx, rec, a)
 	}
 }
 
@@ -92,13 +91,13 @@ func failureAnswer(err error, at time.Time) (pacing.Answer, bool) {
 	return pacing.Answer{}, false
 }
 
-// tellGovernor passes a to the policy engine for the slot's decision.
-func (s *Server) tellGovernor(ctx context.Context, slot *auditSlot, a pacing.Answer) {
-	if !slot.decided {
+// tellGovernor passes a to the policy engine for the record's decision.
+func (s *Server) tellGovernor(ctx context.Context, rec *record, a pacing.Answer) {
+	if !rec.decided {
 		return
 	}
-	if p, ok := s.settings().engine.ObserveAnswer(ctx, &slot.d, a); ok {
-		slot.pause = &audit.Pause{From: a.At.UTC(), Until: p.Until.UTC(), Status: p.Status, RetryAfter: p.RetryAfter}
+	if p, ok := s.settings().engine.ObserveAnswer(ctx, &rec.d, a); ok {
+		rec.up.Pause = &audit.Pause{From: a.At.UTC(), Until: p.Until.UTC(), Status: p.Status, RetryAfter: p.RetryAfter}
 	}
 }
 

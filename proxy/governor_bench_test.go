@@ -33,8 +33,8 @@ func BenchmarkCachedAllow(b *testing.B) {
 			s.governor.Observe(context.Background(), "https://other.example", pacing.Answer{Status: 503, RetryAfter: "3600"})
 		}
 		a := admission{origin: dest, target: "/page", method: "GET", userAgent: "bench/1.0", clientAddr: "127.0.0.1:1",
-			remote: netip.MustParseAddr("127.0.0.1"), hold: true}
-		if adm := s.admit(context.Background(), s.settings(), a); adm.refused != nil || adm.d.Refused() {
+			remote: netip.MustParseAddr("127.0.0.1"), route: routeProxyPort}
+		if adm := s.admit(context.Background(), s.settings(), a, nil); adm.refused != nil || adm.d.Refused() {
 			b.Fatalf("governor=%s: not allowed: %v %v", governor, adm.refused, adm.d.Verdict)
 		}
 		b.Run("governor="+governor, func(b *testing.B) {
@@ -42,7 +42,7 @@ func BenchmarkCachedAllow(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {
 				st := s.settings()
-				adm := s.admit(ctx, st, a)
+				adm := s.admit(ctx, st, a, nil)
 				st.engine.ObserveAnswer(ctx, &adm.d, pacing.Answer{Status: 200})
 				adm.permit.Release()
 			}

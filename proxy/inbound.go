@@ -1,61 +1,26 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"sync"
+	"time"
 )
 
 // A SOCKS5 or transparent connection opens a tunnel without a CONNECT on
-// the proxy port. robotsgate makes up the CONNECT such an opening stands
-// for, so that it is judged (openTunnel), logged and audited (observe)
-// exactly as a CONNECT is, and then serves the tunnel as a CONNECT's:
-// intercepted (serveTunnel), or passed blind to its destination (splice).
+// the proxy port. Its opening is judged by the one admission path as a
+// CONNECT is (openTunnel), recorded in a record of its own (opening), and
+// answered at its edge: a SOCKS5 reply, or the connection closed. The
+// tunnel is then served as a CONNECT's: intercepted (serveTunnel), or
+// passed blind to its destination (splice).
 
-// openingRequest returns the CONNECT to authority (host:port) that a
-// connection's opening stands for, marked with how it arrived.
-func openingRequest(conn net.Conn, authority, via string) *http.Request {
-	req := &http.Request{
-		Method: http.MethodConnect, URL: &url.URL{Host: authority}, Host: authority, RequestURI: authority,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
-		RemoteAddr: conn.RemoteAddr().String(),
-	}
-	return req.WithContext(context.WithValue(context.Background(), viaKey{}, via))
-}
-
-// observeOpening runs open on an opening's CONNECT as the proxy port runs
-// a CONNECT: what open writes to w (a refusal) is what the audit record
-// says was answered, though the client, speaking SOCKS5 or nothing at
-// all, is told otherwise.
-func (s *Server) observeOpening(req *http.Request, open func(w http.ResponseWriter, r *http.Request)) {
-	s.observe(http.HandlerFunc(open)).ServeHTTP(&openingWriter{header: http.Header{}}, req)
-}
-
-// openingWriter takes the response to an opening's CONNECT for the audit
-// record; nothing of it is sent.
-type openingWriter struct{ header http.Header }
-
-func (w *openingWriter) Header() http.Header         { return w.header }
-func (w *openingWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *openingWriter) WriteHeader(int)             {}
-
-// dialBlind connects a blind tunnel to addr (host:port): through the
-// parent proxy when it carries host, else through the egress guard, to pin
-// when valid (a transparent client's original destination).
-func (s *Server) dialBlind(ctx context.Context, addr string, pin netip.AddrPort) (net.Conn, error) {
-	host, _, _ := net.SplitHostPort(addr)
-	if p := s.settings().parent; p.carries(host) {
-		return s.connectThroughParent(ctx, p, addr)
-	}
-	if pin.IsValid() {
-		addr = pin.String()
-	}
-	return s.dial(ctx, "tcp", addr)
+// opening is the record of a connection's opening, to authority
+// (host:port), arriving via via: a CONNECT, as the audit names it, that
+// opens its tunnel (status 200) unless it is refused.
+func (s *Server) opening(conn net.Conn, authority, via string) *record {
+	return &record{start: time.Now(), via: via, client: conn.RemoteAddr().String(), authority: authority, status: http.StatusOK}
 }
 
 // splice copies between a blind tunnel's client and upstream connections
@@ -80,12 +45,6 @@ func splice(client, upstream net.Conn) {
 	go copyHalf(client, upstream)
 	wg.Wait()
 	closeBoth()
-}
-
-// blindFailure renders a blind tunnel that could not be dialled, for the
-// opening's audit record.
-func (s *Server) blindFailure(w http.ResponseWriter, r *http.Request, err error) {
-	writeResponse(w, s.upstream.failure(r, err))
 }
 
 // listeners are the SOCKS5 and transparent listeners, closed by Shutdown.

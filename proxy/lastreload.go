@@ -7,6 +7,7 @@ import (
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/upstream"
 	"github.com/robotsgate/robotsgate/witness"
 )
 
@@ -33,8 +34,8 @@ func (s *Server) NoteReload(err error) {
 // pacing.redis.password_file and pacing.redis.tls.ca_file) as New would, so that a bad one
 // is reported before anything is created (the CA, listeners).
 func CheckFiles(cfg config.Config) error {
-	if _, err := upstreamRoots(cfg.MITM.UpstreamCA); err != nil {
-		return err
+	if _, err := upstream.Roots(cfg.MITM.UpstreamCA); err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
 	if err := egress.CheckDenyLists(cfg.Egress.DenyHostsFiles); err != nil {
 		return fmt.Errorf("proxy: egress.deny_hosts_files: %w", err)

@@ -108,8 +108,8 @@ func (s *Server) admitLicenceFetch(ctx context.Context, loc doccache.Location) (
 		return nil, err
 	}
 	client := policy.Client{Name: licenceFetcher, Mode: policy.Enforce, OwnFetch: true}
-	out := s.admit(ctx, st, admission{origin: loc.Origin, target: loc.Target, method: http.MethodGet,
-		userAgent: st.cfg.Robots.FetchUserAgent, client: &client, hold: true})
+	out := s.admit(ctx, st, admission{route: routeOwnFetch, origin: loc.Origin, target: loc.Target, method: http.MethodGet,
+		userAgent: st.cfg.Robots.FetchUserAgent, client: &client}, nil)
 	if err := licenceRefusal(&out, loc.Origin); err != nil {
 		give()
 		out.permit.Release()

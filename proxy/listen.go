@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/wire"
 )
 
@@ -78,10 +77,17 @@ func (l *tunnelListener) connContext(ctx context.Context, c net.Conn) context.Co
 	return ctx
 }
 
-// guardFraming wraps a handler in the framing guard's (wire.GuardFraming),
-// which answers a request the guard refused with the proxy's refusal.
-func guardFraming(h http.Handler) http.Handler {
-	return wire.GuardFraming(h, func(w http.ResponseWriter, r *http.Request, status int, msg string) {
-		writeResponse(w, plainResponse(r, status, audit.BadRequest, "http_request_error", msg))
-	})
+// guardFraming wraps a way in's handler in the framing guard's checks
+// (package wire): a request the guard refused is answered with the
+// proxy's refusal, and every response on a connection the guard no longer
+// reads heads of ends that connection.
+func (s *Server) guardFraming(serve serveRecorded) serveRecorded {
+	return func(w http.ResponseWriter, r *http.Request, rec *record) {
+		if status, msg, refused := wire.Refused(r); refused {
+			w.Header().Set("Connection", "close")
+			s.refuse(w, r, rec, badRequest(msg).withStatus(status))
+			return
+		}
+		serve(wire.CloseAfter(w, r), r, rec)
+	}
 }

@@ -52,13 +52,13 @@ func (g *guardedListeners) err() error {
 // prepareListeners sets the caps of every listener: the configuration's,
 // lowered to what the descriptor limit holds for the listeners it asks
 // for (listener.Fit), with a warning when they are; and registers the
-// counts of transparent self-loops (ownconns.go) and of licence fetches
+// counts of transparent self-loops (transparent.go) and of licence fetches
 // (licencefetch.go).
 func (s *Server) prepareListeners(cfg *config.Config) {
 	s.registerLicenceMetrics()
 	s.metrics.CounterFunc("robotsgate_transparent_self_loops_total",
 		"Transparent connections closed because they came from robotsgate's own upstream connections (a firewall rule that redirects them back).",
-		func() float64 { return float64(s.own.loops.Load()) })
+		func() float64 { return float64(s.loops.n.Load()) })
 	want := listener.Caps{PerListener: cfg.Connections.MaxPerListener, PerClient: cfg.Connections.MaxPerClient}
 	n := 0
 	for _, addr := range []string{cfg.Listen, cfg.AdminListen, cfg.SOCKS.Listen, cfg.Transparent.HTTPListen, cfg.Transparent.TLSListen} {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/upstream"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -34,28 +35,35 @@ func (s *Server) newRelay() *httputil.ReverseProxy {
 		Rewrite:        rewrite,
 		Transport:      s.upstream,
 		ModifyResponse: s.modifyResponse,
-		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			var refused *usageRefusedError
-			if errors.As(err, &refused) { // nothing of the origin's response was written
-				s.respond(w, s.refusal(req, &refused.d))
-				return
-			}
-			if slot := auditSlotOf(req.Context()); slot != nil && slot.reqBody != nil && slot.reqBody.stalled() {
-				w.Header().Set("Connection", "close") // the rest of the body may never come
-				s.respond(w, plainResponse(req, http.StatusRequestTimeout, audit.ClientTimeout, "http_request_error",
-					"The request body stalled for longer than timeouts.client_body."))
-				// Nor wait for it: net/http reads what is left of a body
-				// before it closes, which would hold the connection for
-				// timeouts.client_body once more.
-				http.NewResponseController(w).SetReadDeadline(time.Now())
-				return
-			}
-			s.observeFailure(req, err)
-			s.respond(w, s.upstream.failure(req, err))
-		},
-		BufferPool: relayBuffers{},
-		ErrorLog:   log.New(slogWriter{s.log}, "", 0),
+		ErrorHandler:   s.relayFailed,
+		BufferPool:     relayBuffers{},
+		ErrorLog:       log.New(slogWriter{s.log}, "", 0),
 	}
+}
+
+// relayFailed is the relay's ErrorHandler: the origin's response withheld
+// (its AI-usage signals), the client's body stalled, or the exchange with
+// the origin failed. The request's record comes from its context, the
+// handler's only channel (forward).
+func (s *Server) relayFailed(w http.ResponseWriter, req *http.Request, err error) {
+	rec := recordOf(req.Context())
+	var refused *usageRefusedError
+	if errors.As(err, &refused) { // nothing of the origin's response was written
+		s.refuse(w, req, rec, s.decisionRefusal(&refused.d))
+		return
+	}
+	if rec.reqBody != nil && rec.reqBody.stalled() {
+		w.Header().Set("Connection", "close") // the rest of the body may never come
+		s.refuse(w, req, rec, newRefusal(audit.ClientTimeout, "http_request_error",
+			"The request body stalled for longer than timeouts.client_body."))
+		// Nor wait for it: net/http reads what is left of a body
+		// before it closes, which would hold the connection for
+		// timeouts.client_body once more.
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+		return
+	}
+	s.observeFailure(req.Context(), rec, err)
+	s.refuse(w, req, rec, s.upstreamFailure(req.Context(), req.URL.Host, err))
 }
 
 // rewrite keeps what ReverseProxy's Rewrite mode would change of a request
@@ -71,65 +79,45 @@ func rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// errUnrequestedUpgrade is an origin's 101 to a request that did not ask
-// for that protocol: relaying it would turn the client's connection into a
-// pipe that carries later requests to the origin unjudged.
-var errUnrequestedUpgrade = errors.New("the origin switched to a protocol the request did not ask for")
-
-// modifyResponse notes the origin's answer in the audit slot and gives it
-// to the politeness governor before the relay passes it on, and withholds
-// it when one of its AI-usage signals refuses the client's purpose.
+// modifyResponse notes the origin's answer in the request's record (from
+// its context: ModifyResponse has no other channel) and gives it to the
+// politeness governor before the relay passes it on, and withholds it
+// when one of its AI-usage signals refuses the client's purpose.
 func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols &&
 		!strings.EqualFold(upgradeType(resp.Request.Header), upgradeType(resp.Header)) {
-		return errUnrequestedUpgrade
+		return upstream.ErrUnrequestedUpgrade
 	}
-	if resp.StatusCode == http.StatusProxyAuthRequired && s.settings().parent.carries(resp.Request.URL.Hostname()) {
+	if resp.StatusCode == http.StatusProxyAuthRequired && s.settings().parent.Carries(resp.Request.URL.Hostname()) {
 		// The parent refused robotsgate's credentials: relayed, the 407
 		// would ask the client for credentials it does not have.
-		return &parentError{status: resp.StatusCode}
+		return &upstream.ParentError{Status: resp.StatusCode}
 	}
-	slot := auditSlotOf(resp.Request.Context())
-	if slot == nil {
+	rec := recordOf(resp.Request.Context())
+	if rec == nil {
 		return nil
 	}
-	slot.upstream = resp.StatusCode
+	rec.up.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		slot.status = resp.StatusCode // written on the hijacked connection, unseen by the writer
+		rec.status = resp.StatusCode // written on the hijacked connection, unseen by the writer
 	}
-	s.observeAnswer(resp, slot)
-	if slot.waited > 0 {
-		resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(slot.waited.Seconds(), 'f', 3, 64))
+	s.observeAnswer(resp, rec)
+	if rec.waited > 0 {
+		resp.Header.Set("X-Robotsgate-Wait", strconv.FormatFloat(rec.waited.Seconds(), 'f', 3, 64))
 	}
-	if slot.decided && slot.d.Pause != nil && slot.d.Paused > 0 {
-		resp.Header.Set("X-Robotsgate-Backoff", backoffHeader(&slot.d))
+	if rec.d.Pause != nil && rec.d.Paused > 0 {
+		resp.Header.Set("X-Robotsgate-Backoff", backoffHeader(&rec.d))
 	}
-	if slot.decided && slot.d.Verdict != policy.Allow && slot.d.Request.Client.MonitorHeader {
-		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(resp.Request, &slot.d))
+	if rec.d.Verdict != policy.Allow && rec.d.Request.Client.MonitorHeader {
+		resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(&rec.d))
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.Body != nil {
-		slot.body = upstreamBody{ReadCloser: resp.Body, slot: slot}
-		resp.Body = &slot.body
+		resp.Body = rec.up.Body(resp.Body)
 	}
-	if slot.decided && resp.StatusCode != http.StatusSwitchingProtocols && slot.d.ResponseJudge().Refuses() {
-		return s.judgeResponse(resp, slot) // its AI-usage signals (usage.go)
+	if resp.StatusCode != http.StatusSwitchingProtocols && rec.d.ResponseJudge().Refuses() {
+		return s.judgeResponse(resp, rec) // its AI-usage signals (usage.go)
 	}
 	return nil
-}
-
-// upstreamBody notes an origin's body that ends early (the relay then
-// aborts the client's response).
-type upstreamBody struct {
-	io.ReadCloser
-	slot *auditSlot
-}
-
-func (b *upstreamBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
-		b.slot.upstreamErr = err
-	}
-	return n, err
 }
 
 // upgradeType is the protocol a message's Upgrade asks for, "" when its

@@ -10,39 +10,23 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/elazarl/goproxy"
-
-	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 )
 
-// newGoproxy wires goproxy, which answers CONNECTs: our dialer for blind
-// tunnels (never HTTP(S)_PROXY from the environment, never its public CA),
-// our judgement on every CONNECT.
-func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
-	gp := goproxy.NewProxyHttpServer()
-	gp.Logger = slogWriter{s.log}
-	gp.Tr = s.upstream.tr
-	gp.ConnectDial = nil // NewProxyHttpServer sets one from HTTPS_PROXY
-	gp.ConnectDialWithReq = s.dialTunnel
-	gp.ConnectionErrHandler = s.tunnelDialFailed
-	gp.OnRequest().HandleConnectFunc(s.onConnect)
-	return gp
-}
-
-// serveProxyPort serves a request on the proxy port: a CONNECT (goproxy),
-// an absolute-form http://, https://, ws:// or wss:// request, or else a
-// refusal (the proxy is not a web server).
-func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request) {
+// serveProxyPort serves a request on the proxy port: a CONNECT (goproxy,
+// which hands the request's record to onConnect only through its
+// context), an absolute-form http://, https://, ws:// or wss:// request,
+// or else a refusal (the proxy is not a web server).
+func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request, rec *record) {
 	switch {
 	case req.Method == http.MethodConnect:
-		s.gp.ServeHTTP(w, req)
+		s.gp.ServeHTTP(w, req.WithContext(withRecord(req.Context(), rec)))
 		return
 	case !req.URL.IsAbs():
-		s.notAProxyRequest(w, req)
+		s.refuse(w, req, rec, badRequest("This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 		return
 	}
 	// A WebSocket URL names the origin its upgrade request goes to
@@ -53,93 +37,83 @@ func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request) {
 	case "wss":
 		req.URL.Scheme = "https"
 	}
-	s.forward(w, req, nil)
+	s.forward(w, req, nil, rec)
 }
 
 // forward judges one request (absolute-form on the proxy port, or from
 // inside a tunnel) and relays it if it is allowed.
-func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunnelInfo) {
-	if resp := s.judge(req, tunnel); resp != nil {
-		s.respond(w, resp)
+func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunnelInfo, rec *record) {
+	if r := s.judge(req, tunnel, rec); r != nil {
+		s.refuse(w, req, rec, r)
 		return
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
-	slot := auditSlotOf(req.Context())
-	if slot != nil && slot.decided && slot.d.ScanHTML && slot.d.ResponseJudge().Refuses() {
+	if rec.d.ScanHTML && rec.d.ResponseJudge().Refuses() {
 		restrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
 	}
 	if tunnel != nil && tunnel.dest.IsValid() {
-		req = req.WithContext(context.WithValue(req.Context(), pinKey{}, tunnel.dest))
+		rec.up.Pin = &tunnel.dest // a transparent request goes where its client connected
 	}
-	if req.Body != nil && req.Body != http.NoBody {
-		b := newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
-		req.Body = b
-		if slot != nil {
-			slot.reqBody = b // the relay's error handler sees only its copy of req
-		}
-		if rw, ok := w.(*recordingWriter); ok {
-			rw.reqBody = b
-		}
-	}
-	if slot != nil && (slot.paced || s.timesAnswers()) {
+	ctx := req.Context()
+	if rec.paced || s.timesAnswers() {
 		// The next request of its pacing key waits for this one to be
 		// written to the origin, not just released (pacing/gate.go); its
 		// response time counts from then (adaptive pacing).
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: slot.wroteHeaders}))
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: rec.wroteHeaders})
 	}
-	if out := s.outboundFor(req, slot); out != nil { // Web Bot Auth: signed by the upstream transport
-		req = req.WithContext(context.WithValue(req.Context(), outboundKey{}, out))
+	// The relay's copy of the request carries its record (the relay's hooks
+	// have no other channel) and its body read with timeouts.client_body;
+	// the server's own keeps the body it reads what is left of.
+	req = req.WithContext(withRecord(ctx, rec))
+	if req.Body != nil && req.Body != http.NoBody {
+		b := newIdleBody(req.Body, w, s.timeouts.ClientBody.Duration())
+		req.Body, rec.reqBody, rec.w.reqBody = b, b, b
 	}
-	if slot != nil {
-		slot.released = time.Now()
-	}
+	rec.up.Sign = s.signingFor(req, rec) // Web Bot Auth: signed by the upstream transport
+	rec.released = time.Since(rec.start)
 	s.relay.ServeHTTP(w, req)
 }
 
-// respond sends a response the proxy made. net/http's server reads what
-// is left of an unread request body (up to 256 KiB) before it writes the
-// response, so that read gets timeouts.client_body too: a client that
-// stops sending a refused body cannot hold the connection.
-func (s *Server) respond(w http.ResponseWriter, resp *http.Response) {
-	if req := resp.Request; req != nil && req.ContentLength != 0 && req.ProtoMajor == 1 {
+// refuse answers an HTTP client's request with the refusal r, which the
+// request's audit record says it was answered with. net/http's server
+// reads what is left of an unread request body (up to 256 KiB) before it
+// writes the response, so that read gets timeouts.client_body too: a
+// client that stops sending a refused body cannot hold the connection.
+func (s *Server) refuse(w http.ResponseWriter, req *http.Request, rec *record, r *Refusal) {
+	rec.refusal = r
+	if req.ContentLength != 0 && req.ProtoMajor == 1 {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.timeouts.ClientBody.Duration()))
 	}
-	writeResponse(w, resp)
+	writeResponse(w, r.response(req))
 }
 
 // judge decides one request and returns the refusal to send, or nil when
 // the request may go upstream (it is then held for its pacing slot and
 // prepared to go out as the client sent it).
-func (s *Server) judge(req *http.Request, tunnel *tunnelInfo) *http.Response {
+func (s *Server) judge(req *http.Request, tunnel *tunnelInfo, rec *record) *Refusal {
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error", "The request URL has no valid http or https origin.")
+		return badRequest("The request URL has no valid http or https origin.")
 	}
 	target := requestTarget(req)
-	a := admission{origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr, hold: true,
+	a := admission{route: routeProxyPort, origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr,
 		licenseToken: policy.HasLicenseToken(req.Header.Values("Authorization"))}
 	if tunnel != nil {
 		tunnel.fill(&a, req)
 	} else {
 		a.remote, a.proxyAuth = remoteIP(req), req.Header.Get("Proxy-Authorization")
 	}
-	adm := s.admit(req.Context(), st, a)
-	if adm.refused == nil && a.dest.IsValid() && !a.checked {
+	adm := s.admit(req.Context(), st, a, rec)
+	if adm.refused == nil && a.route == routeTransparent && !a.destChecked {
 		tunnel.checked.Store(&o) // the next request to o on this connection is not checked again
 	}
-	if resp := s.refusalOf(req, st, &adm); resp != nil {
-		return resp
+	if r := adm.refusal(s); r != nil {
+		return r
 	}
 	identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
 	return nil
-}
-
-// clientClosed is the answer to a request whose client left while it was
-// judged or held: decision client-closed, not a refusal.
-func clientClosed(req *http.Request, message string) *http.Response {
-	return plainResponse(req, audit.StatusClientClosed, audit.ClientClosed, "http_request_denied", message)
 }
 
 // pace holds an allowed request until its slot; the caller releases the
@@ -228,11 +202,6 @@ func prepareUpstream(req *http.Request, target string) {
 	req.URL.ForceQuery = hasQuery && query == ""
 }
 
-func (s *Server) notAProxyRequest(w http.ResponseWriter, req *http.Request) {
-	s.respond(w, plainResponse(req, http.StatusBadRequest, audit.BadRequest, "http_request_error",
-		"This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
-}
-
 // logDecision writes the one log line of a decision.
 func (s *Server) logDecision(ctx context.Context, a *admission, d *policy.Decision) {
 	if d.Verdict == policy.Allow && !s.log.Enabled(ctx, slog.LevelDebug) {
@@ -264,10 +233,10 @@ type tunnelKey struct{}
 // tunnelInfo describes the intercepted tunnel a request arrived in: a
 // CONNECT's, a SOCKS5 CONNECT's, or a transparent connection.
 type tunnelInfo struct {
-	origin  origin.Origin // https, or http for plain HTTP in the tunnel
-	connect *http.Request // the CONNECT request (or the one its opening stands for)
-	client  policy.Client // identified (and authenticated) at CONNECT
-	via     string        // how the tunnel's requests arrived (audit.Via...)
+	origin     origin.Origin // https, or http for plain HTTP in the tunnel
+	clientAddr string        // the client's address (ip:port)
+	client     policy.Client // identified (and authenticated) at the opening
+	via        string        // how the tunnel's requests arrived (audit.Via...)
 	// dest is where a transparent client connected (the kernel's original
 	// destination): each request is judged on its own as on the proxy port
 	// (its client by address, its destination checked) and its name must
@@ -288,12 +257,12 @@ type tunnelInfo struct {
 // fill sets what the tunnel tells of a request's admission.
 func (t *tunnelInfo) fill(a *admission, req *http.Request) {
 	if !t.dest.IsValid() {
-		a.client, a.checked = &t.client, true
+		a.route, a.client = routeTunnel, &t.client
 		return
 	}
-	a.remote, a.dest = remoteIP(req), t.dest
+	a.route, a.remote, a.dest = routeTransparent, remoteIP(req), t.dest
 	if last := t.checked.Load(); last != nil && *last == a.origin {
-		a.checked = true
+		a.destChecked = true
 	}
 }
 

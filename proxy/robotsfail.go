@@ -43,7 +43,7 @@ func causeHint(cause string, err error) string {
 	case egress.CauseTLSCert:
 		return "the origin's certificate is not trusted: if it is signed by a private CA, add that CA to mitm.upstream_ca"
 	case egress.CauseDenied:
-		return egressHint(err)
+		return EgressRule(err)
 	case resolver.CauseHTTP407:
 		return "the parent proxy refused robotsgate's credentials (upstream.proxy)"
 	case egress.CauseDNS:
@@ -52,9 +52,11 @@ func causeHint(cause string, err error) string {
 	return ""
 }
 
-// egressHint names the egress rule behind a refused fetch (a robots.txt
-// or tdmrep.json redirected to a refused host, or its address).
-func egressHint(err error) string {
+// EgressRule names the egress rule behind err, a refusal of the egress
+// guard: for a refused request (check, /explain), a refused fetch (a
+// robots.txt or tdmrep.json redirected to a refused host, or its
+// address), lint's fetch.
+func EgressRule(err error) string {
 	var denied *egress.DeniedError
 	var port *egress.PortError
 	if errors.As(err, &port) {
@@ -72,6 +74,8 @@ func egressHint(err error) string {
 		return "egress.allow_hosts does not list the host"
 	case egress.SelfAddress:
 		return "the address is robotsgate's own"
+	case egress.Unparseable:
+		return "the address is not a valid one"
 	}
 	return "the egress guard refused the address (egress.allow_networks would allow it)"
 }

@@ -1,10 +1,10 @@
 package proxy
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"net"
-	"net/http"
 	"net/netip"
 	"time"
 
@@ -32,16 +32,20 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 	st := s.settings()
 	conn.SetDeadline(time.Now().Add(s.timeouts.ClientHeader.Duration()))
 	var client *policy.Client
-	var refused error
+	var refused *Refusal
 	srv := socks.Server{UserPass: st.hasUsers(), Check: func(c socks.Credentials) bool {
-		cl, err := s.identifyClient(st, &admission{remote: remoteAddrIP(conn), proxyAuth: basicAuth(c)})
-		client, refused = &cl, err
-		return err == nil
+		cl, r := s.identifyClient(st, &admission{remote: remoteAddrIP(conn), proxyAuth: basicAuth(c)})
+		client, refused = &cl, r
+		return r == nil
 	}}
 	req, _, err := srv.Handshake(conn)
 	switch {
 	case errors.Is(err, socks.ErrAuthFailed):
-		s.socksAuthRefused(conn, st, refused)
+		// Audited with no destination: none is known yet. The handshake
+		// has answered the client already (RFC 1929's failure status).
+		rec := s.opening(conn, "", audit.ViaSOCKS)
+		rec.answered(refused)
+		s.finish(rec, nil)
 		conn.Close()
 		return
 	case err != nil:
@@ -56,65 +60,59 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	s.openSOCKSTunnel(conn, o, client)
-}
-
-// socksAuthRefused audits a client whose SOCKS5 credentials were refused:
-// no destination is known yet.
-func (s *Server) socksAuthRefused(conn net.Conn, st *settings, err error) {
-	s.observeOpening(openingRequest(conn, "", audit.ViaSOCKS), func(w http.ResponseWriter, r *http.Request) {
-		writeResponse(w, s.refusalOf(r, st, &admitted{refused: err}))
-	})
-}
-
-// openSOCKSTunnel judges a SOCKS5 CONNECT to o and answers it: refused
-// (the refusal audited), intercepted, or blind.
-func (s *Server) openSOCKSTunnel(conn net.Conn, o origin.Origin, client *policy.Client) {
-	var upstream net.Conn
-	s.observeOpening(openingRequest(conn, o.HostPort(), audit.ViaSOCKS), func(w http.ResponseWriter, r *http.Request) {
-		op := s.openTunnel(r, tunnelOpening{origin: o, client: client})
-		switch {
-		case op.refusal != nil:
-			socks.WriteReply(conn, socksReply(op.refusal), netip.AddrPort{})
-			writeResponse(w, op.refusal)
-			conn.Close()
-		case op.intercept:
-			if socks.WriteReply(conn, socks.ReplySucceeded, netip.AddrPort{}) != nil {
-				conn.Close()
-				return
-			}
-			s.serveTunnel(conn, &tunnelInfo{origin: o, connect: r, client: op.client, via: audit.ViaSOCKS})
-		default:
-			upstream = s.openBlind(w, r, conn, o.HostPort())
-		}
-	})
-	if upstream != nil {
-		splice(conn, upstream)
+	rec := s.opening(conn, o.HostPort(), audit.ViaSOCKS)
+	up := s.openSOCKSTunnel(conn, o, client, rec)
+	s.finish(rec, nil)
+	if up != nil {
+		splice(conn, up)
 	}
 }
 
-// openBlind dials a SOCKS5 client's blind tunnel and answers the client.
-func (s *Server) openBlind(w http.ResponseWriter, r *http.Request, conn net.Conn, addr string) net.Conn {
-	upstream, err := s.dialBlind(r.Context(), addr, netip.AddrPort{})
+// openSOCKSTunnel judges a SOCKS5 CONNECT to o and answers it: refused,
+// intercepted (served until it is handed over), or blind (the upstream
+// connection returned, to splice once the opening is recorded).
+func (s *Server) openSOCKSTunnel(conn net.Conn, o origin.Origin, client *policy.Client, rec *record) net.Conn {
+	ctx := context.Background()
+	op := s.openTunnel(ctx, tunnelOpening{origin: o, clientAddr: rec.client, remote: remoteAddrIP(conn), client: client}, rec)
+	switch {
+	case op.refusal != nil:
+		s.refuseSOCKS(conn, rec, op.refusal)
+		return nil
+	case op.intercept:
+		if socks.WriteReply(conn, socks.ReplySucceeded, netip.AddrPort{}) != nil {
+			conn.Close()
+			return nil
+		}
+		s.serveTunnel(conn, &tunnelInfo{origin: o, clientAddr: rec.client, client: op.client, via: audit.ViaSOCKS}, rec)
+		return nil
+	}
+	up, err := s.upstream.DialBlind(ctx, o.HostPort(), netip.AddrPort{})
 	if err != nil {
-		s.blindFailure(w, r, err)
-		socks.WriteReply(conn, socks.ReplyHostUnreachable, netip.AddrPort{})
-		conn.Close()
+		s.refuseSOCKS(conn, rec, s.upstreamFailure(ctx, o.HostPort(), err))
 		return nil
 	}
 	if socks.WriteReply(conn, socks.ReplySucceeded, netip.AddrPort{}) != nil {
-		upstream.Close()
+		up.Close()
 		conn.Close()
 		return nil
 	}
-	return upstream
+	return up
+}
+
+// refuseSOCKS answers a SOCKS5 CONNECT with the reply that stands for the
+// refusal r, which its record says it was answered with, and closes the
+// connection.
+func (s *Server) refuseSOCKS(conn net.Conn, rec *record, r *Refusal) {
+	rec.answered(r)
+	socks.WriteReply(conn, socksReply(r), netip.AddrPort{})
+	conn.Close()
 }
 
 // socksReply is the SOCKS5 reply code that stands for a refusal: the
-// destination's name could not be resolved (host unreachable), anything
-// else not allowed by the rules.
-func socksReply(resp *http.Response) byte {
-	if resp.Header.Get("X-Robotsgate-Decision") == audit.UpstreamError {
+// destination could not be reached (host unreachable), anything else not
+// allowed by the rules.
+func socksReply(r *Refusal) byte {
+	if r.Decision() == audit.UpstreamError {
 		return socks.ReplyHostUnreachable
 	}
 	return socks.ReplyNotAllowed

@@ -131,6 +131,15 @@ func TestSOCKSCredentials(t *testing.T) {
 			if r := recs[before]; r["decision"] != tc.decision || r["via"] != "socks" {
 				t.Errorf("audit record %v, want decision %s via socks", r, tc.decision)
 			}
+			// The opening's status is the refusal's, though the client was
+			// told in SOCKS5's words; nothing else was sent.
+			wantStatus := float64(http.StatusProxyAuthRequired)
+			if tc.ok {
+				wantStatus = http.StatusOK
+			}
+			if r := recs[before]; r["status"] != wantStatus || r["bytes"] != float64(0) {
+				t.Errorf("audit record %v, want status %v and 0 bytes", r, wantStatus)
+			}
 		})
 	}
 }

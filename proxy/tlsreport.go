@@ -77,7 +77,7 @@ func (f *tlsFailures) snapshot() ([]admin.TLSFailureCount, string) {
 }
 
 // clientTLSFailed records a failed handshake of an intercepted tunnel.
-func (s *Server) clientTLSFailed(err error, clientAddr, host string, slot *auditSlot) {
+func (s *Server) clientTLSFailed(err error, clientAddr, host string, rec *record) {
 	reason, explain := wire.TLSFailureReason(err, s.caPath)
 	s.metrics.ClientTLSFailures.WithLabelValues(reason).Inc()
 	ip, _, err2 := net.SplitHostPort(clientAddr)
@@ -87,5 +87,5 @@ func (s *Server) clientTLSFailed(err error, clientAddr, host string, slot *audit
 	if s.tlsFails.record(reason, ip, host, explain, time.Now()) && reason != wire.TLSClosed {
 		s.log.Warn("client TLS handshake failed", "client", clientAddr, "host", host, "reason", reason, "explain", explain, "err", err)
 	}
-	slot.refine(audit.ClientTLSFailed, explain)
+	rec.refine(audit.ClientTLSFailed, explain)
 }

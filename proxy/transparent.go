@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
@@ -52,15 +52,14 @@ func (s *Server) serveTransparent(conn net.Conn) {
 	case wire.ProtoTLS:
 		s.serveTransparentTLS(conn, dest)
 	case wire.ProtoHTTP:
-		o := destOrigin("http", dest.Addr().String(), dest)
-		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: o,
-			connect: openingRequest(conn, o.HostPort(), audit.ViaTransparent), via: audit.ViaTransparent, dest: dest, byHost: true})
+		s.pushTunnel(wire.NewFramingGuard(conn, maxHeaderBytes), &tunnelInfo{origin: destOrigin("http", dest.Addr().String(), dest),
+			clientAddr: conn.RemoteAddr().String(), via: audit.ViaTransparent, dest: dest, byHost: true})
 	default:
-		s.observeOpening(openingRequest(conn, dest.String(), audit.ViaTransparent), func(w http.ResponseWriter, r *http.Request) {
-			s.log.Info("transparent connection closed: the client speaks neither TLS nor HTTP", "dest", dest.String(),
-				"client", r.RemoteAddr, "first_bytes", fmt.Sprintf("%q", first), "err", err)
-			auditSlotOf(r.Context()).refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
-		})
+		rec := s.opening(conn, dest.String(), audit.ViaTransparent)
+		s.log.Info("transparent connection closed: the client speaks neither TLS nor HTTP", "dest", dest.String(),
+			"client", rec.client, "first_bytes", fmt.Sprintf("%q", first), "err", err)
+		rec.refine(audit.UnknownProtocol, fmt.Sprintf("the client's first bytes are neither TLS nor HTTP: %q", first))
+		s.finish(rec, nil)
 		conn.Close()
 	}
 }
@@ -102,18 +101,17 @@ func (s *Server) serveTransparentTLS(conn net.Conn, dest netip.AddrPort) {
 	conn.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	err := tlsConn.HandshakeContext(context.Background())
 	conn.SetDeadline(time.Time{})
-	connect := openingRequest(conn, authorityOf(o, dest), audit.ViaTransparent)
 	switch {
 	case blind:
-		s.passTransparent(conn, hc.Received(), o, dest, connect)
+		s.passTransparent(conn, hc.Received(), o, dest)
 	case err != nil:
-		s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
-			s.clientTLSFailed(hc.Failure(err), r.RemoteAddr, o.Host, auditSlotOf(r.Context()))
-		})
+		rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
+		s.clientTLSFailed(hc.Failure(err), rec.client, o.Host, rec)
+		s.finish(rec, nil)
 		conn.Close()
 	default:
 		hc.Done()
-		s.pushTLS(tlsConn, &tunnelInfo{origin: o, connect: connect, via: audit.ViaTransparent, dest: dest})
+		s.pushTLS(tlsConn, &tunnelInfo{origin: o, clientAddr: conn.RemoteAddr().String(), via: audit.ViaTransparent, dest: dest})
 	}
 }
 
@@ -127,40 +125,87 @@ func authorityOf(o origin.Origin, dest netip.AddrPort) string {
 }
 
 // passTransparent judges a TLS connection that is not intercepted as a
-// blind CONNECT to o (its host only), and if allowed connects it to dest,
+// blind opening to o (its host only), and if allowed connects it to dest,
 // replaying what the client sent (hello: its ClientHello), and copies
 // between them.
-func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort, connect *http.Request) {
-	var upstream net.Conn
-	s.observeOpening(connect, func(w http.ResponseWriter, r *http.Request) {
-		op := s.openTunnel(r, tunnelOpening{origin: o, dest: dest})
-		if op.refusal != nil {
-			writeResponse(w, op.refusal)
-			return
-		}
-		if len(hello) >= wire.MaxHandshakeRecord {
-			auditSlotOf(r.Context()).refine(audit.BadRequest, "the ClientHello is too long to pass on")
-			return
-		}
-		c, err := s.dialBlind(r.Context(), o.HostPort(), dest)
-		if err == nil {
-			_, err = c.Write(hello)
-		}
-		if err != nil {
-			s.blindFailure(w, r, err)
-			return
-		}
-		upstream = c
-	})
-	if upstream == nil {
-		conn.Close()
+func (s *Server) passTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort) {
+	rec := s.opening(conn, authorityOf(o, dest), audit.ViaTransparent)
+	up := s.openTransparent(conn, hello, o, dest, rec)
+	s.finish(rec, nil)
+	if up == nil {
+		conn.Close() // the transparent edge's answer to a refusal
 		return
 	}
-	splice(conn, upstream)
+	splice(conn, up)
+}
+
+// openTransparent judges a transparent connection's blind opening and
+// dials its destination; nil when it is refused or the dial failed (what
+// the record says).
+func (s *Server) openTransparent(conn net.Conn, hello []byte, o origin.Origin, dest netip.AddrPort, rec *record) net.Conn {
+	ctx := context.Background()
+	op := s.openTunnel(ctx, tunnelOpening{origin: o, dest: dest, clientAddr: rec.client, remote: remoteAddrIP(conn)}, rec)
+	if op.refusal != nil {
+		rec.answered(op.refusal)
+		return nil
+	}
+	if len(hello) >= wire.MaxHandshakeRecord {
+		rec.refine(audit.BadRequest, "the ClientHello is too long to pass on")
+		return nil
+	}
+	c, err := s.upstream.DialBlind(ctx, o.HostPort(), dest)
+	if err == nil {
+		if _, err = c.Write(hello); err != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		rec.answered(s.upstreamFailure(ctx, o.HostPort(), err))
+		return nil
+	}
+	return c
 }
 
 // originalDst is where a redirected client connected.
 func (s *Server) originalDst(conn net.Conn) (netip.AddrPort, error) {
 	dest, err := s.origDst(conn)
 	return netip.AddrPortFrom(dest.Addr().Unmap(), dest.Port()), err
+}
+
+// selfLoopLogEvery spaces the warnings of transparent self-loops.
+const selfLoopLogEvery = 10 * time.Second
+
+// selfLoops counts the transparent connections refused as robotsgate's
+// own, and remembers when one was last logged (Unix nanoseconds).
+type selfLoops struct {
+	n      atomic.Uint64
+	logged atomic.Int64
+}
+
+// refuseSelfLoop closes a transparent connection that comes from one of
+// robotsgate's own upstream connections, reporting whether it did.
+func (s *Server) refuseSelfLoop(conn net.Conn, dest netip.AddrPort) bool {
+	if !s.own.IsOwn(remoteAddrPort(conn), dest) {
+		return false
+	}
+	conn.Close()
+	s.loops.n.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.loops.logged.Load(); now-last >= int64(selfLoopLogEvery) && s.loops.logged.CompareAndSwap(last, now) {
+		s.log.Warn("a transparent connection came from robotsgate's own upstream connection and was closed: "+
+			"the firewall rule redirects robotsgate's own traffic back to it; set transparent.mark and exempt it "+
+			"(meta mark ... return), or exempt robotsgate's user (meta skuid, -m owner --uid-owner)",
+			"client", conn.RemoteAddr().String(), "dest", dest.String(), "loops", s.loops.n.Load())
+	}
+	return true
+}
+
+// remoteAddrPort is conn's peer, unmapped; invalid when it is not an IP
+// address and port.
+func remoteAddrPort(conn net.Conn) netip.AddrPort {
+	ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

@@ -20,7 +20,7 @@ import (
 // The AI-usage signals of an origin's response (policy/response.go) are
 // judged in the relay's ModifyResponse, before anything of the response is
 // written to the client, and only for a client with purposes: the
-// request's audit slot carries them (Decision.ResponsePurposes), and every
+// request's record carries them (Decision.ResponsePurposes), and every
 // other request pays one length check.
 //
 // A refusing signal makes ModifyResponse return a *usageRefusedError: the
@@ -56,6 +56,16 @@ func (e *usageRefusedError) Error() string {
 	return withheldNote(e.d.Response, false)
 }
 
+// clientLeftError is a client that went away (err, its context's) while
+// the response to its request was judged.
+type clientLeftError struct {
+	while string
+	err   error
+}
+
+func (e *clientLeftError) Error() string { return "the client left " + e.while + ": " + e.err.Error() }
+func (e *clientLeftError) Unwrap() error { return e.err }
+
 // withheldNote is the audit record's note of a response that a signal
 // refused.
 func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
@@ -65,24 +75,24 @@ func withheldNote(r *policy.ResponseRefusal, monitor bool) string {
 	return fmt.Sprintf("the origin's response (%d) was withheld: %s", r.UpstreamStatus, r.Signal.Explain())
 }
 
-// judgeResponse judges the AI-usage signals of resp as the slot's decision
-// says (policy.ResponseJudge); a non-nil error withholds the response
-// (usageRefusedError).
-func (s *Server) judgeResponse(resp *http.Response, slot *auditSlot) error {
+// judgeResponse judges the AI-usage signals of resp as the record's
+// decision says (policy.ResponseJudge); a non-nil error withholds the
+// response (usageRefusedError).
+func (s *Server) judgeResponse(resp *http.Response, rec *record) error {
 	ctx := withLicenceBudget(resp.Request.Context(), s.settings()) // one for this response's licences
-	j, err := judgeResponseSignals(ctx, &slot.d, resp)
+	j, err := judgeResponseSignals(ctx, &rec.d, resp)
 	if err != nil {
 		return &clientLeftError{"while the response's RSL licence was fetched", err}
 	}
-	slot.signals = j.Signals
+	rec.signals = j.Signals
 	if !j.Refused {
 		return nil
 	}
-	slot.d.ApplyResponse(j, resp.StatusCode)
-	d := &slot.d
+	rec.d.ApplyResponse(j, resp.StatusCode)
+	d := &rec.d
 	if !j.Enforced {
 		if d.Request.Client.MonitorHeader {
-			resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(resp.Request, d))
+			resp.Header.Set(wouldRefuseHeader, s.wouldRefuse(d))
 		}
 		s.log.Info("response would be refused (monitor mode): delivered", "url", d.Request.Origin.URL(d.Request.Target),
 			"signal", j.Refusal.String(), "purpose", j.Refusal.Purpose, "client", resp.Request.RemoteAddr, "client_rule", d.Request.Client.Name)

@@ -26,13 +26,14 @@ import (
 // It reads each request head whole before the server sees it and skips
 // bodies of known length. It stops reading heads after a request with a
 // Transfer-Encoding (whose response then ends the connection, see
-// GuardFraming), after a CONNECT, and when the connection is handed over
+// CloseAfter), after a CONNECT, and when the connection is handed over
 // (StopWatching: a WebSocket after its 101).
 //
 // The guard is half of the defence: the server behind it must serve its
-// requests through GuardFraming and put the guard in their context
-// (WithGuard, from the server's ConnContext), which answers the stand-ins
-// and closes the connection once the guard no longer reads its heads.
+// requests through Refused and CloseAfter and put the guard in their
+// context (WithGuard, from the server's ConnContext): it answers the
+// stand-ins and closes the connection once the guard no longer reads its
+// heads.
 type FramingGuard struct {
 	net.Conn
 	maxHead int
@@ -194,7 +195,7 @@ func nextLine(b []byte) (line, rest []byte) {
 // RefuseHeader marks the stand-in request the guard hands the server in place
 // of an ambiguous one: the server answers it in turn, after the responses to
 // earlier pipelined requests (writing on the connection from here would cut
-// into them), and GuardFraming turns it into the 400. A client that sends
+// into them), and Refused turns it into the 400. A client that sends
 // the field itself is refused too: it never reaches an origin.
 const RefuseHeader = "X-Robotsgate-Refuse"
 

@@ -10,7 +10,7 @@ import (
 type guardKey struct{}
 
 // WithGuard returns ctx with c's framing guard, if c is a *FramingGuard:
-// a server's ConnContext calls it, so that GuardFraming and GuardOf find
+// a server's ConnContext calls it, so that CloseAfter and GuardOf find
 // the guard of a request's connection. Any other connection (HTTP/2 over
 // TLS, which frames its messages itself) leaves ctx as it is.
 func WithGuard(ctx context.Context, c net.Conn) context.Context {
@@ -55,36 +55,35 @@ func (w closeAfterResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
-// Refuse writes the answer to a request the framing guard refused: the
-// status (400, or 431 for a head over the limit) and a sentence for the
-// client. The response's header already says "Connection: close".
-type Refuse func(w http.ResponseWriter, r *http.Request, status int, message string)
+// Refused reports whether r is the framing guard's stand-in for a request
+// it refused (ambiguous framing, several Host fields, obs-fold, a head
+// over the limit), with the status to answer (400, or 431 for a head over
+// the limit) and a sentence for the client. A request that carries
+// RefuseHeader on a connection without a guard (HTTP/2) is refused as
+// well. The handler answers it "Connection: close".
+func Refused(r *http.Request) (status int, message string, refused bool) {
+	reason := r.Header.Get(RefuseHeader)
+	if reason == "" {
+		return 0, "", false
+	}
+	msg, ok := refuseMessages[reason]
+	if !ok { // a client sent the header itself
+		msg = "The request has a header field reserved for robotsgate (" + RefuseHeader + ")."
+	}
+	status = http.StatusBadRequest
+	if reason == refuseTooLarge {
+		status = http.StatusRequestHeaderFieldsTooLarge
+	}
+	return status, msg, true
+}
 
-// GuardFraming wraps a handler: it answers the framing guard's stand-in for
-// a refused request (ambiguous framing, several Host fields, obs-fold) with
-// refuse, and makes every response on a connection the guard no longer
-// reads heads of (after a request with a Transfer-Encoding, which net/http
-// may read as chunked or, in HTTP/1.0, not at all: RFC 9112 §6.1) end that
-// connection. A request that carries RefuseHeader on a connection without
-// a guard (HTTP/2) is refused as well.
-func GuardFraming(h http.Handler, refuse Refuse) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if reason := r.Header.Get(RefuseHeader); reason != "" {
-			msg, ok := refuseMessages[reason]
-			if !ok { // a client sent the header itself
-				msg = "The request has a header field reserved for robotsgate (" + RefuseHeader + ")."
-			}
-			status := http.StatusBadRequest
-			if reason == refuseTooLarge {
-				status = http.StatusRequestHeaderFieldsTooLarge
-			}
-			w.Header().Set("Connection", "close")
-			refuse(w, r, status, msg)
-			return
-		}
-		if g := GuardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {
-			w = closeAfterResponse{w}
-		}
-		h.ServeHTTP(w, r)
-	})
+// CloseAfter returns w, made to end its connection after the response when
+// the framing guard no longer reads heads on r's connection (after a
+// request with a Transfer-Encoding, which net/http may read as chunked or,
+// in HTTP/1.0, not at all: RFC 9112 §6.1).
+func CloseAfter(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+	if g := GuardOf(r.Context()); g != nil && !g.watching() || len(r.TransferEncoding) > 0 {
+		return closeAfterResponse{w}
+	}
+	return w
 }

@@ -1,11 +1,10 @@
-package proxy
+package upstream
 
 import (
 	"context"
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/robotsgate/robotsgate/egress"
@@ -16,32 +15,31 @@ import (
 // unless the rule leaves them alone (transparent.mark, or an owner match).
 // Without that, a request's robots.txt fetch comes back as a transparent
 // connection, whose robots.txt fetch comes back again, until descriptors
-// run out. ownConns knows the local address of every upstream connection
-// robotsgate has open, so that serveTransparent refuses a connection that
-// comes from one of them: the loop ends at its first turn.
+// run out. OwnConns knows the local address of every upstream connection
+// robotsgate has open, so that a transparent listener refuses a connection
+// that comes from one of them: the loop ends at its first turn.
 
-// ownConns are robotsgate's own upstream connections: the local addresses
+// OwnConns are robotsgate's own upstream connections: the local addresses
 // of those open, and the destinations of those being dialled. Both hold
 // only connections robotsgate has open or is opening, so they are bounded
 // by its descriptors.
-type ownConns struct {
+type OwnConns struct {
 	mu      sync.Mutex
 	local   map[netip.AddrPort]int
 	dialing map[netip.AddrPort]int
 	changed chan struct{} // closed and replaced whenever a dial ends
-	loops   atomic.Uint64 // transparent connections refused as loops
-	logged  atomic.Int64  // when a loop was last logged (unix nanoseconds)
 }
 
-func newOwnConns() *ownConns {
-	return &ownConns{local: map[netip.AddrPort]int{}, dialing: map[netip.AddrPort]int{}, changed: make(chan struct{})}
+// NewOwnConns returns an empty set of connections.
+func NewOwnConns() *OwnConns {
+	return &OwnConns{local: map[netip.AddrPort]int{}, dialing: map[netip.AddrPort]int{}, changed: make(chan struct{})}
 }
 
-// wrap returns dial (a plain net.Dialer when nil) recording every
+// Wrap returns dial (a plain net.Dialer when nil) recording every
 // connection it makes.
-func (o *ownConns) wrap(dial egress.DialFunc) egress.DialFunc {
+func (o *OwnConns) Wrap(dial egress.DialFunc) egress.DialFunc {
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: dialTimeout}).DialContext
+		dial = (&net.Dialer{Timeout: DialTimeout}).DialContext
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dest := addrPort(addr)
@@ -75,14 +73,14 @@ func (o *ownConns) wrap(dial egress.DialFunc) egress.DialFunc {
 	}
 }
 
-// isOwn reports whether peer (a transparent client's address) is the
+// IsOwn reports whether peer (a transparent client's address) is the
 // local address of one of robotsgate's own connections. A connection
 // redirected to the listener can be accepted before the dial that made it
 // has returned: while robotsgate dials dest (the redirected connection's
-// original destination), isOwn waits for those dials, at most
-// dialTimeout.
-func (o *ownConns) isOwn(peer, dest netip.AddrPort) bool {
-	deadline := time.NewTimer(dialTimeout)
+// original destination), IsOwn waits for those dials, at most
+// DialTimeout.
+func (o *OwnConns) IsOwn(peer, dest netip.AddrPort) bool {
+	deadline := time.NewTimer(DialTimeout)
 	defer deadline.Stop()
 	for {
 		o.mu.Lock()
@@ -99,7 +97,7 @@ func (o *ownConns) isOwn(peer, dest netip.AddrPort) bool {
 	}
 }
 
-func (o *ownConns) closed(local netip.AddrPort) {
+func (o *OwnConns) closed(local netip.AddrPort) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if n := o.local[local] - 1; n > 0 {
@@ -113,7 +111,7 @@ func (o *ownConns) closed(local netip.AddrPort) {
 // its local address.
 type ownConn struct {
 	net.Conn
-	own   *ownConns
+	own   *OwnConns
 	local netip.AddrPort
 	once  sync.Once
 }
@@ -146,25 +144,4 @@ func addrPort(s string) netip.AddrPort {
 		return netip.AddrPort{}
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
-// selfLoopLogEvery spaces the warnings of transparent self-loops.
-const selfLoopLogEvery = 10 * time.Second
-
-// refuseSelfLoop closes a transparent connection that comes from one of
-// robotsgate's own upstream connections, reporting whether it did.
-func (s *Server) refuseSelfLoop(conn net.Conn, dest netip.AddrPort) bool {
-	if !s.own.isOwn(addrPort(conn.RemoteAddr().String()), dest) {
-		return false
-	}
-	conn.Close()
-	s.own.loops.Add(1)
-	now := time.Now().UnixNano()
-	if last := s.own.logged.Load(); now-last >= int64(selfLoopLogEvery) && s.own.logged.CompareAndSwap(last, now) {
-		s.log.Warn("a transparent connection came from robotsgate's own upstream connection and was closed: "+
-			"the firewall rule redirects robotsgate's own traffic back to it; set transparent.mark and exempt it "+
-			"(meta mark ... return), or exempt robotsgate's user (meta skuid, -m owner --uid-owner)",
-			"client", conn.RemoteAddr().String(), "dest", dest.String(), "loops", s.own.loops.Load())
-	}
-	return true
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"io"
@@ -28,13 +28,14 @@ const maxChargedLen = 64
 // whatever it is. Otherwise the 402 is relayed. Every 402 with a price is
 // counted by what was done with it; a charge above the quote (or that
 // cannot be read) is flagged in the audit record and counted.
-func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outbound) (*http.Response, error) {
-	outcome := func(o string) { u.metrics.PriceAnswers.WithLabelValues(o).Inc() }
+func (u *Upstream) payPerCrawl(req *http.Request, resp *http.Response, x *Exchange) (*http.Response, error) {
+	outcome := func(o string) { u.opts.Metrics.PriceAnswers.WithLabelValues(o).Inc() }
+	out := x.Sign
 	if out == nil {
 		outcome("unsigned")
 		return resp, nil
 	}
-	if out.max == nil {
+	if out.Max == nil {
 		outcome("no_max_price")
 		return resp, nil
 	}
@@ -44,19 +45,17 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 		outcome("bad_price")
 		return resp, nil
 	}
-	if out.slot != nil {
-		out.slot.price = price.String()
-	}
+	x.payment().Price = price.String()
 	if (req.Method != http.MethodGet && req.Method != http.MethodHead) || (req.Body != nil && req.Body != http.NoBody) {
 		outcome("not_replayable")
 		return resp, nil
 	}
-	if !price.Within(*out.max) {
+	if !price.Within(*out.Max) {
 		outcome("over_max")
 		return resp, nil
 	}
-	if out.repace != nil {
-		if err := out.repace(req.Context()); err != nil {
+	if out.Repace != nil {
+		if err := out.Repace(req.Context()); err != nil {
 			outcome("not_paced")
 			return resp, nil
 		}
@@ -68,51 +67,49 @@ func (u *upstream) payPerCrawl(req *http.Request, resp *http.Response, out *outb
 	retry.Header = req.Header.Clone()
 	retry.Header.Del(paycrawl.HeaderMaxPrice) // one price header per request
 	retry.Header.Set(paycrawl.HeaderExactPrice, quote)
-	retry = signedCopy(retry, out.signer, "crawler-exact-price")
-	u.metrics.SignedRequests.WithLabelValues("proxied").Inc()
-	resp, err = u.send(retry)
+	retry = SignedCopy(retry, out.Signer, "crawler-exact-price")
+	u.opts.Metrics.SignedRequests.WithLabelValues("proxied").Inc()
+	resp, err = u.send(retry, x.pin())
 	if err != nil {
 		return nil, err
 	}
-	noteCrawlerError(out.slot, resp)
+	x.noteCrawlerError(resp)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		outcome("retry_refused")
 		return resp, nil
 	}
 	outcome("paid")
 	charged := resp.Header.Get(paycrawl.HeaderCharged)
-	if out.slot != nil && len(charged) <= maxChargedLen && checkHeaderValue(charged) {
-		out.slot.charged = charged
+	if len(charged) <= maxChargedLen && checkHeaderValue(charged) {
+		x.payment().Charged = charged
 	}
 	c, err := paycrawl.Parse(charged)
 	if charged != "" && (err != nil || !c.Within(price)) {
 		// More than the quote, another currency, or a charge that cannot be
 		// read: the client agreed to the quote, not to this.
-		if out.slot != nil {
-			out.slot.overcharged = true
-		}
-		u.metrics.CrawlerOvercharges.Inc()
+		x.payment().Overcharged = true
+		u.opts.Metrics.CrawlerOvercharges.Inc()
 	}
-	if err == nil && c.Currency == out.max.Currency {
+	if err == nil && c.Currency == out.Max.Currency {
 		// Only the currencies of max_price: the label's values are bounded
 		// by the configuration, not by what origins send.
-		u.metrics.CrawlerCharged.WithLabelValues(c.Currency).Add(c.Float())
+		u.opts.Metrics.CrawlerCharged.WithLabelValues(c.Currency).Add(c.Float())
 	}
 	return resp, nil
 }
 
-// noteCrawlerError keeps in the audit slot the crawler-error code an
-// origin's answer carries (pay per crawl's error responses), bounded and
-// printable; the last answer's wins.
-func noteCrawlerError(slot *auditSlot, resp *http.Response) {
+// noteCrawlerError records the crawler-error code an origin's answer
+// carries (pay per crawl's error responses), bounded and printable; the
+// last answer's wins.
+func (x *Exchange) noteCrawlerError(resp *http.Response) {
 	v := resp.Header.Get(paycrawl.HeaderError)
-	if slot == nil || v == "" {
+	if v == "" {
 		return
 	}
 	if len(v) > maxChargedLen || !checkHeaderValue(v) {
 		v = "(unreadable)"
 	}
-	slot.crawlerError = v
+	x.payment().CrawlerError = v
 }
 
 // checkHeaderValue reports whether v is printable ASCII (what the audit

@@ -1,28 +1,22 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/robots/resolver"
-	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
-// Every response robotsgate makes itself is built here, so all of them carry
-// X-Robotsgate-Decision, an RFC 9209 Proxy-Status and Cache-Control: no-store,
-// and explain themselves in plain text or, when asked for, JSON.
+// A policy decision that refuses a request is described here, once: the
+// refusal the client gets (its message, its status, the rule, the
+// robots.txt, the signal or licence it rests on), which the monitor
+// header, /explain and check show too.
 
 // explanation is the body of a refusal.
 type explanation struct {
@@ -90,14 +84,22 @@ func (e *explanation) licence(d *policy.Decision) bool {
 	return true
 }
 
-// refusal renders a policy decision that refuses the request.
-func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
+// decisionRefusal describes a policy decision that refuses the request
+// (or would, in monitor mode).
+func (s *Server) decisionRefusal(d *policy.Decision) *Refusal {
+	return describeDecision(d, s.settings().cfg.Pacing.MaxWait.Duration())
+}
+
+// describeDecision describes d, which refuses a request, under
+// pacing.max_wait maxWait.
+func describeDecision(d *policy.Decision, maxWait time.Duration) *Refusal {
 	proxyError := "http_request_denied"
 	e := explanation{
 		Decision:  d.Verdict.String(),
 		URL:       d.Request.Origin.URL(d.Request.Target),
 		UserAgent: d.Request.UserAgent,
 		Group:     d.Group(),
+		Status:    decisionStatus[d.Verdict.String()],
 	}
 	if c := d.Request.Client; c.Agent != "" || len(c.Purposes) > 0 {
 		e.ClientRule, e.Agent, e.Purposes = c.Name, c.Agent, c.Purposes
@@ -108,7 +110,6 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 	}
 	switch d.Verdict {
 	case policy.Disallow:
-		e.Status = http.StatusForbidden
 		e.Message = "robots.txt disallows this request."
 		switch {
 		case d.Rule.Matched:
@@ -119,7 +120,6 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 			e.Message = "robots.txt disallows every path of this host to this agent (tunnel not intercepted)."
 		}
 	case policy.Unreachable:
-		e.Status = http.StatusServiceUnavailable
 		e.Message = "robots.txt could not be fetched (" + unreachableReason(d) + "): every request to this origin is refused until it can be."
 		e.RetryAfter = seconds(d.RetryAfter)
 		if d.Robots != nil {
@@ -129,7 +129,6 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 			}
 		}
 	case policy.UsageDenied, policy.LicenseRequired:
-		e.Status = http.StatusForbidden
 		if e.licence(d) {
 			e.Message = "The site's RSL licence refuses this client's purpose: " + d.Licence.Explain() + "."
 			if d.Verdict == policy.LicenseRequired && d.Licence.Verdict.Unmet == nil {
@@ -148,7 +147,6 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		e.Message = "the site's AI-usage preferences refuse this client's purpose: " + d.Note + "."
 		e.tdmRep(d)
 	case policy.UsageUnknown:
-		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
 		if r := d.Response; r != nil && r.Signal.Unscanned { // judged on the response
@@ -167,30 +165,25 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 		}
 		proxyError = robotsProxyError(e.TDMRepError)
 	case policy.TrapDenied:
-		e.Status = http.StatusForbidden
 		e.Message = "crawler-trap guard: " + d.Note + "."
 	case policy.TrapBudget:
-		e.Status = http.StatusTooManyRequests
+		e.Status = http.StatusTooManyRequests // the variant of trap-denied (audit.Decisions)
 		e.Message = "crawler-trap guard: " + d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
 	case policy.RateLimited:
-		e.Status = http.StatusTooManyRequests
 		e.RetryAfter = seconds(d.RetryAfter)
-		e.Message = s.rateLimitMessage(d, e.RetryAfter)
+		e.Message = rateLimitMessage(d, e.RetryAfter, maxWait)
 	case policy.OriginPaused:
-		e.Status = http.StatusTooManyRequests
 		e.RetryAfter = seconds(pauseLeft(d, time.Now()))
 		e.Message = fmt.Sprintf("The origin asked to slow down: %s; retry after %d s.", d.Note, e.RetryAfter)
 	case policy.OutsideVisitTime:
-		e.Status = http.StatusTooManyRequests
 		e.RetryAfter = seconds(d.RetryAfter)
 		e.Message = fmt.Sprintf("%s; the next window opens in %d s.", upperFirst(d.Note), e.RetryAfter)
 	case policy.PacingDown, policy.FetchLimited:
-		e.Status = http.StatusServiceUnavailable
 		e.Message = d.Note + "."
 		e.RetryAfter = seconds(d.RetryAfter)
 	}
-	return render(req, &e, proxyError)
+	return &Refusal{body: e, proxyError: proxyError}
 }
 
 // wouldRefuseHeader tells a monitored client (clients[].monitor_header)
@@ -200,15 +193,10 @@ func (s *Server) refusal(req *http.Request, d *policy.Decision) *http.Response {
 const wouldRefuseHeader = "X-Robotsgate-Would-Refuse"
 
 // wouldRefuse is the X-Robotsgate-Would-Refuse value of a monitored
-// decision: what the refusal it stands for says, rendered by the one
-// function that renders refusals.
-func (s *Server) wouldRefuse(req *http.Request, d *policy.Decision) string {
-	plain := req.Clone(req.Context())
-	plain.Header = http.Header{} // the text of the refusal, not JSON
-	r := s.refusal(plain, d)
-	r.Body.Close()
-	_, details, _ := strings.Cut(r.Header.Get("Proxy-Status"), "; details=")
-	return fmt.Sprintf("%s; status=%d; details=%s", r.Header.Get("X-Robotsgate-Decision"), r.StatusCode, details)
+// decision: what the refusal it stands for says.
+func (s *Server) wouldRefuse(d *policy.Decision) string {
+	r := s.decisionRefusal(d)
+	return fmt.Sprintf("%s; status=%d; details=%s", r.body.Decision, r.body.Status, strconv.Quote(r.details()))
 }
 
 // pauseLeft is the Retry-After of a refusal for a paused origin: what is
@@ -259,7 +247,7 @@ func clip(s string) string {
 // rateLimitMessage explains a 429 with the one figure the client can act
 // on, the Retry-After in whole seconds (the audit record's note keeps the
 // exact wait).
-func (s *Server) rateLimitMessage(d *policy.Decision, retryAfter int) string {
+func rateLimitMessage(d *policy.Decision, retryAfter int, maxWait time.Duration) string {
 	switch d.Limit {
 	case pacing.ReasonOverMaxDelay:
 		return fmt.Sprintf("robots.txt asks for %v between requests to this origin, more than pacing.max_delay allows (pacing.over_max_delay: refuse).", d.Asked)
@@ -267,25 +255,7 @@ func (s *Server) rateLimitMessage(d *policy.Decision, retryAfter int) string {
 		return fmt.Sprintf("Too many requests to this origin are in flight (pacing.max_concurrency); retry after %d s.", retryAfter)
 	}
 	return fmt.Sprintf("robots.txt asks for %v between requests to this origin and the next free slot is further away than pacing.max_wait (%v); retry after %d s.",
-		d.Interval, s.settings().cfg.Pacing.MaxWait.Duration(), retryAfter)
-}
-
-// identifyRefusal answers a client that Identify refused: 403
-// client-denied (clients_default: deny, no proxy users), else 407.
-func (s *Server) identifyRefusal(req *http.Request, st *settings, err error) *http.Response {
-	if errors.Is(err, policy.ErrClientDenied) {
-		return plainResponse(req, http.StatusForbidden, audit.ClientDenied, "http_request_denied",
-			"This client may not use this proxy: no clients entry matches it and clients_default is deny.")
-	}
-	return s.authRequired(req, st)
-}
-
-// authRequired is the 407 for a request without valid proxy credentials.
-func (s *Server) authRequired(req *http.Request, st *settings) *http.Response {
-	resp := plainResponse(req, http.StatusProxyAuthRequired, audit.AuthRequired, "http_request_denied",
-		"This proxy requires authentication (Proxy-Authorization: Basic).")
-	resp.Header.Set("Proxy-Authenticate", fmt.Sprintf("Basic realm=%q", st.engine.Realm()))
-	return resp
+		d.Interval, maxWait, retryAfter)
 }
 
 func unreachableReason(d *policy.Decision) string {
@@ -301,161 +271,6 @@ func unreachableReason(d *policy.Decision) string {
 		text += ", HTTP " + strconv.Itoa(se.Code)
 	}
 	return text
-}
-
-// egressRefusal renders a destination refused before anything was sent.
-func (s *Server) egressRefusal(req *http.Request, err error) *http.Response {
-	var denied *egress.DeniedError
-	var port *egress.PortError
-	switch {
-	case errors.As(err, &denied):
-		return egressDenied(req, denied)
-	case errors.As(err, &port):
-		return render(req, &explanation{Decision: audit.EgressDenied, Status: http.StatusForbidden, Message: port.Error() + "."}, "destination_ip_prohibited")
-	}
-	s.log.Info("destination lookup failed", "host", req.Host, "err", err)
-	return plainResponse(req, http.StatusBadGateway, audit.UpstreamError, "dns_error", "The destination's name could not be resolved.")
-}
-
-func egressDenied(req *http.Request, denied *egress.DeniedError) *http.Response {
-	msg := "The destination is on a " + denied.Class.String() + " network, which this proxy does not reach (egress guard; egress.allow_networks would allow it)."
-	switch denied.Class {
-	case egress.DeniedHost:
-		msg = "The destination host is refused by egress.deny_hosts."
-	case egress.ListedHost:
-		msg = fmt.Sprintf("The destination host is on a deny list of egress.deny_hosts_files: %s:%d (%s).",
-			denied.Listed.File, denied.Listed.Line, denied.Listed.Entry)
-	case egress.NotAllowedHost:
-		msg = "The destination host is not in egress.allow_hosts (adding it there would allow it)."
-	case egress.SelfAddress:
-		msg = "The destination is this proxy itself."
-	}
-	return render(req, &explanation{Decision: audit.EgressDenied, Status: http.StatusForbidden, Message: msg}, "destination_ip_prohibited")
-}
-
-// plainResponse renders a refusal that is only a message.
-func plainResponse(req *http.Request, status int, decision, proxyError, message string) *http.Response {
-	return render(req, &explanation{Decision: decision, Status: status, Message: message}, proxyError)
-}
-
-// render builds the response for an explanation.
-func render(req *http.Request, e *explanation, proxyError string) *http.Response {
-	var body []byte
-	contentType := "text/plain; charset=utf-8"
-	if wantsJSON(req) {
-		body, _ = json.Marshal(e)
-		body = append(body, '\n')
-		contentType = "application/json"
-	} else {
-		body = e.text()
-	}
-	h := http.Header{}
-	h.Set("Content-Type", contentType)
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Robotsgate-Decision", e.Decision)
-	h.Set("Proxy-Status", proxyStatus(proxyError, e))
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	return &http.Response{
-		StatusCode:    e.Status,
-		Status:        fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status)),
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}
-}
-
-func wantsJSON(req *http.Request) bool {
-	return req != nil && strings.Contains(req.Header.Get("Accept"), "application/json")
-}
-
-// proxyStatus formats an RFC 9209 Proxy-Status field value. Its details
-// say why: the rule, or the message. Clients that show only a status for
-// a refused CONNECT ("tunnel failed: 403") show its headers with -v.
-func proxyStatus(errorType string, e *explanation) string {
-	details := e.Decision
-	switch {
-	case e.Rule != "":
-		details += fmt.Sprintf(": %s (line %d)", e.Rule, e.Line)
-	case e.Message != "":
-		details += ": " + e.Message
-	}
-	return fmt.Sprintf("robotsgate; error=%s; details=%s", errorType, strconv.Quote(details))
-}
-
-func (e *explanation) text() []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s: %s\n", e.Status, http.StatusText(e.Status), e.Message)
-	field := func(name, value string) {
-		if value != "" {
-			fmt.Fprintf(&b, "%-12s %s\n", name+":", value)
-		}
-	}
-	if e.URL != "" {
-		b.WriteString("\n")
-	}
-	field("URL", e.URL)
-	field("User-Agent", e.UserAgent)
-	entry := ""
-	if e.ClientRule != "" {
-		entry = " (clients entry " + e.ClientRule + ")"
-	}
-	if e.Agent != "" {
-		field("Agent", e.Agent+entry)
-	}
-	if len(e.Purposes) > 0 {
-		field("Purposes", strings.Join(e.Purposes, ", ")+entry)
-	}
-	field("Group", groupText(e.Group))
-	if e.Rule != "" {
-		field("Rule", fmt.Sprintf("%s (line %d)", e.Rule, e.Line))
-	}
-	if e.Decoded {
-		field("Judged as", e.Canonical+" (the path as the origin decodes it, reserved characters too)")
-	} else {
-		field("Judged as", e.Canonical)
-	}
-	field("robots.txt", e.RobotsURL)
-	field("Cause", e.RobotsError)
-	field("tdmrep.json", e.TDMRepURL)
-	if e.TDMEntry != nil {
-		field("TDM entry", fmt.Sprintf("[%d] location %s", *e.TDMEntry, tdmrep.Quote(e.TDMLocation)))
-	}
-	field("TDM policy", e.TDMPolicy)
-	field("Cause", e.TDMRepError)
-	if e.RetryAfter > 0 {
-		field("Retry after", strconv.Itoa(e.RetryAfter)+"s")
-	}
-	return []byte(b.String())
-}
-
-func groupText(g string) string {
-	if g == "" {
-		return ""
-	}
-	return "User-agent: " + g
-}
-
-// seconds rounds a duration up to whole seconds, at least 1.
-func seconds(d time.Duration) int {
-	return max(1, int(math.Ceil(d.Seconds())))
-}
-
-// writeResponse sends a response built here through a ResponseWriter.
-func writeResponse(w http.ResponseWriter, resp *http.Response) {
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
-	resp.Body.Close()
 }
 
 // tdmErr is why the decision's tdmrep.json could not be fetched, if it

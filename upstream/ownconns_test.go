@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 	"time"
 )
 
-// notAnsweredWatch is how long a test watches that isOwn keeps waiting:
+// notAnsweredWatch is how long a test watches that IsOwn keeps waiting:
 // a negative property, with no event to end the watch early.
 const notAnsweredWatch = 100 * time.Millisecond
 
 // A connection that comes back to robotsgate can be accepted before the
-// dial that made it returns: isOwn waits for the dials to its destination
+// dial that made it returns: IsOwn waits for the dials to its destination
 // and then knows it, while a client's connection is not taken for one of
 // robotsgate's own, and a closed connection is forgotten.
 func TestOwnConnectionsAreKnownEvenBeforeTheirDialReturns(t *testing.T) {
-	o := newOwnConns()
+	o := NewOwnConns()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestOwnConnectionsAreKnownEvenBeforeTheirDialReturns(t *testing.T) {
 	defer ln.Close()
 	dest := addrPort(ln.Addr().String())
 	release := make(chan struct{})
-	dial := o.wrap(func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := o.Wrap(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		<-release // connected, but the dial has not returned yet
 		return c, err
@@ -43,10 +43,10 @@ func TestOwnConnectionsAreKnownEvenBeforeTheirDialReturns(t *testing.T) {
 	}
 	defer looped.Close()
 	answer := make(chan bool, 1)
-	go func() { answer <- o.isOwn(addrPort(looped.RemoteAddr().String()), dest) }()
+	go func() { answer <- o.IsOwn(addrPort(looped.RemoteAddr().String()), dest) }()
 	select {
 	case v := <-answer:
-		t.Fatalf("isOwn answered %v before the dial returned", v)
+		t.Fatalf("IsOwn answered %v before the dial returned", v)
 	case <-time.After(notAnsweredWatch):
 	}
 	close(release)
@@ -59,14 +59,14 @@ func TestOwnConnectionsAreKnownEvenBeforeTheirDialReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	if o.isOwn(addrPort(client.LocalAddr().String()), dest) {
+	if o.IsOwn(addrPort(client.LocalAddr().String()), dest) {
 		t.Error("a client's connection was taken for robotsgate's own")
 	}
 	own := <-dialed
 	local := addrPort(own.LocalAddr().String())
 	own.Close()
 	own.Close()
-	if o.isOwn(local, dest) || len(o.local) != 0 {
+	if o.IsOwn(local, dest) || len(o.local) != 0 {
 		t.Errorf("a closed connection is still known: %v", o.local)
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,10 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elazarl/goproxy"
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/wire"
 )
@@ -28,19 +25,19 @@ import (
 // A parent proxy (upstream.proxy) carries every upstream connection except
 // those to upstream.no_proxy hosts: the relay's and the robots.txt
 // resolver's transports send http:// requests to it in absolute form and
-// reach https:// origins through CONNECT (their Proxy is Server.proxyFor),
-// and blind tunnels are CONNECTed through it by connectThroughParent.
+// reach https:// origins through CONNECT (their Proxy is ProxyFor), and
+// blind tunnels are CONNECTed through it by connectThroughParent.
 //
 // The egress guard cannot check a destination at dial time any more: the
 // connection goes to the parent, which may well be on a private network
 // (the operator configured it, so it is allowed). Every request and tunnel
-// is therefore checked before it is sent (proxyFor, connectThroughParent):
+// is therefore checked before it is sent (ProxyFor, connectThroughParent):
 // the name against the host lists, and the addresses it resolves to here.
 // The parent resolves the name again itself, so what it connects to is not
 // pinned to what was checked (README).
 
-// parentProxy is a configured parent proxy.
-type parentProxy struct {
+// Parent is a configured parent proxy.
+type Parent struct {
 	url      *url.URL    // as configured, credentials included (the transports send them)
 	addr     string      // host:port dialled
 	redacted string      // the URL for logs: no password
@@ -49,21 +46,24 @@ type parentProxy struct {
 	noProxy  []string    // lower-case host globs reached directly
 }
 
-// newParentProxy returns the parent proxy of u, nil when there is none.
-// roots verify an https:// parent, as they verify origins.
-func newParentProxy(u config.Upstream, roots *x509.CertPool) (*parentProxy, error) {
+// NewParent returns the parent proxy of u, nil when there is none. roots
+// verify an https:// parent, as they verify origins.
+func NewParent(u config.Upstream, roots *x509.CertPool) (*Parent, error) {
 	if u.Proxy == "" {
 		return nil, nil
 	}
 	pu, err := url.Parse(u.Proxy)
 	if err != nil || pu.Port() == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
-		return nil, errors.New("proxy: upstream.proxy: invalid URL") // Validate says more, without the password
+		return nil, errors.New("upstream.proxy: invalid URL") // Validate says more, without the password
 	}
-	p := &parentProxy{
+	p := &Parent{
 		url:      &url.URL{Scheme: pu.Scheme, User: pu.User, Host: pu.Host},
 		addr:     net.JoinHostPort(pu.Hostname(), pu.Port()),
 		redacted: pu.Redacted(),
-		noProxy:  lower(u.NoProxy),
+		noProxy:  make([]string, len(u.NoProxy)),
+	}
+	for i, glob := range u.NoProxy {
+		p.noProxy[i] = strings.ToLower(glob)
 	}
 	if pu.User != nil {
 		pass, _ := pu.User.Password()
@@ -75,9 +75,16 @@ func newParentProxy(u config.Upstream, roots *x509.CertPool) (*parentProxy, erro
 	return p, nil
 }
 
-// carries reports whether connections to host go through the parent: there
+// String is the parent's URL without its password, for logs.
+func (p *Parent) String() string { return p.redacted }
+
+// NoProxy are the host globs reached directly (upstream.no_proxy), lower
+// case.
+func (p *Parent) NoProxy() []string { return p.noProxy }
+
+// Carries reports whether connections to host go through the parent: there
 // is one and host matches no upstream.no_proxy glob.
-func (p *parentProxy) carries(host string) bool {
+func (p *Parent) Carries(host string) bool {
 	if p == nil {
 		return false
 	}
@@ -90,18 +97,18 @@ func (p *parentProxy) carries(host string) bool {
 	return true
 }
 
-// proxyFor is the Proxy of the upstream transports (relay and robots.txt
+// ProxyFor is the Proxy of the upstream transports (relay and robots.txt
 // fetches): the parent for a request it carries, once the egress guard has
 // checked the request's destination; nil (direct, checked when dialled)
 // otherwise. It is called for every request, each redirect of a robots.txt
 // fetch included, and never looks at HTTP_PROXY/HTTPS_PROXY.
-func (s *Server) proxyFor(req *http.Request) (*url.URL, error) {
-	st := s.settings()
+func (u *Upstream) ProxyFor(req *http.Request) (*url.URL, error) {
+	r := u.opts.Route()
 	host := req.URL.Hostname()
-	if !st.parent.carries(host) {
+	if !r.Parent.Carries(host) {
 		return nil, nil
 	}
-	if err := st.guard.CheckHost(req.Context(), host, urlPort(req.URL)); err != nil {
+	if err := r.Guard.CheckHost(req.Context(), host, urlPort(req.URL)); err != nil {
 		return nil, err
 	}
 	if req.URL.Scheme == "http" && req.URL.Opaque != "" && !strings.HasPrefix(req.URL.Opaque, "//") {
@@ -110,7 +117,7 @@ func (s *Server) proxyFor(req *http.Request) (*url.URL, error) {
 		// "//host/path" as scheme:" //host/path".
 		req.URL.Opaque = "//" + req.URL.Host + req.URL.Opaque
 	}
-	return st.parent.url, nil
+	return r.Parent.url, nil
 }
 
 func urlPort(u *url.URL) uint16 {
@@ -123,28 +130,28 @@ func urlPort(u *url.URL) uint16 {
 	return 80
 }
 
-// parentError is a failure of the parent proxy: it could not be reached,
+// ParentError is a failure of the parent proxy: it could not be reached,
 // or it refused a CONNECT (status) or robotsgate's credentials (407).
-type parentError struct {
-	status int   // the parent's answer, 0 when it gave none
-	err    error // the cause when status is 0
+type ParentError struct {
+	Status int   // the parent's answer, 0 when it gave none
+	Err    error // the cause when Status is 0
 }
 
-func (e *parentError) Error() string {
-	if e.status != 0 {
-		return fmt.Sprintf("parent proxy answered %d %s", e.status, http.StatusText(e.status))
+func (e *ParentError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("parent proxy answered %d %s", e.Status, http.StatusText(e.Status))
 	}
-	return "parent proxy: " + e.err.Error()
+	return "parent proxy: " + e.Err.Error()
 }
 
-func (e *parentError) Unwrap() error { return e.err }
+func (e *ParentError) Unwrap() error { return e.Err }
 
 // parentConnectResponse is the transports' OnProxyConnectResponse: a
-// refused CONNECT becomes a parentError (net/http makes it an error with
+// refused CONNECT becomes a ParentError (net/http makes it an error with
 // the status text only).
 func parentConnectResponse(_ context.Context, _ *url.URL, _ *http.Request, resp *http.Response) error {
 	if resp.StatusCode != http.StatusOK {
-		return &parentError{status: resp.StatusCode}
+		return &ParentError{Status: resp.StatusCode}
 	}
 	return nil
 }
@@ -152,56 +159,57 @@ func parentConnectResponse(_ context.Context, _ *url.URL, _ *http.Request, resp 
 // isParentFailure reports whether err is the parent proxy failing rather
 // than the origin: not reached, TLS with it failed (net/http's
 // "proxyconnect" errors), or a CONNECT or credentials refused.
-func isParentFailure(err error) (*parentError, bool) {
-	var pe *parentError
+func isParentFailure(err error) (*ParentError, bool) {
+	var pe *ParentError
 	if errors.As(err, &pe) {
 		return pe, true
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "proxyconnect" {
-		return &parentError{err: err}, true
+		return &ParentError{Err: err}, true
 	}
 	return nil, false
 }
 
-// parentFailure renders a parent's failure: 502 (504 for a timeout) with a
-// fixed body, the cause in the log. A 407 means robotsgate's credentials
-// (upstream.proxy) are wrong: a configuration error, not the origin's.
-func (u *upstream) parentFailure(req *http.Request, pe *parentError, err error) *http.Response {
-	status, proxyStatus := classifyUpstreamError(err)
+// parentFailure tells a parent's failure: 502 (504 for a timeout) with a
+// fixed sentence, the cause in the log. A 407 means robotsgate's
+// credentials (upstream.proxy) are wrong: a configuration error, not the
+// origin's.
+func (u *Upstream) parentFailure(ctx context.Context, host string, pe *ParentError, err error) Failure {
+	status, proxyStatus := classify(err)
 	body := "The origin could not be reached through the parent proxy."
 	switch {
-	case pe.status == http.StatusProxyAuthRequired:
+	case pe.Status == http.StatusProxyAuthRequired:
 		status, proxyStatus = http.StatusBadGateway, "proxy_configuration_error"
 		body = "The parent proxy refused robotsgate's credentials (upstream.proxy)."
-	case pe.status == http.StatusGatewayTimeout || status == http.StatusGatewayTimeout:
+	case pe.Status == http.StatusGatewayTimeout || status == http.StatusGatewayTimeout:
 		status, proxyStatus = http.StatusGatewayTimeout, "connection_timeout"
 		body = "The origin did not answer in time through the parent proxy."
 	}
-	if req.Context().Err() == nil { // not the client leaving
-		u.metrics.UpstreamErrors.WithLabelValues(proxyStatus).Inc()
+	if ctx.Err() == nil { // not the client leaving
+		u.opts.Metrics.UpstreamErrors.WithLabelValues(proxyStatus).Inc()
 		var parent string
-		if u.parent != nil && u.parent() != nil {
-			parent = u.parent().redacted
+		if p := u.opts.Route().Parent; p != nil {
+			parent = p.redacted
 		}
-		u.log.Warn("upstream failed through the parent proxy", "url", req.URL.Host, "parent", parent, "status", status, "err", err)
+		u.opts.Log.Warn("upstream failed through the parent proxy", "url", host, "parent", parent, "status", status, "err", err)
 	}
-	return plainResponse(req, status, audit.UpstreamError, proxyStatus, body)
+	return Failure{Status: status, ProxyError: proxyStatus, Message: body}
 }
 
 // dialParent connects to the parent proxy itself: no egress check (the
 // operator chose it; the destination is checked before anything is sent
-// to it), the dial bounded by dialTimeout.
-func (s *Server) dialParent(ctx context.Context, network, addr string) (net.Conn, error) {
-	dial := s.dialOpt
+// to it), the dial bounded by DialTimeout.
+func (u *Upstream) dialParent(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := u.opts.DialParent
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: dialTimeout}).DialContext
+		dial = (&net.Dialer{Timeout: DialTimeout}).DialContext
 	}
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	c, err := dial(ctx, network, addr)
 	if err != nil {
-		return nil, &parentError{err: err}
+		return nil, &ParentError{Err: err}
 	}
 	return c, nil
 }
@@ -214,7 +222,7 @@ const parentConnectTimeout = 60 * time.Second
 // connectThroughParent opens a blind tunnel to addr through the parent:
 // the egress guard checks addr first, then a CONNECT (with the parent's
 // credentials) must be answered 2xx.
-func (s *Server) connectThroughParent(ctx context.Context, p *parentProxy, addr string) (net.Conn, error) {
+func (u *Upstream) connectThroughParent(ctx context.Context, r Route, addr string) (net.Conn, error) {
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil || !httpguts.ValidHostHeader(addr) {
 		return nil, fmt.Errorf("tunnel to %q: not a host:port", addr)
@@ -223,10 +231,10 @@ func (s *Server) connectThroughParent(ctx context.Context, p *parentProxy, addr 
 	if err != nil {
 		return nil, fmt.Errorf("tunnel to %q: bad port", addr)
 	}
-	if err := s.settings().guard.CheckHost(ctx, host, uint16(port)); err != nil {
+	if err := r.Guard.CheckHost(ctx, host, uint16(port)); err != nil {
 		return nil, err
 	}
-	conn, err := s.dialParent(ctx, "tcp", p.addr)
+	conn, err := u.dialParent(ctx, "tcp", r.Parent.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +244,7 @@ func (s *Server) connectThroughParent(ctx context.Context, p *parentProxy, addr 
 	conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) }) // the client left
 	defer stop()
-	tunnel, err := p.connect(ctx, conn, addr)
+	tunnel, err := r.Parent.connect(ctx, conn, addr)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -246,15 +254,15 @@ func (s *Server) connectThroughParent(ctx context.Context, p *parentProxy, addr 
 		return nil, context.Cause(ctx)
 	}
 	conn.SetDeadline(time.Time{})
-	return wire.NewIdleConn(tunnel, upstreamReadTimeout), nil
+	return wire.NewIdleConn(tunnel, ReadTimeout), nil
 }
 
 // connect speaks TLS to an https:// parent and sends the CONNECT.
-func (p *parentProxy) connect(ctx context.Context, conn net.Conn, addr string) (net.Conn, error) {
+func (p *Parent) connect(ctx context.Context, conn net.Conn, addr string) (net.Conn, error) {
 	if p.tls != nil {
 		tc := tls.Client(conn, p.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
-			return nil, &parentError{err: err}
+			return nil, &ParentError{Err: err}
 		}
 		conn = tc
 	}
@@ -263,62 +271,19 @@ func (p *parentProxy) connect(ctx context.Context, conn net.Conn, addr string) (
 		head += "Proxy-Authorization: " + p.auth + "\r\n"
 	}
 	if _, err := conn.Write([]byte(head + "\r\n")); err != nil {
-		return nil, &parentError{err: err}
+		return nil, &ParentError{Err: err}
 	}
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
-		return nil, &parentError{err: err}
+		return nil, &ParentError{Err: err}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &parentError{status: resp.StatusCode}
+		return nil, &ParentError{Status: resp.StatusCode}
 	}
 	if n := br.Buffered(); n > 0 { // the origin spoke first
 		b, _ := br.Peek(n)
 		return wire.WithPrefix(conn, append([]byte(nil), b...)), nil
 	}
 	return conn, nil
-}
-
-// dialTunnel dials a blind tunnel's destination (goproxy's
-// ConnectDialWithReq): through the parent, or directly through the egress
-// guard. A failure is a tunnelDialError, which tunnelDialFailed answers.
-func (s *Server) dialTunnel(req *http.Request, network, addr string) (net.Conn, error) {
-	var c net.Conn
-	var err error
-	host, _, _ := net.SplitHostPort(addr)
-	if p := s.settings().parent; p.carries(host) {
-		c, err = s.connectThroughParent(req.Context(), p, addr)
-	} else {
-		c, err = s.dial(req.Context(), network, addr)
-	}
-	if err != nil {
-		return nil, &tunnelDialError{err}
-	}
-	return c, nil
-}
-
-// tunnelDialError is a blind tunnel that could not be opened.
-type tunnelDialError struct{ err error }
-
-func (e *tunnelDialError) Error() string { return e.err.Error() }
-func (e *tunnelDialError) Unwrap() error { return e.err }
-
-// tunnelDialFailed is goproxy's ConnectionErrHandler. For a blind tunnel
-// that could not be opened it writes the same fixed 502/504 (or egress
-// refusal) as a failed request, instead of goproxy's 502 with the error's
-// text. goproxy also calls it when a tunnel's copy fails midway: then the
-// tunnel carries the client's bytes and nothing is written.
-func (s *Server) tunnelDialFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error) {
-	var de *tunnelDialError
-	if !errors.As(err, &de) || ctx == nil || ctx.Req == nil {
-		return
-	}
-	resp := s.upstream.failure(ctx.Req, de.err)
-	resp.Close = true
-	if slot := auditSlotOf(ctx.Req.Context()); slot != nil {
-		// written on the hijacked connection, unseen by the writer
-		slot.status, slot.decision = resp.StatusCode, resp.Header.Get("X-Robotsgate-Decision")
-	}
-	resp.Write(w)
 }
