@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 )
@@ -217,8 +219,8 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)
-	if monitored(rec) {
-		s.metrics.CountRequest(monitoredDecision, r.Method)
+	if admin.Monitored(rec) {
+		s.metrics.CountRequest(metrics.MonitoredDecision, r.Method)
 		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()
 	} else {
 		s.metrics.CountRequest(rec.Decision, r.Method)
@@ -226,7 +228,7 @@ func (s *Server) finish(r *http.Request, rw *recordingWriter, slot *auditSlot, s
 	if kind := slot.d.RefusedBy(); slot.decided && kind != "" {
 		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()
 	}
-	s.stats.add(rec)
+	s.stats.Add(rec)
 }
 
 // recordingWriter remembers the status and counts the body bytes, also

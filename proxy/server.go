@@ -44,6 +44,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/certs"
@@ -120,7 +121,7 @@ type Server struct {
 	coldGates           coldGates    // robots.cold_fetches_per_client
 	authFails           authFailures // auth.failure_limit
 	auditFails          auditFailures
-	stats               *stats
+	stats               *admin.Stats
 	archive             *archive.Writer // nil: archive.dir is ""
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
 	// caPath is the CA certificate clients must trust (mitm.ca_cert,
@@ -165,7 +166,7 @@ type settings struct {
 // New builds a Server from a validated configuration.
 func New(cfg config.Config, opts Options) (*Server, error) {
 	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver, dialOpt: opts.Dial,
-		origDst: opts.OriginalDst, metrics: metrics.New(), stats: newStats()}
+		origDst: opts.OriginalDst, metrics: metrics.New(), stats: admin.NewStats()}
 	if s.origDst == nil {
 		s.origDst = transparent.OriginalDst
 	}
@@ -222,7 +223,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	for _, d := range audit.Decisions() { // every decision's counters without a lock per request
 		decisions = append(decisions, d.Name)
 	}
-	s.metrics.PrepareRequests(append(decisions, monitoredDecision)...)
+	s.metrics.PrepareRequests(append(decisions, metrics.MonitoredDecision)...)
 	for _, kind := range audit.SignalKinds { // every label shown from the start, at 0
 		s.metrics.UsageRefusals.WithLabelValues(kind)
 	}
