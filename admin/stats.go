@@ -146,13 +146,17 @@ func failedUpstream(rec *audit.Record) bool {
 	return rec.UpstreamStatus == 0 && (rec.Status == http.StatusBadGateway || rec.Status == http.StatusGatewayTimeout)
 }
 
-// counters returns origin's counters, creating them if needed; past
-// 2*statsOrigins origins the least recently seen half is forgotten.
-func (s *Stats) counters(origin string) *originCounters {
+// counters returns origin's counters, creating them if needed, seen at
+// seen (unix nanoseconds); past 2*statsOrigins origins the least recently
+// seen half is forgotten. A new origin is seen when created, before the
+// table is pruned: the origin that filled it stays (it was the newest).
+func (s *Stats) counters(origin string, seen int64) *originCounters {
 	if c, ok := s.origins.Load(origin); ok {
 		return c.(*originCounters)
 	}
-	c, loaded := s.origins.LoadOrStore(origin, &originCounters{})
+	fresh := &originCounters{}
+	fresh.last.Store(seen)
+	c, loaded := s.origins.LoadOrStore(origin, fresh)
 	if !loaded && s.size.Add(1) > 2*statsOrigins {
 		s.prune()
 	}
@@ -184,7 +188,7 @@ func (s *Stats) prune() {
 // Holding notes a request to origin entering (delta +1) or leaving (-1,
 // with its wait) its pacing hold of interval.
 func (s *Stats) Holding(origin string, interval time.Duration, delta int64, waited time.Duration) {
-	c := s.counters(origin)
+	c := s.counters(origin, time.Now().UnixNano())
 	c.interval.Store(int64(interval))
 	c.held.Add(delta)
 	if delta < 0 {
@@ -205,7 +209,7 @@ func (s *Stats) Add(rec *audit.Record) {
 	if kind == KindAllowed && failedUpstream(rec) {
 		kind = KindUpstream
 	}
-	c := s.counters(originKey(rec))
+	c := s.counters(originKey(rec), rec.Time.UnixNano())
 	c.requests.Add(1)
 	c.last.Store(rec.Time.UnixNano())
 	// The minute the request ended in, without reading the clock again.

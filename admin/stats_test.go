@@ -147,6 +147,42 @@ func TestStatsKeepsTheLatest50Refusals(t *testing.T) {
 	}
 }
 
+// The per-origin counters are bounded: past 20,000 origins the 10,000 seen
+// last are kept (docs/operations.md, Memory), the origin that filled the
+// table among them.
+func TestStatsKeepTheOriginsSeenLast(t *testing.T) {
+	const most, kept = 20000, 10000
+	s := NewStats()
+	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	add := func(i int) {
+		s.Add(&audit.Record{URL: fmt.Sprintf("http://o%d.test/", i), Decision: "allow", Enforced: true, Status: 200,
+			UpstreamStatus: 200, Time: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	for i := range most {
+		add(i)
+	}
+	if n := len(viewOf(s, most+1, t0).Busiest); n != most {
+		t.Fatalf("%d origins counted of %d", n, most)
+	}
+	add(most)
+	v := viewOf(s, most+1, t0)
+	if len(v.Busiest) != kept {
+		t.Fatalf("%d origins kept past %d, want %d", len(v.Busiest), most, kept)
+	}
+	seen := map[string]bool{}
+	for _, o := range v.Busiest {
+		seen[o.Origin] = true
+	}
+	for _, i := range []int{most, most - 1, most - kept + 1} {
+		if o := fmt.Sprintf("http://o%d.test", i); !seen[o] {
+			t.Errorf("%s, among the %d seen last, was forgotten", o, kept)
+		}
+	}
+	if o := fmt.Sprintf("http://o%d.test", most-kept); seen[o] {
+		t.Errorf("%s, seen before the last %d, was kept", o, kept)
+	}
+}
+
 // A record is added when its response has been sent, which can be after a
 // later request's (regression: the recent upstream failures were listed out
 // of order now and then). The lists are by arrival, newest first.
