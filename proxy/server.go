@@ -131,6 +131,9 @@ type Server struct {
 	// port 0 resolved), for the PAC file.
 	listening atomic.Pointer[string]
 	serving   atomic.Bool
+	// started is closed once Serve has set serving (Serving).
+	started     chan struct{}
+	startedOnce sync.Once
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration), and governor the origins'
 	// pauses and response times, whose parameters a reload changes.
@@ -166,7 +169,7 @@ type settings struct {
 // New builds a Server from a validated configuration.
 func New(cfg config.Config, opts Options) (*Server, error) {
 	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver, dialOpt: opts.Dial,
-		origDst: opts.OriginalDst, metrics: metrics.New(), stats: admin.NewStats()}
+		origDst: opts.OriginalDst, metrics: metrics.New(), stats: admin.NewStats(), started: make(chan struct{})}
 	if s.origDst == nil {
 		s.origDst = transparent.OriginalDst
 	}
@@ -608,12 +611,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
+	s.startedOnce.Do(func() { close(s.started) })
 	err := s.proxySrv.Serve(newProxyListener(s.guard(ln, "proxy"), s))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
+
+// Serving is closed once Serve runs: from then until Serve returns,
+// Ready reports the proxy port as serving (the listener accepts; the
+// connections that queued before are answered). Whoever starts Serve in a
+// goroutine waits on it before announcing the proxy or asking /readyz.
+func (s *Server) Serving() <-chan struct{} { return s.started }
 
 // Listening tells the server the proxy port's address before Serve runs
 // (the PAC file names it; the admin listener may answer first).
