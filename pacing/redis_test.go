@@ -217,21 +217,24 @@ type requestKey struct{}
 
 // slotStore records the reservation of each numbered request
 // (requestKey), whose slot it reads: what a test checks spacing on
-// exactly, whenever the requests' goroutines run.
+// exactly, whenever the requests' goroutines run; and how long the store
+// took to answer it.
 type slotStore struct {
 	Store
 	mu   sync.Mutex
 	made map[int]Reservation
+	took map[int]time.Duration
 }
 
 func (s *slotStore) Reserve(ctx context.Context, key string, interval, maxWait time.Duration) (Reservation, error) {
+	begin := time.Now()
 	r, err := s.Store.Reserve(ctx, key, interval, maxWait)
 	if n, ok := ctx.Value(requestKey{}).(int); ok && err == nil {
 		s.mu.Lock()
 		if s.made == nil {
-			s.made = map[int]Reservation{}
+			s.made, s.took = map[int]Reservation{}, map[int]time.Duration{}
 		}
-		s.made[n] = r
+		s.made[n], s.took[n] = r, time.Since(begin)
 		s.mu.Unlock()
 	}
 	return r, err
