@@ -127,6 +127,19 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil {
+			logger.Error("the proxy port stopped; /readyz fails until robotsgate is restarted", "err", err)
+		}
+	}()
+	// Announce the proxy once it serves: whoever waits for the line (a
+	// script, a test) may ask /readyz at once.
+	select {
+	case <-srv.Serving():
+	case <-served:
+	}
 	logger.Info("robotsgate listening", "proxy", ln.Addr().String(), "admin", adminShown, "mitm", cfg.MITM.Enabled)
 	fmt.Fprintf(stderr, "robotsgate %s: proxy on %s (export http_proxy=http://%[2]s https_proxy=http://%[2]s HTTP_PROXY=http://%[2]s HTTPS_PROXY=http://%[2]s)\n",
 		shortVersion(), ln.Addr())
@@ -143,13 +156,6 @@ func serve(configPath, listen, adminListen string, stderr io.Writer) error {
 			}
 		}()
 	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if err := srv.Serve(ln); err != nil {
-			logger.Error("the proxy port stopped; /readyz fails until robotsgate is restarted", "err", err)
-		}
-	}()
 	err = waitForSignals(sigs, srv, admin, served, reloader{configPath, listen, adminListen, level}, logger)
 	logger.Info("stopped", "err", err)
 	return err

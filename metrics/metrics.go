@@ -19,6 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// MonitoredDecision is the requests metric's decision label of a refusal
+// only logged (a client in monitor mode): robotsgate_requests_total counts
+// it under this value, robotsgate_monitored_requests_total says which
+// refusal it would have been.
+const MonitoredDecision = "monitored"
+
 // Metrics is the set of instruments. Its zero value is not usable: use New.
 type Metrics struct {
 	registry *prometheus.Registry

@@ -143,36 +143,112 @@ func TestRedisIdleKeysExpire(t *testing.T) {
 }
 
 // TestRedisFleet: three proxies (separate clients and pacers) on one Redis,
-// nine requests spread over them: every two start at least the interval
-// apart.
+// nine requests spread over them: the slots Redis hands out are the padded
+// interval apart and no closer than the schedule needs, and no request
+// leaves before its slot.
+//
+// What a fleet shares is the slots; the moments requests leave are each
+// process's. A request let go late (its goroutine not run at once on a
+// loaded machine) leaves closer to the next one, which its own process
+// would hold back (the gate) but another cannot: the test measured such
+// gaps of 108 ms for an interval of 200 ms while the slots were right. So
+// the spacing is checked on the slots, exactly (Redis's microseconds), and
+// each start against its own slot.
 func TestRedisFleet(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	const interval = 200 * time.Millisecond
+	stores := make([]*slotStore, 3)
 	pacers := make([]*Pacer, 3)
 	for i := range pacers {
-		pacers[i] = New(Options{Store: newRedisStore(t, srv), MaxWait: time.Minute})
+		stores[i] = &slotStore{Store: newRedisStore(t, srv)}
+		pacers[i] = New(Options{Store: stores[i], MaxWait: time.Minute})
+	}
+	type request struct {
+		slot  time.Time // Redis's clock, microseconds since the Unix epoch
+		wait  time.Duration
+		start time.Time // wall clock, comparable with slot
 	}
 	var mu sync.Mutex
-	var starts []time.Time
+	var reqs []request
 	var wg sync.WaitGroup
 	for i := range 9 {
 		wg.Go(func() {
-			permit, err := pacers[i%3].Acquire(context.Background(), Request{Key: "origin", Interval: interval})
-			now := time.Now()
+			ctx := context.WithValue(context.Background(), requestKey{}, i)
+			permit, err := pacers[i%3].Acquire(ctx, Request{Key: "origin", Interval: interval})
+			now := time.Now().Round(0) // the wall clock, as Redis's TIME
 			if err != nil {
 				t.Errorf("request %d: %v", i, err)
 				return
 			}
 			permit.Release()
+			r := stores[i%3].reservation(t, i)
 			mu.Lock()
-			starts = append(starts, now)
+			reqs = append(reqs, request{slot: time.UnixMicro(r.slot), wait: r.Wait, start: now})
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(starts, time.Time.Compare)
-	checkSpacing(t, starts, interval, 9)
+	if len(reqs) != 9 {
+		t.Fatalf("%d requests let through, want 9", len(reqs))
+	}
+	slices.SortFunc(reqs, func(a, b request) int { return a.slot.Compare(b.slot) })
+	padded := interval + DefaultPadding
+	for i, r := range reqs {
+		if r.start.Before(r.slot) {
+			t.Errorf("request with slot %d let go %v before its slot", i, r.slot.Sub(r.start))
+		}
+		if late := r.start.Sub(r.slot); late > totalSlack {
+			t.Errorf("request with slot %d let go %v after its slot", i, late)
+		}
+		if i == 0 {
+			continue
+		}
+		// slot = max(now, next): the previous slot plus the padded
+		// interval, or now when that has passed (no wait).
+		if gap := r.slot.Sub(reqs[i-1].slot); gap < padded || gap > padded && r.wait != 0 {
+			t.Errorf("slots %d and %d are %v apart (wait %v), want %v, or more with no wait", i-1, i, gap, r.wait, padded)
+		}
+	}
+}
+
+// requestKey numbers a test's requests in their contexts, for slotStore.
+type requestKey struct{}
+
+// slotStore records the reservation of each numbered request
+// (requestKey), whose slot it reads: what a test checks spacing on
+// exactly, whenever the requests' goroutines run; and how long the store
+// took to answer it.
+type slotStore struct {
+	Store
+	mu   sync.Mutex
+	made map[int]Reservation
+	took map[int]time.Duration
+}
+
+func (s *slotStore) Reserve(ctx context.Context, key string, interval, maxWait time.Duration) (Reservation, error) {
+	begin := time.Now()
+	r, err := s.Store.Reserve(ctx, key, interval, maxWait)
+	if n, ok := ctx.Value(requestKey{}).(int); ok && err == nil {
+		s.mu.Lock()
+		if s.made == nil {
+			s.made, s.took = map[int]Reservation{}, map[int]time.Duration{}
+		}
+		s.made[n], s.took[n] = r, time.Since(begin)
+		s.mu.Unlock()
+	}
+	return r, err
+}
+
+// reservation is request n's.
+func (s *slotStore) reservation(t *testing.T, n int) Reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.made[n]
+	if !ok || !r.Granted {
+		t.Errorf("request %d: reservation %+v", n, r)
+	}
+	return r
 }
 
 // failFast bounds how long a call on a dead or frozen Redis may take.

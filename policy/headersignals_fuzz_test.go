@@ -16,13 +16,13 @@ func FuzzRobotsTagNeverHidesNoai(f *testing.F) {
 		f.Add(s, "Mozilla/5.0 (compatible; FooBot/2.1)")
 	}
 	f.Fuzz(func(t *testing.T, other, agent string) {
-		signals := HeaderSignals(header("Robots-Tag", "*;noai", "Robots-Tag", other), agent, nil)
+		signals := listed(t, header("Robots-Tag", "*;noai", "Robots-Tag", other), nil, agent, nil)
 		if len(signals) != 1 || !slices.Contains(signals[0].Refuses, "train-ai") {
 			t.Fatalf("Robots-Tag *;noai and %q: %s", other, signalsText(signals))
 		}
 		h := header("Content-Signal", other, "Content-Signal", "ai-train=no")
-		if s, ok := HeaderRefusal(h, agent, []string{"ai-train"}); !ok || s.Kind() != "content-signal-header" {
-			t.Fatalf("Content-Signal ai-train=no and %q: %+v %v", other, s, ok)
+		if _, d := judged(t, h, nil, agent, []string{"ai-train"}); d.RefusedBy() != "content-signal-header" {
+			t.Fatalf("Content-Signal ai-train=no and %q: %v %+v", other, d.Verdict, d.Response)
 		}
 	})
 }

@@ -21,7 +21,7 @@ func TestContentSignalAndRobotsTagHeadersRefuseTheirPurposes(t *testing.T) {
 	tests := []struct {
 		name string
 		h    []string
-		want string // signalsText of HeaderSignals for everyPurpose
+		want string // signalsText of the judgement's signals, for everyPurpose
 	}{
 		{"Content-Signal, Cloudflare's example", []string{"Content-Signal", "search=yes, ai-train=no, ai-input=no"},
 			"content-signal-header search=yes, ai-train=no, ai-input=no [train-ai train-genai ai-train ai-input ai-use]"},
@@ -61,7 +61,7 @@ func TestContentSignalAndRobotsTagHeadersRefuseTheirPurposes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := signalsText(HeaderSignals(header(tt.h...), ua, everyPurpose)); got != tt.want {
+			if got := signalsText(listed(t, header(tt.h...), nil, ua, everyPurpose)); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
@@ -69,6 +69,8 @@ func TestContentSignalAndRobotsTagHeadersRefuseTheirPurposes(t *testing.T) {
 }
 
 func TestNewHeaderSignalsNameTheDirectiveThatRefused(t *testing.T) {
+	// The kind is also what the metric of usage refusals counts
+	// (Decision.RefusedBy).
 	const ua = "FooBot/1.0"
 	tests := []struct {
 		name     string
@@ -92,10 +94,10 @@ func TestNewHeaderSignalsNameTheDirectiveThatRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ok := HeaderRefusal(header(tt.h...), ua, tt.purposes)
+			_, d := judged(t, header(tt.h...), nil, ua, tt.purposes)
 			got := ""
-			if ok {
-				got = s.Explain() + " / " + s.Kind()
+			if s, ok := refusal(d); ok {
+				got = s.Explain() + " / " + d.RefusedBy()
 			}
 			if got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
@@ -107,15 +109,15 @@ func TestNewHeaderSignalsNameTheDirectiveThatRefused(t *testing.T) {
 func TestNomlInMetaTagsRefusesLikeNoai(t *testing.T) {
 	metas := []htmlmeta.Meta{{Name: "robots", Content: "noindex, noml"}, {Name: "barbot", Content: "noml"}, {Name: "foobot", Content: "NOML"}}
 	want := "meta-robots noindex, noml [train-ai train-genai ai-train tdm]; meta-robots NOML [train-ai train-genai ai-train tdm]"
-	if got := signalsText(MetaSignals(metas, "FooBot")); got != want {
+	if got := signalsText(listed(t, nil, metas, "FooBot", []string{"train-ai"})); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	s, ok := MetaRefusal(metas[1:2], "BarBot", []string{"train-ai"})
-	if !ok || s.Explain() != `<meta name="barbot" content="noml"> refuses the purpose train-ai` || s.Directive != "noml" {
-		t.Errorf("MetaRefusal = %q (directive %q), %v", s.Explain(), s.Directive, ok)
+	_, d := judged(t, nil, metas[1:2], "BarBot", []string{"train-ai"})
+	if s, ok := refusal(d); !ok || s.Explain() != `<meta name="barbot" content="noml"> refuses the purpose train-ai` || s.Directive != "noml" {
+		t.Errorf("refusal %q (directive %q), %v", s.Explain(), s.Directive, ok)
 	}
-	if _, ok := MetaRefusal(metas, "FooBot", []string{"search", "ai-input"}); ok {
-		t.Error("noml refused a purpose other than training")
+	if _, d := judged(t, nil, metas, "FooBot", []string{"search", "ai-input"}); d.Verdict != Allow {
+		t.Errorf("noml refused a purpose other than training: %v", refusalText(d))
 	}
 }
 
@@ -142,7 +144,7 @@ func TestAIPrefAliases(t *testing.T) {
 	} {
 		t.Run(tt.label, func(t *testing.T) {
 			v := tt.label + "=n"
-			if got := signalsText(HeaderSignals(header("Content-Usage", v), "", everyPurpose)); got != "content-usage-header "+v+" "+tt.want {
+			if got := signalsText(listed(t, header("Content-Usage", v), nil, "", everyPurpose)); got != "content-usage-header "+v+" "+tt.want {
 				t.Errorf("header: %s, want %s", got, tt.want)
 			}
 			f := robots.Parse([]byte("User-agent: *\nContent-Usage: " + v + "\nAllow: /\n"))
@@ -157,7 +159,7 @@ func TestAIPrefAliases(t *testing.T) {
 					t.Errorf("usageRefusal for %s: %v, the signal lists %s", p, refused, tt.want)
 				}
 			}
-			if y := signalsText(HeaderSignals(header("Content-Usage", tt.label+"=y"), "", everyPurpose)); !strings.HasSuffix(y, " []") {
+			if y := signalsText(listed(t, header("Content-Usage", tt.label+"=y"), nil, "", everyPurpose)); !strings.HasSuffix(y, " []") {
 				t.Errorf("%s=y refuses: %s", tt.label, y)
 			}
 		})

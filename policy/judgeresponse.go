@@ -380,9 +380,3 @@ func signalsOf(found []finding) []audit.UsageSignal {
 	}
 	return out
 }
-
-// firstRefusal is the first finding that refuses one of purposes.
-func firstRefusal(found []finding, purposes []string) (ResponseSignal, bool) {
-	j := ResponseJudge{purposes: purposes}.outcome(found)
-	return j.Refusal, j.Refused
-}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/robotsgate/robotsgate/htmlmeta"
@@ -105,7 +104,7 @@ func (s ResponseSignal) Explain() string {
 }
 
 // ResponsePurposes returns the purposes an origin's response signals are
-// to be checked for (HeaderRefusal, MetaRefusal): the client's, when the
+// to be checked for (ResponseJudge): the client's, when the
 // request was allowed after robots.txt was consulted. It is nil for a
 // client without purposes, for robots.txt itself, a bypass client, a site
 // set to ignore robots.txt (robots.txt not consulted) and a request that
@@ -117,36 +116,11 @@ func (d *Decision) ResponsePurposes() []string {
 	return d.Request.Client.Purposes
 }
 
-// HeaderRefusal returns the first signal among a response's header fields
-// that refuses one of purposes (tdm-reservation, then Content-Usage, then
-// X-Robots-Tag, each field line in order), for a request judged as agent
-// (Request.Agent). Several field lines of one name and comma-separated
-// lists are all read.
-func HeaderRefusal(h http.Header, agent string, purposes []string) (ResponseSignal, bool) {
-	if len(purposes) == 0 {
-		return ResponseSignal{}, false
-	}
-	return firstRefusal(headerFindings(h, agent, purposes), purposes)
-}
-
 // MetaConcerns reports whether a page's meta tags can refuse one of
 // purposes: whether an HTML response is worth scanning for them.
 func MetaConcerns(purposes []string) bool {
 	_, ok := firstOf(purposes, trainingPurposes)
 	return ok
-}
-
-// MetaRefusal returns the first meta tag of an HTML head that refuses one
-// of purposes for a request judged as agent: <meta name="tdm-reservation"
-// content="1"> (with the tdm-policy tag's URL), a noai in <meta
-// name="robots"> or in a tag named for the agent (<meta name="FooBot">,
-// matched as robots.txt matches user-agent lines). noimageai never
-// refuses a page (see above).
-func MetaRefusal(metas []htmlmeta.Meta, agent string, purposes []string) (ResponseSignal, bool) {
-	if !MetaConcerns(purposes) {
-		return ResponseSignal{}, false
-	}
-	return firstRefusal(metaFindings(metas, agent), purposes)
 }
 
 // Head is what the relay read of an HTML response's head for the judge

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -20,7 +21,63 @@ func header(kv ...string) http.Header {
 	return h
 }
 
-func TestHeaderRefusal(t *testing.T) {
+// judged is what production makes of an origin's response, as the relay,
+// /explain and check do: the decision on a request robots.txt allowed
+// (judged as agent, for an enforcing client with purposes, usage.scan_html
+// on), its ResponseJudge's JudgeResponse on the header fields h and, when
+// metas is not nil, an HTML head with those tags, applied to the decision
+// (ApplyResponse). The conformance tables run the same path from
+// Engine.Decide on, asking for the verdict; the tables here look closer:
+// every signal listed, and the words of a refusal.
+func judged(t testing.TB, h http.Header, metas []htmlmeta.Meta, agent string, purposes []string) (ResponseJudgement, Decision) {
+	t.Helper()
+	d := Decision{Verdict: Allow, Robots: &resolver.Result{Status: resolver.OK}, ScanHTML: true,
+		Request: Request{UserAgent: agent, Client: Client{Mode: Enforce, Purposes: purposes}}}
+	var head func() Head
+	if metas != nil {
+		head = func() Head { return Head{Head: htmlmeta.Head{Metas: metas, Complete: true}} }
+	}
+	j, err := d.ResponseJudge().JudgeResponse(context.Background(), h, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ApplyResponse(j, http.StatusOK)
+	if refused := d.Verdict == UsageDenied && d.Response != nil; refused != j.Refused || !refused && d.Verdict != Allow {
+		t.Fatalf("judgement refused %v, decision %v (%+v)", j.Refused, d.Verdict, d.Response)
+	}
+	return j, d
+}
+
+// refusal is the signal that refused a judged request, and whether one did.
+func refusal(d Decision) (ResponseSignal, bool) {
+	if d.Response == nil {
+		return ResponseSignal{}, false
+	}
+	return d.Response.Signal, true
+}
+
+// refusalText is what the refusal says (Explain), "" when none refused.
+func refusalText(d Decision) string {
+	s, ok := refusal(d)
+	if !ok {
+		return ""
+	}
+	return s.Explain()
+}
+
+// meta is an HTML head's meta tags: name, content, ...
+func meta(kv ...string) []htmlmeta.Meta {
+	out := []htmlmeta.Meta{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, htmlmeta.Meta{Name: kv[i], Content: kv[i+1]})
+	}
+	return out
+}
+
+// The header fields of a response refuse the purposes they concern, the
+// first that refuses naming itself (tdm-reservation, then Content-Usage,
+// then X-Robots-Tag, each field line in order).
+func TestResponseHeaderFieldsRefuse(t *testing.T) {
 	const ua = "Mozilla/5.0 (compatible; FooBot/2.1)"
 	train := []string{"train-ai"}
 	tests := []struct {
@@ -87,24 +144,21 @@ func TestHeaderRefusal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ok := HeaderRefusal(tt.h, tt.agent, tt.purposes)
-			got := ""
-			if ok {
-				got = s.Explain()
-			}
-			if got != tt.want {
-				t.Errorf("HeaderRefusal(%v, %q, %q) = %q, want %q", tt.h, tt.agent, tt.purposes, got, tt.want)
+			_, d := judged(t, tt.h, nil, tt.agent, tt.purposes)
+			if got := refusalText(d); got != tt.want {
+				t.Errorf("%v judged for %q, %q: %q, want %q", tt.h, tt.agent, tt.purposes, got, tt.want)
 			}
 		})
 	}
 }
 
-func TestHeaderRefusalBoundsTheQuotedValue(t *testing.T) {
+func TestResponseRefusalBoundsTheQuotedValue(t *testing.T) {
 	long := strings.Repeat("noindex, ", 1000) + "noai"
-	s, ok := HeaderRefusal(header("X-Robots-Tag", long), "", []string{"train-ai"})
+	_, d := judged(t, header("X-Robots-Tag", long), nil, "", []string{"train-ai"})
+	s, ok := refusal(d)
 	// 256 bytes and an ellipsis: the bound docs/decisions.md gives.
 	if !ok || len(s.Value) > 256+len("…") || s.Directive != "noai" {
-		t.Errorf("HeaderRefusal = %+v, %v; want noai with a value of at most 256 bytes", s, ok)
+		t.Errorf("refusal %+v, %v; want noai with a value of at most 256 bytes", s, ok)
 	}
 }
 
@@ -115,12 +169,14 @@ func TestHeaderRefusalBoundsTheQuotedValue(t *testing.T) {
 // followed by "…".
 func TestQuotedValuesNeverSplitAUTF8Sequence(t *testing.T) {
 	train := []string{"train-ai"}
-	meta := func(kv ...string) []htmlmeta.Meta {
-		var out []htmlmeta.Meta
-		for i := 0; i+1 < len(kv); i += 2 {
-			out = append(out, htmlmeta.Meta{Name: kv[i], Content: kv[i+1]})
-		}
-		return out
+	refused := func(h http.Header, metas []htmlmeta.Meta) ResponseSignal {
+		_, d := judged(t, h, metas, "", train)
+		s, _ := refusal(d)
+		return s
+	}
+	signals := func(h http.Header, metas []htmlmeta.Meta) []audit.UsageSignal {
+		j, _ := judged(t, h, metas, "", train)
+		return j.Signals
 	}
 	signalField := func(signals []audit.UsageSignal, kind string, policy bool) string {
 		for _, s := range signals {
@@ -139,41 +195,37 @@ func TestQuotedValuesNeverSplitAUTF8Sequence(t *testing.T) {
 		field  func(long string) string // the quoted field for the value long
 	}{
 		{"X-Robots-Tag refusal value", "noai, ", func(v string) string {
-			s, _ := HeaderRefusal(header("X-Robots-Tag", v), "", train)
-			return s.Value
+			return refused(header("X-Robots-Tag", v), nil).Value
 		}},
 		{"tdm-reservation refusal policy", "https://example.org/", func(v string) string {
-			s, _ := HeaderRefusal(header("Tdm-Reservation", "1", "Tdm-Policy", v), "", train)
-			return s.Policy
+			return refused(header("Tdm-Reservation", "1", "Tdm-Policy", v), nil).Policy
 		}},
 		{"meta robots refusal value", "noai ", func(v string) string {
-			s, _ := MetaRefusal(meta("robots", v), "", train)
-			return s.Value
+			return refused(nil, meta("robots", v)).Value
 		}},
 		{"meta tdm-reservation refusal policy", "https://example.org/", func(v string) string {
-			s, _ := MetaRefusal(meta("tdm-policy", v, "tdm-reservation", "1"), "", train)
-			return s.Policy
+			return refused(nil, meta("tdm-policy", v, "tdm-reservation", "1")).Policy
 		}},
 		{"header tdm-reservation signal value", "0 ", func(v string) string {
-			return signalField(HeaderSignals(header("Tdm-Reservation", v), "", train), audit.SignalHeaderTDMReservation, false)
+			return signalField(signals(header("Tdm-Reservation", v), nil), audit.SignalHeaderTDMReservation, false)
 		}},
 		{"header tdm-policy signal policy", "https://example.org/", func(v string) string {
-			return signalField(HeaderSignals(header("Tdm-Reservation", "1", "Tdm-Policy", v), "", train), audit.SignalHeaderTDMReservation, true)
+			return signalField(signals(header("Tdm-Reservation", "1", "Tdm-Policy", v), nil), audit.SignalHeaderTDMReservation, true)
 		}},
 		{"header Content-Usage signal value", "train-ai=n, x", func(v string) string {
-			return signalField(HeaderSignals(header("Content-Usage", v), "", train), audit.SignalHeaderContentUsage, false)
+			return signalField(signals(header("Content-Usage", v), nil), audit.SignalHeaderContentUsage, false)
 		}},
 		{"header X-Robots-Tag signal value", "noai, ", func(v string) string {
-			return signalField(HeaderSignals(header("X-Robots-Tag", v), "", train), audit.SignalXRobotsTag, false)
+			return signalField(signals(header("X-Robots-Tag", v), nil), audit.SignalXRobotsTag, false)
 		}},
 		{"meta tdm-reservation signal value", "", func(v string) string {
-			return signalField(MetaSignals(meta("tdm-reservation", v), ""), audit.SignalMetaTDMReservation, false)
+			return signalField(signals(nil, meta("tdm-reservation", v)), audit.SignalMetaTDMReservation, false)
 		}},
 		{"meta tdm-policy signal policy", "https://example.org/", func(v string) string {
-			return signalField(MetaSignals(meta("tdm-policy", v, "tdm-reservation", "1"), ""), audit.SignalMetaTDMReservation, true)
+			return signalField(signals(nil, meta("tdm-policy", v, "tdm-reservation", "1")), audit.SignalMetaTDMReservation, true)
 		}},
 		{"meta robots signal value", "noai ", func(v string) string {
-			return signalField(MetaSignals(meta("robots", v), ""), audit.SignalMetaRobots, false)
+			return signalField(signals(nil, meta("robots", v)), audit.SignalMetaRobots, false)
 		}},
 	}
 	for _, tt := range tests {
@@ -196,16 +248,11 @@ func TestQuotedValuesNeverSplitAUTF8Sequence(t *testing.T) {
 	}
 }
 
-func TestMetaRefusal(t *testing.T) {
+// The meta tags of an HTML head refuse the training purposes (usage.scan_html).
+func TestResponseMetaTagsRefuse(t *testing.T) {
 	const ua = "Mozilla/5.0 (compatible; FooBot/2.1)"
 	train := []string{"train-ai"}
-	m := func(kv ...string) []htmlmeta.Meta {
-		var out []htmlmeta.Meta
-		for i := 0; i+1 < len(kv); i += 2 {
-			out = append(out, htmlmeta.Meta{Name: kv[i], Content: kv[i+1]})
-		}
-		return out
-	}
+	m := meta
 	tests := []struct {
 		name     string
 		metas    []htmlmeta.Meta
@@ -227,13 +274,9 @@ func TestMetaRefusal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ok := MetaRefusal(tt.metas, ua, tt.purposes)
-			got := ""
-			if ok {
-				got = s.Explain()
-			}
-			if got != tt.want {
-				t.Errorf("MetaRefusal(%+v, %q) = %q, want %q", tt.metas, tt.purposes, got, tt.want)
+			_, d := judged(t, header("Content-Type", "text/html"), tt.metas, ua, tt.purposes)
+			if got := refusalText(d); got != tt.want {
+				t.Errorf("%+v judged for %q: %q, want %q", tt.metas, tt.purposes, got, tt.want)
 			}
 		})
 	}

@@ -2,12 +2,10 @@ package policy
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/htmlmeta"
 	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
@@ -139,22 +137,6 @@ func prefRefuses(p robots.Pref, purposes []string, contentSignal bool) []string 
 // trainingRefuses lists the purposes a TDM reservation, noai or noimageai
 // refuses: trainingPurposes, and none other of the client's.
 func trainingRefuses() []string { return slices.Clone(trainingPurposes) }
-
-// HeaderSignals lists the AI-usage signals among a response's header
-// fields, for a request judged as agent by a client with purposes: every
-// tdm-reservation, Content-Usage and Content-Signal field line, every
-// X-Robots-Tag line naming noai, noml or noimageai (whichever agent it is
-// scoped to), and a Robots-Tag field naming one of them or not parsing.
-func HeaderSignals(h http.Header, agent string, purposes []string) []audit.UsageSignal {
-	return signalsOf(headerFindings(h, agent, purposes))
-}
-
-// MetaSignals lists the AI-usage signals among an HTML head's meta tags,
-// for a request judged as agent: <meta name="tdm-reservation">, and the
-// tags named robots or for the agent that name noai, noml or noimageai.
-func MetaSignals(metas []htmlmeta.Meta, agent string) []audit.UsageSignal {
-	return signalsOf(metaFindings(metas, agent))
-}
 
 // mentionsNoAI reports whether a robots directive list names noai, noml
 // or noimageai.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,14 @@ import (
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
+// listed are the signals a judged response lists (judged), with the
+// purposes each refuses: what the audit record and /explain show.
+func listed(t testing.TB, h http.Header, metas []htmlmeta.Meta, agent string, purposes []string) []audit.UsageSignal {
+	t.Helper()
+	j, _ := judged(t, h, metas, agent, purposes)
+	return j.Signals
+}
+
 // signalsText renders signals compactly: "kind value [refuses...]".
 func signalsText(signals []audit.UsageSignal) string {
 	var parts []string
@@ -22,7 +31,7 @@ func signalsText(signals []audit.UsageSignal) string {
 	return strings.Join(parts, "; ")
 }
 
-func TestHeaderSignalsListEverySignalWithWhatItRefuses(t *testing.T) {
+func TestResponseHeaderSignalsListEverySignalWithWhatItRefuses(t *testing.T) {
 	const ua = "Mozilla/5.0 (compatible; FooBot/2.1)"
 	tests := []struct {
 		name     string
@@ -46,14 +55,16 @@ func TestHeaderSignalsListEverySignalWithWhatItRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := signalsText(HeaderSignals(header(tt.h...), ua, tt.purposes)); got != tt.want {
+			if got := signalsText(listed(t, header(tt.h...), nil, ua, tt.purposes)); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestMetaSignalsListTheTagsThatApplyToTheAgent(t *testing.T) {
+// The meta tags are read for a client with a purpose they concern
+// (training) and listed whether they refuse it or not.
+func TestResponseMetaSignalsListTheTagsThatApplyToTheAgent(t *testing.T) {
 	metas := []htmlmeta.Meta{
 		{Name: "description", Content: "noai art"},
 		{Name: "tdm-reservation", Content: "1"}, {Name: "tdm-policy", Content: "https://example.org/p"},
@@ -61,7 +72,7 @@ func TestMetaSignalsListTheTagsThatApplyToTheAgent(t *testing.T) {
 		{Name: "foobot", Content: "noai"},
 		{Name: "barbot", Content: "noai"},
 	}
-	got := MetaSignals(metas, "FooBot")
+	got := listed(t, nil, metas, "FooBot", []string{"train-ai"})
 	want := "meta-tdm-reservation 1 [train-ai train-genai ai-train tdm]; meta-robots noimageai []; meta-robots noai [train-ai train-genai ai-train tdm]"
 	if signalsText(got) != want {
 		t.Errorf("got  %s\nwant %s", signalsText(got), want)

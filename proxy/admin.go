@@ -167,12 +167,12 @@ func (s *Server) Status(now time.Time) admin.Status {
 	st := s.settings()
 	rs := s.resolver.Stats()
 	v := admin.Status{
-		Started: s.stats.started, Now: now, Listen: st.cfg.Listen, Admin: st.cfg.AdminListen,
+		Started: s.stats.Started(), Now: now, Listen: st.cfg.Listen, Admin: st.cfg.AdminListen,
 		MITM: st.cfg.MITM.Enabled, StrictPaths: st.cfg.Robots.StrictPaths, Clients: len(st.cfg.Clients),
 		Sites: len(st.cfg.Sites), BlockPrivate: st.cfg.Egress.BlockPrivateNetworks,
 		Cached: rs.Entries, Hits: rs.Hits, Misses: rs.Misses,
 	}
-	s.stats.view(20, now, &v)
+	s.stats.View(20, now, &v)
 	for _, p := range s.governor.PausedNow(20) {
 		v.Paused = append(v.Paused, admin.PausedOrigin{Origin: p.Origin, Cause: p.Pause.Cause(), Until: p.Pause.Until.UTC(),
 			Left: max(p.Pause.Until.Sub(now).Round(time.Second), 0), AwaitingProbe: p.AwaitingProbe})

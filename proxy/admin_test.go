@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/admin"
+	"github.com/robotsgate/robotsgate/certs"
 )
 
 func startAdmin(t *testing.T, p *testProxy) string {
@@ -93,6 +96,50 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	if code, _ := adminGet(t, adminURL, "/readyz"); code != 200 {
 		t.Errorf("/readyz %d while serving", code)
+	}
+}
+
+// Serving is the signal that Serve runs: not ready before it, ready once it
+// is closed, not ready again after Shutdown.
+func TestServingSignalsReadiness(t *testing.T) {
+	ca, err := certs.GenerateCA(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(testConfig(t, nil), Options{CA: ca, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.Serving():
+		t.Fatal("Serving is closed before Serve")
+	default:
+	}
+	if err := srv.Ready(t.Context()); err == nil || err.Error() != "not serving yet" {
+		t.Errorf("Ready before Serve: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case <-srv.Serving():
+	case err := <-done:
+		t.Fatalf("Serve returned: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serving not closed within 10 s of Serve")
+	}
+	if err := srv.Ready(t.Context()); err != nil {
+		t.Errorf("Ready once Serving is closed: %v", err)
+	}
+	srv.Shutdown(t.Context())
+	if err := <-done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if err := srv.Ready(t.Context()); err == nil {
+		t.Error("ready after Shutdown")
 	}
 }
 

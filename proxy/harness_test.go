@@ -176,6 +176,15 @@ func startProxyWith(t testing.TB, cfg config.Config, opts Options) *testProxy {
 		srv.Shutdown(t.Context())
 		<-done
 	})
+	// Return once the server serves: a test may ask /readyz at once
+	// (regression: /readyz 503 "not serving yet" on a loaded machine).
+	select {
+	case <-srv.Serving():
+	case err := <-done:
+		t.Fatalf("Serve returned before serving: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not start serving within 10 s")
+	}
 	return &testProxy{srv: srv, addr: ln.Addr().String(), ca: ca, logMu: mu, logBuf: logs}
 }
 

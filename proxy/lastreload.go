@@ -20,7 +20,7 @@ import (
 // calls it; Reload itself does not, since New calls Reload too.
 func (s *Server) NoteReload(err error) {
 	now := time.Now()
-	s.stats.reloaded(err, now)
+	s.stats.Reloaded(err, now)
 	if err != nil {
 		s.metrics.ReloadSuccessful.Set(0)
 		return

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/config"
 )
 
@@ -43,7 +44,7 @@ func TestMonitorModeIsItsOwnKind(t *testing.T) {
 			}
 		}
 		if len(disallow) != 2 || strings.Join(disallow[0], "|") != "disallow|refused|403|0" ||
-			strings.Join(disallow[1], "|") != "disallow|"+kindMonitored+"|(403)|1" {
+			strings.Join(disallow[1], "|") != "disallow|"+admin.KindMonitored+"|(403)|1" {
 			t.Errorf("decisions rows of disallow: %q; want the refusals at 0 and a monitored row at 1", disallow)
 		}
 		recent := tableText(t, page, "recent")

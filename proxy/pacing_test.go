@@ -208,7 +208,7 @@ func TestMaxWaitExceededIs429WithRetryAfter(t *testing.T) {
 	if r := recs[len(recs)-1]; r["decision"] != "client-closed" || r["status"] != float64(audit.StatusClientClosed) || !strings.HasSuffix(r["url"].(string), "/second") {
 		t.Errorf("the held request's audit record: %v", r)
 	}
-	if _, refusing, _, _ := p.srv.stats.snapshot(10); len(refusing) != 1 || refusing[0].Refused != 1 {
+	if refusing := viewOf(p.srv.stats, 10, time.Now()).Refusing; len(refusing) != 1 || refusing[0].Refused != 1 {
 		t.Errorf("refusals on the status page: %+v, want only the 429", refusing)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/robots"
@@ -218,7 +219,7 @@ func TestKeepAliveAcrossAllowedAndRefusedInTunnel(t *testing.T) {
 	}
 	// The status page keeps the refusals' records although the connection
 	// reuses its audit slot for the requests that follow.
-	_, _, _, recent := p.srv.stats.snapshot(10)
+	recent := viewOf(p.srv.stats, 10, time.Now()).Recent
 	var urls []string
 	for _, r := range recent {
 		urls = append(urls, strings.TrimPrefix(r.URL, o.URL))

@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
+	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/upstream"
@@ -248,8 +250,8 @@ func (s *Server) finish(r *record, req *http.Request) {
 	rec.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
 	s.writeAudit(rec)
-	if monitored(rec) {
-		s.metrics.CountRequest(monitoredDecision, method)
+	if admin.Monitored(rec) {
+		s.metrics.CountRequest(metrics.MonitoredDecision, method)
 		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()
 	} else {
 		s.metrics.CountRequest(rec.Decision, method)
@@ -257,7 +259,7 @@ func (s *Server) finish(r *record, req *http.Request) {
 	if kind := r.d.RefusedBy(); r.decided && kind != "" {
 		s.metrics.UsageRefusals.WithLabelValues(kind).Inc()
 	}
-	s.stats.add(rec)
+	s.stats.Add(rec)
 }
 
 // recordingWriter remembers the status and counts the body bytes, also

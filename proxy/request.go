@@ -123,12 +123,12 @@ func (s *Server) pace(ctx context.Context, st *settings, d *policy.Decision) (pa
 	if d.Interval > 0 {
 		origin = d.Request.Origin.String()
 		s.metrics.PacingHeld.Inc()
-		s.stats.holding(origin, d.Interval, +1, 0)
+		s.stats.Holding(origin, d.Interval, +1, 0)
 	}
 	permit, err := st.engine.Pace(ctx, d)
 	if d.Interval > 0 {
 		s.metrics.PacingHeld.Dec()
-		s.stats.holding(origin, d.Interval, -1, d.Waited)
+		s.stats.Holding(origin, d.Interval, -1, d.Waited)
 	}
 	if err != nil {
 		return permit, err

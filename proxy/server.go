@@ -50,6 +50,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/auditlog"
@@ -124,7 +125,7 @@ type Server struct {
 	coldGates           coldGates    // robots.cold_fetches_per_client
 	authFails           authFailures // auth.failure_limit
 	auditFails          auditFailures
-	stats               *stats
+	stats               *admin.Stats
 	archive             *archive.Writer // nil: archive.dir is ""
 	tlsFails            tlsFailures     // clients that failed the intercepted handshake
 	// caPath is the CA certificate clients must trust (mitm.ca_cert,
@@ -134,6 +135,9 @@ type Server struct {
 	// port 0 resolved), for the PAC file.
 	listening atomic.Pointer[string]
 	serving   atomic.Bool
+	// started is closed once Serve has set serving (Serving).
+	started     chan struct{}
+	startedOnce sync.Once
 	// paceStore is the pacing schedule, kept across reloads (a new Pacer
 	// is built on it with each configuration), and governor the origins'
 	// pauses and response times, whose parameters a reload changes.
@@ -170,7 +174,7 @@ type settings struct {
 // New builds a Server from a validated configuration.
 func New(cfg config.Config, opts Options) (*Server, error) {
 	s := &Server{log: cmp.Or(opts.Logger, slog.Default()), dnsOpt: opts.Resolver, dialOpt: opts.Dial,
-		origDst: opts.OriginalDst, metrics: metrics.New(), stats: newStats()}
+		origDst: opts.OriginalDst, metrics: metrics.New(), stats: admin.NewStats(), started: make(chan struct{})}
 	if s.origDst == nil {
 		s.origDst = transparent.OriginalDst
 	}
@@ -229,7 +233,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	for _, d := range audit.Decisions() { // every decision's counters without a lock per request
 		decisions = append(decisions, d.Name)
 	}
-	s.metrics.PrepareRequests(append(decisions, monitoredDecision)...)
+	s.metrics.PrepareRequests(append(decisions, metrics.MonitoredDecision)...)
 	for _, kind := range audit.SignalKinds { // every label shown from the start, at 0
 		s.metrics.UsageRefusals.WithLabelValues(kind)
 	}
@@ -277,12 +281,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.warnIfOpen(ln.Addr())
 	s.serving.Store(true)
 	defer s.serving.Store(false)
+	s.startedOnce.Do(func() { close(s.started) })
 	err := s.proxySrv.Serve(wire.NewProxyListener(s.guard(ln, "proxy"), s.timeouts.ClientHeader.Duration(), s.proxyTLS, s.log))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
+
+// Serving is closed once Serve runs: from then until Serve returns,
+// Ready reports the proxy port as serving (the listener accepts; the
+// connections that queued before are answered). Whoever starts Serve in a
+// goroutine waits on it before announcing the proxy or asking /readyz.
+func (s *Server) Serving() <-chan struct{} { return s.started }
 
 // Listening tells the server the proxy port's address before Serve runs
 // (the PAC file names it; the admin listener may answer first).

@@ -210,7 +210,7 @@ func TestStatusPageNamesRefusedConnects(t *testing.T) {
 		resp, _ := dialProxy(t, p).roundTrip(t, fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target))
 		checkRefusal(t, resp, 403, want[0], want[1])
 	}
-	waitFor(t, "two refusals", func() bool { _, _, _, r := p.srv.stats.snapshot(10); return len(r) == 2 })
+	waitFor(t, "two refusals", func() bool { return len(viewOf(p.srv.stats, 10, time.Now()).Recent) == 2 })
 
 	page := renderedPage(t, adminURL+"/")
 	want := []string{"127.0.0.1:" + port + " (CONNECT)", "127.0.0.9:443 (CONNECT)"}
@@ -433,9 +433,16 @@ func TestStatusPageLinksMetricsAndExplain(t *testing.T) {
 // alignedSkew returns a clock skew that puts the status page's minute
 // clock 30 s into a minute minus back whole minutes: a test sending
 // traffic for a few seconds stays within that minute.
-func alignedSkew(back int) int64 {
+func alignedSkew(back int) time.Duration {
 	now := time.Now().UnixNano()
-	return int64(30*time.Second) - now%int64(time.Minute) - int64(back)*int64(time.Minute)
+	return time.Duration(int64(30*time.Second) - now%int64(time.Minute) - int64(back)*int64(time.Minute))
+}
+
+// viewOf returns the status page's statistics of s.
+func viewOf(s *admin.Stats, n int, now time.Time) admin.Status {
+	var v admin.Status
+	s.View(n, now, &v)
+	return v
 }
 
 // Each busiest origin has an inline SVG sparkline of its requests and
@@ -449,7 +456,7 @@ func TestStatusPageSparklines(t *testing.T) {
 		back             int
 		allowed, refused int
 	}{{10, 2, 1}, {2, 1, 0}, {0, 0, 2}} {
-		p.srv.stats.skew.Store(alignedSkew(burst.back))
+		p.srv.stats.SetSkew(alignedSkew(burst.back))
 		for range burst.allowed {
 			get(t, c, o.URL+"/public")
 		}
@@ -473,14 +480,14 @@ func TestStatusPageSparklines(t *testing.T) {
 	// peak, 3 requests in a minute).
 	for _, line := range []struct {
 		points string
-		want   [sparkMinutes]float64
+		want   [admin.SparkMinutes]float64
 	}{
-		{svg[2], [sparkMinutes]float64{4: 1, 12: 29 - 28.0/3, 14: 29 - 2*28.0/3}},
-		{svg[3], [sparkMinutes]float64{4: 29 - 28.0/3, 14: 29 - 2*28.0/3}},
+		{svg[2], [admin.SparkMinutes]float64{4: 1, 12: 29 - 28.0/3, 14: 29 - 2*28.0/3}},
+		{svg[3], [admin.SparkMinutes]float64{4: 29 - 28.0/3, 14: 29 - 2*28.0/3}},
 	} {
 		pts := strings.Fields(line.points)
-		if len(pts) != sparkMinutes {
-			t.Fatalf("%d points, want %d: %q", len(pts), sparkMinutes, line.points)
+		if len(pts) != admin.SparkMinutes {
+			t.Fatalf("%d points, want %d: %q", len(pts), admin.SparkMinutes, line.points)
 		}
 		for i, pt := range pts {
 			var x, y float64
@@ -586,7 +593,7 @@ func statusTraffic(t *testing.T, p *testProxy, origins ...*testOrigin) (longURL 
 	site, paced, tlsSite := origins[0], origins[1], origins[2]
 	c := p.client()
 	for i, back := range []int{14, 12, 11, 9, 8, 6, 5, 3, 2, 1, 0} {
-		p.srv.stats.skew.Store(alignedSkew(back))
+		p.srv.stats.SetSkew(alignedSkew(back))
 		for j := range 1 + i%4 {
 			get(t, c, fmt.Sprintf("%s/articles/%d", site.URL, j))
 		}
@@ -616,7 +623,7 @@ func statusTraffic(t *testing.T, p *testProxy, origins ...*testOrigin) (longURL 
 	}
 	waitFor(t, "the client TLS failure", func() bool { f, _ := p.srv.tlsFails.snapshot(); return len(f) == 1 })
 	waitFor(t, "the refused CONNECTs", func() bool {
-		_, refusing, _, _ := p.srv.stats.snapshot(20)
+		refusing := viewOf(p.srv.stats, 20, time.Now()).Refusing
 		return slices.ContainsFunc(refusing, func(o admin.Origin) bool { return o.Origin == "127.0.0.9:22 (CONNECT)" }) &&
 			slices.ContainsFunc(refusing, func(o admin.Origin) bool { return o.Origin == "127.0.0.9:443 (CONNECT)" })
 	})

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
 )
 
@@ -21,15 +20,15 @@ func TestMinuteRing(t *testing.T) {
 	r.add(m + 4)
 	r.add(m + 4)
 	got := r.series(m + 4)
-	want := [sparkMinutes]int64{10: 3, 14: 2}
+	want := [SparkMinutes]int64{10: 3, 14: 2}
 	if got != want {
 		t.Errorf("series %v, want %v", got, want)
 	}
-	if got := r.series(m + 20); got != ([sparkMinutes]int64{}) {
+	if got := r.series(m + 20); got != ([SparkMinutes]int64{}) {
 		t.Errorf("20 minutes on: %v, want nothing", got)
 	}
-	r.add(m + sparkMinutes) // the slot of minute m, a round later
-	if got := r.series(m + sparkMinutes); got != ([sparkMinutes]int64{3: 2, 14: 1}) {
+	r.add(m + SparkMinutes) // the slot of minute m, a round later
+	if got := r.series(m + SparkMinutes); got != ([SparkMinutes]int64{3: 2, 14: 1}) {
 		t.Errorf("a round later: %v", got)
 	}
 
@@ -55,7 +54,7 @@ func TestMinuteRing(t *testing.T) {
 // 502/504 without an answer from the origin), and neither (allowed; what
 // the client did to itself); every decision value is counted.
 func TestStatsSortsRecords(t *testing.T) {
-	s := newStats()
+	s := NewStats()
 	now := time.Now()
 	for _, r := range []audit.Record{
 		{URL: "http://a.test/x", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200},
@@ -70,10 +69,10 @@ func TestStatsSortsRecords(t *testing.T) {
 		{URL: "http://a.test/z", Decision: "from-the-future", Enforced: true, Status: 400},
 	} {
 		r.Time = now
-		s.add(&r)
+		s.Add(&r)
 	}
 	v := viewOf(s, 10, now)
-	byOrigin := map[string]admin.Origin{}
+	byOrigin := map[string]Origin{}
 	for _, o := range v.Busiest {
 		byOrigin[o.Origin] = o
 	}
@@ -121,22 +120,66 @@ func TestStatsSortsRecords(t *testing.T) {
 	if v.Reload != nil {
 		t.Errorf("a reload before any: %+v", v.Reload)
 	}
-	s.reloaded(errors.New("bad"), now)
+	s.Reloaded(errors.New("bad"), now)
 	if r := viewOf(s, 1, now).Reload; r == nil || r.Err != "bad" || !r.At.Equal(now) {
 		t.Errorf("reload %+v", r)
 	}
 }
 
-// The refusal rings keep the latest statsRefusals, newest first.
-func TestStatsKeepsTheLatestRefusals(t *testing.T) {
-	s := newStats()
-	for i := range statsRefusals + 7 {
-		s.add(&audit.Record{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: time.Now()})
+// The refusal and failure lists keep the latest 50 records each, newest
+// first (docs/operations.md, Memory).
+func TestStatsKeepsTheLatest50Refusals(t *testing.T) {
+	const kept = 50
+	s := NewStats()
+	now := time.Now()
+	for i := range kept + 7 {
+		s.Add(&audit.Record{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: now})
+		s.Add(&audit.Record{URL: fmt.Sprintf("http://b.test/%d", i), Decision: "upstream-error", Enforced: true, Status: 502, Time: now})
 	}
-	_, _, _, recent := s.snapshot(10)
-	if len(recent) != statsRefusals || recent[0].URL != fmt.Sprintf("http://a.test/%d", statsRefusals+6) ||
-		recent[statsRefusals-1].URL != "http://a.test/7" {
-		t.Errorf("%d kept, newest %q, oldest %q", len(recent), recent[0].URL, recent[len(recent)-1].URL)
+	v := viewOf(s, 10, now)
+	for _, l := range []struct {
+		name, host string
+		recs       []audit.Record
+	}{{"refusals", "a.test", v.Recent}, {"upstream failures", "b.test", v.RecentFailures}} {
+		if len(l.recs) != kept || l.recs[0].URL != fmt.Sprintf("http://%s/%d", l.host, kept+6) || l.recs[kept-1].URL != "http://"+l.host+"/7" {
+			t.Errorf("%s: %d kept, newest %q, oldest %q", l.name, len(l.recs), l.recs[0].URL, l.recs[len(l.recs)-1].URL)
+		}
+	}
+}
+
+// The per-origin counters are bounded: past 20,000 origins the 10,000 seen
+// last are kept (docs/operations.md, Memory), the origin that filled the
+// table among them.
+func TestStatsKeepTheOriginsSeenLast(t *testing.T) {
+	const most, kept = 20000, 10000
+	s := NewStats()
+	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	add := func(i int) {
+		s.Add(&audit.Record{URL: fmt.Sprintf("http://o%d.test/", i), Decision: "allow", Enforced: true, Status: 200,
+			UpstreamStatus: 200, Time: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	for i := range most {
+		add(i)
+	}
+	if n := len(viewOf(s, most+1, t0).Busiest); n != most {
+		t.Fatalf("%d origins counted of %d", n, most)
+	}
+	add(most)
+	v := viewOf(s, most+1, t0)
+	if len(v.Busiest) != kept {
+		t.Fatalf("%d origins kept past %d, want %d", len(v.Busiest), most, kept)
+	}
+	seen := map[string]bool{}
+	for _, o := range v.Busiest {
+		seen[o.Origin] = true
+	}
+	for _, i := range []int{most, most - 1, most - kept + 1} {
+		if o := fmt.Sprintf("http://o%d.test", i); !seen[o] {
+			t.Errorf("%s, among the %d seen last, was forgotten", o, kept)
+		}
+	}
+	if o := fmt.Sprintf("http://o%d.test", most-kept); seen[o] {
+		t.Errorf("%s, seen before the last %d, was kept", o, kept)
 	}
 }
 
@@ -144,12 +187,12 @@ func TestStatsKeepsTheLatestRefusals(t *testing.T) {
 // later request's (regression: the recent upstream failures were listed out
 // of order now and then). The lists are by arrival, newest first.
 func TestStatsListsRecordsByArrival(t *testing.T) {
-	s := newStats()
+	s := NewStats()
 	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	for _, i := range []int{0, 2, 1, 3} {
-		s.add(&audit.Record{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: t0.Add(time.Duration(i) * time.Millisecond)})
+		s.Add(&audit.Record{URL: fmt.Sprintf("http://a.test/%d", i), Decision: "disallow", Enforced: true, Time: t0.Add(time.Duration(i) * time.Millisecond)})
 	}
-	_, _, _, recent := s.snapshot(10)
+	recent := viewOf(s, 10, time.Now()).Recent
 	var got []string
 	for _, r := range recent {
 		got = append(got, r.URL)
@@ -162,26 +205,26 @@ func TestStatsListsRecordsByArrival(t *testing.T) {
 // Counting from many connections at once takes no lock on the path of an
 // allowed request, and loses nothing (go test -race).
 func TestStatsCountsConcurrently(t *testing.T) {
-	s := newStats()
+	s := NewStats()
 	var wg sync.WaitGroup
 	now := time.Now()
 	for range 8 {
 		wg.Go(func() {
 			for range 500 {
-				s.add(&audit.Record{URL: "http://a.test/", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200, Time: now})
+				s.Add(&audit.Record{URL: "http://a.test/", Decision: "allow", Enforced: true, Status: 200, UpstreamStatus: 200, Time: now})
 			}
 		})
 	}
 	wg.Wait()
 	v := viewOf(s, 1, now)
-	if o := v.Busiest[0]; o.Requests != 4000 || o.Spark.Requests[sparkMinutes-1] != 4000 {
-		t.Errorf("requests %d, this minute %d; want 4000", o.Requests, o.Spark.Requests[sparkMinutes-1])
+	if o := v.Busiest[0]; o.Requests != 4000 || o.Spark.Requests[SparkMinutes-1] != 4000 {
+		t.Errorf("requests %d, this minute %d; want 4000", o.Requests, o.Spark.Requests[SparkMinutes-1])
 	}
 }
 
 // viewOf returns the status page's statistics of s.
-func viewOf(s *stats, n int, now time.Time) admin.Status {
-	var v admin.Status
-	s.view(n, now, &v)
+func viewOf(s *Stats, n int, now time.Time) Status {
+	var v Status
+	s.View(n, now, &v)
 	return v
 }

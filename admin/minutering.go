@@ -1,21 +1,14 @@
-package proxy
+package admin
 
-import (
-	"sync/atomic"
+import "sync/atomic"
 
-	"github.com/robotsgate/robotsgate/admin"
-)
-
-// sparkMinutes is how many minutes the status page's sparklines show.
-const sparkMinutes = admin.SparkMinutes
-
-// minuteRing counts events in the last sparkMinutes minutes without a
-// lock: one word per minute, indexed by the minute modulo sparkMinutes,
+// minuteRing counts events in the last SparkMinutes minutes without a
+// lock: one word per minute, indexed by the minute modulo SparkMinutes,
 // that holds the minute it counts (high bits) and the count (low bits).
 // A word left from an earlier round is restarted with one compare-and-
 // swap; a word of the current minute is incremented. Memory is fixed:
-// sparkMinutes words per ring.
-type minuteRing [sparkMinutes]atomic.Uint64
+// SparkMinutes words per ring.
+type minuteRing [SparkMinutes]atomic.Uint64
 
 const (
 	ringCountBits  = 36 // up to 2^36-1 events a minute
@@ -25,7 +18,7 @@ const (
 
 // add counts one event in minute (Unix minutes).
 func (r *minuteRing) add(minute int64) {
-	w := &r[uint64(minute)%sparkMinutes]
+	w := &r[uint64(minute)%SparkMinutes]
 	m := uint64(minute) & ringMinuteMask
 	for {
 		old := w.Load()
@@ -41,13 +34,13 @@ func (r *minuteRing) add(minute int64) {
 	}
 }
 
-// series returns the counts of the sparkMinutes minutes that end with
+// series returns the counts of the SparkMinutes minutes that end with
 // minute now, the oldest first.
-func (r *minuteRing) series(now int64) [sparkMinutes]int64 {
-	var out [sparkMinutes]int64
+func (r *minuteRing) series(now int64) [SparkMinutes]int64 {
+	var out [SparkMinutes]int64
 	for i := range out {
-		minute := now - sparkMinutes + 1 + int64(i)
-		w := r[uint64(minute)%sparkMinutes].Load()
+		minute := now - SparkMinutes + 1 + int64(i)
+		w := r[uint64(minute)%SparkMinutes].Load()
 		if w>>ringCountBits == uint64(minute)&ringMinuteMask {
 			out[i] = int64(w & ringCountMask)
 		}

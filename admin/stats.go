@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"cmp"
@@ -9,17 +9,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/policy"
 )
 
-// stats keeps what the status page shows: per-origin counts, with the
-// last sparkMinutes minutes minute by minute, counts by decision, the
+// Stats keeps what the status page shows: per-origin counts, with the
+// last SparkMinutes minutes minute by minute, counts by decision, the
 // latest refusals and upstream failures, and the last reload's result.
-// Counting a request takes no lock (a lock-free map of atomic counters):
-// it happens on every request, from every connection at once.
-type stats struct {
+// The proxy feeds it (Add, Holding, Reloaded) and fills Status from it
+// (View). Counting a request takes no lock (a lock-free map of atomic
+// counters): it happens on every request, from every connection at once.
+// Its memory is bounded: statsOrigins origins (twice that at most, a
+// fixed set of counters each) and statsRefusals records per list.
+type Stats struct {
 	started   time.Time
 	origins   sync.Map // origin string -> *originCounters
 	size      atomic.Int64
@@ -30,7 +31,7 @@ type stats struct {
 	// skew is added to the clock of the per-minute counts (tests: traffic
 	// in earlier minutes).
 	skew   atomic.Int64
-	reload atomic.Pointer[admin.Reload]
+	reload atomic.Pointer[Reload]
 
 	mu       sync.Mutex // the rings (refusals and failures are rare)
 	recent   recordRing // the latest refusals
@@ -45,7 +46,7 @@ type originCounters struct {
 	interval, wait    atomic.Int64 // pacing: interval and last wait (ns)
 	held              atomic.Int64 // requests held now
 	// perMinute counts requests and refusals minute by minute: a fixed
-	// 2 × sparkMinutes words, so memory stays bounded with the origins.
+	// 2 × SparkMinutes words, so memory stays bounded with the origins.
 	perMinute [2]minuteRing
 }
 
@@ -56,7 +57,7 @@ const (
 
 // originStats is a snapshot of one origin's counters, and the counters.
 type originStats struct {
-	admin.Origin
+	Origin
 	c *originCounters
 }
 
@@ -65,35 +66,34 @@ const (
 	statsRefusals = 50    // latest refusals (and upstream failures) kept
 )
 
-func newStats() *stats {
+// NewStats returns empty counters, started now.
+func NewStats() *Stats {
 	n := len(decisionTable.infos) + 1
-	return &stats{started: time.Now(), decisions: make([]atomic.Int64, n), monitored: make([]atomic.Int64, n)}
+	return &Stats{started: time.Now(), decisions: make([]atomic.Int64, n), monitored: make([]atomic.Int64, n)}
 }
 
-// The kinds of decisions, as the status page sorts them.
+// The kinds of decisions, as the status page sorts them (DecisionCount's
+// Kind).
 const (
-	kindAllowed  = "allowed"          // forwarded
-	kindRefused  = "refused"          // refused by robots.txt or the proxy's policy
-	kindUpstream = "upstream failure" // allowed, but the origin or its name failed
-	kindClient   = "client"           // what the client did to itself: left, failed the TLS handshake
-	// kindMonitored: a refusal only logged (a client in monitor mode):
+	KindAllowed  = "allowed"          // forwarded
+	KindRefused  = "refused"          // refused by robots.txt or the proxy's policy
+	KindUpstream = "upstream failure" // allowed, but the origin or its name failed
+	KindClient   = "client"           // what the client did to itself: left, failed the TLS handshake
+	// KindMonitored: a refusal only logged (a client in monitor mode):
 	// the request went on to the origin.
-	kindMonitored = "monitored (would refuse; forwarded)"
+	KindMonitored = "monitored (would refuse; forwarded)"
 )
 
-// monitoredDecision is the requests metric's decision label of a refusal
-// only logged (monitor mode); robotsgate_monitored_requests_total says
-// which refusal it would have been.
-const monitoredDecision = "monitored"
-
-// monitored reports whether rec is a refusal only logged: a decision that
-// is a refusal, not enforced (monitor mode).
-func monitored(rec *audit.Record) bool {
+// Monitored reports whether rec is a refusal only logged: a decision that
+// is a refusal (an unknown value counts as one), not enforced (monitor
+// mode). The requests metric counts such a record apart, as the status
+// page does.
+func Monitored(rec *audit.Record) bool {
 	if rec.Enforced {
 		return false
 	}
 	kind, _ := kindOf(rec.Decision)
-	return kind == kindRefused
+	return kind == KindRefused
 }
 
 // decisionTable indexes audit.Decisions() for counting: a read-only map, built
@@ -120,13 +120,13 @@ var decisionTable = func() (t struct {
 func decisionKind(d audit.DecisionInfo) string {
 	switch {
 	case d.Name == audit.UpstreamError:
-		return kindUpstream
+		return KindUpstream
 	case d.Refusal:
-		return kindRefused
-	case d.Name == policy.Allow.String():
-		return kindAllowed
+		return KindRefused
+	case d.Name == audit.Allow:
+		return KindAllowed
 	}
-	return kindClient
+	return KindClient
 }
 
 // kindOf returns the kind of a decision value and its counter's index;
@@ -135,7 +135,7 @@ func kindOf(decision string) (kind string, index int) {
 	if i, ok := decisionTable.index[decision]; ok {
 		return decisionTable.kinds[i], i
 	}
-	return kindRefused, len(decisionTable.infos)
+	return KindRefused, len(decisionTable.infos)
 }
 
 // failedUpstream reports whether an allowed request failed upstream: the
@@ -146,13 +146,17 @@ func failedUpstream(rec *audit.Record) bool {
 	return rec.UpstreamStatus == 0 && (rec.Status == http.StatusBadGateway || rec.Status == http.StatusGatewayTimeout)
 }
 
-// counters returns origin's counters, creating them if needed; past
-// 2*statsOrigins origins the least recently seen half is forgotten.
-func (s *stats) counters(origin string) *originCounters {
+// counters returns origin's counters, creating them if needed, seen at
+// seen (unix nanoseconds); past 2*statsOrigins origins the least recently
+// seen half is forgotten. A new origin is seen when created, before the
+// table is pruned: the origin that filled it stays (it was the newest).
+func (s *Stats) counters(origin string, seen int64) *originCounters {
 	if c, ok := s.origins.Load(origin); ok {
 		return c.(*originCounters)
 	}
-	c, loaded := s.origins.LoadOrStore(origin, &originCounters{})
+	fresh := &originCounters{}
+	fresh.last.Store(seen)
+	c, loaded := s.origins.LoadOrStore(origin, fresh)
 	if !loaded && s.size.Add(1) > 2*statsOrigins {
 		s.prune()
 	}
@@ -160,7 +164,7 @@ func (s *stats) counters(origin string) *originCounters {
 }
 
 // prune drops the origins seen least recently, keeping statsOrigins.
-func (s *stats) prune() {
+func (s *Stats) prune() {
 	type seen struct {
 		origin string
 		last   int64
@@ -181,10 +185,10 @@ func (s *stats) prune() {
 	}
 }
 
-// holding notes a request entering (+1) or leaving (-1, with its wait) its
-// pacing hold.
-func (s *stats) holding(origin string, interval time.Duration, delta int64, waited time.Duration) {
-	c := s.counters(origin)
+// Holding notes a request to origin entering (delta +1) or leaving (-1,
+// with its wait) its pacing hold of interval.
+func (s *Stats) Holding(origin string, interval time.Duration, delta int64, waited time.Duration) {
+	c := s.counters(origin, time.Now().UnixNano())
 	c.interval.Store(int64(interval))
 	c.held.Add(delta)
 	if delta < 0 {
@@ -192,18 +196,20 @@ func (s *stats) holding(origin string, interval time.Duration, delta int64, wait
 	}
 }
 
-func (s *stats) add(rec *audit.Record) {
+// Add counts a request's record once its response is done; rec is
+// copied if kept (the caller may reuse it).
+func (s *Stats) Add(rec *audit.Record) {
 	kind, i := kindOf(rec.Decision)
-	if kind == kindRefused && !rec.Enforced {
-		kind = kindMonitored
+	if kind == KindRefused && !rec.Enforced {
+		kind = KindMonitored
 		s.monitored[i].Add(1)
 	} else {
 		s.decisions[i].Add(1)
 	}
-	if kind == kindAllowed && failedUpstream(rec) {
-		kind = kindUpstream
+	if kind == KindAllowed && failedUpstream(rec) {
+		kind = KindUpstream
 	}
-	c := s.counters(originKey(rec))
+	c := s.counters(originKey(rec), rec.Time.UnixNano())
 	c.requests.Add(1)
 	c.last.Store(rec.Time.UnixNano())
 	// The minute the request ended in, without reading the clock again.
@@ -211,13 +217,13 @@ func (s *stats) add(rec *audit.Record) {
 	c.perMinute[ringRequests].add(minute)
 	var ring *recordRing
 	switch {
-	case kind == kindRefused:
+	case kind == KindRefused:
 		c.refused.Add(1)
 		c.perMinute[ringRefusals].add(minute)
 		ring = &s.recent
-	case kind == kindMonitored:
+	case kind == KindMonitored:
 		ring = &s.recent // listed, marked as only logged
-	case kind == kindUpstream:
+	case kind == KindUpstream:
 		c.failed.Add(1)
 		ring = &s.failures
 	default:
@@ -262,7 +268,7 @@ func (r *recordRing) newestFirst() []audit.Record {
 // of its URL, or "host:port (CONNECT)" for a CONNECT.
 func originKey(rec *audit.Record) string {
 	if rec.Method == "CONNECT" {
-		return admin.ConnectTarget(rec.URL)
+		return ConnectTarget(rec.URL)
 	}
 	return originOf(rec.URL)
 }
@@ -279,16 +285,16 @@ func originOf(u string) string {
 	return u
 }
 
-// view fills the status page's statistics: the n busiest origins (with
+// View fills the status page's statistics: the n busiest origins (with
 // their sparklines), the n with most refusals, with most upstream
 // failures, the n paced with the longest intervals, the latest refusals
 // and upstream failures, newest first, the counts of every decision value
 // and the last reload.
-func (s *stats) view(n int, now time.Time, v *admin.Status) {
+func (s *Stats) View(n int, now time.Time, v *Status) {
 	var all []originStats
 	s.origins.Range(func(k, val any) bool {
 		c := val.(*originCounters)
-		all = append(all, originStats{Origin: admin.Origin{
+		all = append(all, originStats{Origin: Origin{
 			Origin: k.(string), Requests: c.requests.Load(), Refused: c.refused.Load(), Failed: c.failed.Load(),
 			Last: time.Unix(0, c.last.Load()), Interval: time.Duration(c.interval.Load()),
 			Held: c.held.Load(), LastWait: time.Duration(c.wait.Load()),
@@ -302,45 +308,37 @@ func (s *stats) view(n int, now time.Time, v *admin.Status) {
 	minute := (now.UnixNano() + s.skew.Load()) / int64(time.Minute)
 	for i := range busiest {
 		c := busiest[i].c
-		busiest[i].Spark = admin.NewSparkline(c.perMinute[ringRequests].series(minute), c.perMinute[ringRefusals].series(minute))
+		busiest[i].Spark = NewSparkline(c.perMinute[ringRequests].series(minute), c.perMinute[ringRefusals].series(minute))
 	}
 	v.Busiest = rows(busiest)
 	v.Refusing = rows(topBy(all, n, func(o originStats) int64 { return o.Refused }))
 	v.Failing = rows(topBy(all, n, func(o originStats) int64 { return o.Failed }))
 	v.Paced = rows(topBy(all, n, func(o originStats) int64 { return int64(o.Interval) }))
 	for i, d := range decisionTable.infos {
-		v.Decisions = append(v.Decisions, admin.DecisionCount{Name: d.Name, Kind: decisionTable.kinds[i], Status: d.Status, Count: s.decisions[i].Load()})
+		v.Decisions = append(v.Decisions, DecisionCount{Name: d.Name, Kind: decisionTable.kinds[i], Status: d.Status, Count: s.decisions[i].Load()})
 	}
 	if n := s.decisions[len(decisionTable.infos)].Load(); n > 0 {
-		v.Decisions = append(v.Decisions, admin.DecisionCount{Name: "(other)", Kind: kindRefused, Count: n})
+		v.Decisions = append(v.Decisions, DecisionCount{Name: "(other)", Kind: KindRefused, Count: n})
 	}
 	// Monitor mode's would-be refusals, a row of their own per decision
 	// that had any (a row for every refusal at 0 would double the table).
 	for i, d := range decisionTable.infos {
 		if n := s.monitored[i].Load(); n > 0 {
-			v.Decisions = append(v.Decisions, admin.DecisionCount{Name: d.Name, Kind: kindMonitored, Status: d.Status, Count: n, Monitored: true})
+			v.Decisions = append(v.Decisions, DecisionCount{Name: d.Name, Kind: KindMonitored, Status: d.Status, Count: n, Monitored: true})
 		}
 	}
 	if n := s.monitored[len(decisionTable.infos)].Load(); n > 0 {
-		v.Decisions = append(v.Decisions, admin.DecisionCount{Name: "(other)", Kind: kindMonitored, Count: n, Monitored: true})
+		v.Decisions = append(v.Decisions, DecisionCount{Name: "(other)", Kind: KindMonitored, Count: n, Monitored: true})
 	}
 	v.Reload = s.reload.Load()
 }
 
-func rows(os []originStats) []admin.Origin {
-	out := make([]admin.Origin, len(os))
+func rows(os []originStats) []Origin {
+	out := make([]Origin, len(os))
 	for i := range os {
 		out[i] = os[i].Origin
 	}
 	return out
-}
-
-// snapshot returns the n busiest origins, the n with most refusals, the n
-// paced with the longest intervals, and the latest refusals, newest first.
-func (s *stats) snapshot(n int) (busiest, refusing, paced []admin.Origin, recent []audit.Record) {
-	var v admin.Status
-	s.view(n, time.Now(), &v)
-	return v.Busiest, v.Refusing, v.Paced, v.Recent
 }
 
 func topBy(all []originStats, n int, key func(originStats) int64) []originStats {
@@ -352,11 +350,20 @@ func topBy(all []originStats, n int, key func(originStats) int64) []originStats 
 	return out[:min(n, len(out))]
 }
 
-// reloaded records the outcome of a configuration reload.
-func (s *stats) reloaded(err error, at time.Time) {
-	r := &admin.Reload{At: at}
+// Reloaded records the outcome of a configuration reload at at (err nil:
+// it applied).
+func (s *Stats) Reloaded(err error, at time.Time) {
+	r := &Reload{At: at}
 	if err != nil {
 		r.Err = err.Error()
 	}
 	s.reload.Store(r)
 }
+
+// Started is when the counters started: the proxy's start.
+func (s *Stats) Started() time.Time { return s.started }
+
+// SetSkew moves the clock of the per-minute counts (the sparklines) by d,
+// for Add and View alike: a test's traffic counted in earlier minutes.
+// Zero unless set.
+func (s *Stats) SetSkew(d time.Duration) { s.skew.Store(int64(d)) }
