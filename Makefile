@@ -195,6 +195,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDenyListMatchesLikeDenyHosts$$' -fuzztime $(FUZZTIME) ./egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAudit$$' -fuzztime $(FUZZTIME) ./compliance/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckChain$$' -fuzztime $(FUZZTIME) ./compliance/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendRecord$$' -fuzztime $(FUZZTIME) ./auditlog/
 	$(GO) test -run '^$$' -fuzz '^FuzzWitness$$' -fuzztime $(FUZZTIME) ./witness/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./report/
 	$(GO) test -run '^$$' -fuzz '^FuzzCoveredFields$$' -fuzztime $(FUZZTIME) ./botauth/
