@@ -33,14 +33,19 @@ func (f *Flight[V]) Wait(ctx context.Context, key string, fn func() V) (V, error
 	}
 }
 
-// Refresh calls fn for key in the background, sharing a call under way,
-// unless started was set already (the flag lives in the entry being
-// refreshed, so that its replacement starts without one).
+// Refresh calls fn for key in the background, unless started was set
+// already (the flag lives in the entry being refreshed, so that its
+// replacement starts without one). It never joins a call under way: that
+// call may be the one storing the very entry now stale, and joining it
+// would refresh nothing while the entry's flag says a refresh is on its
+// way, so the stale entry would be served until it is no longer usable.
+// Callers of Wait that come after join the refresh.
 func (f *Flight[V]) Refresh(started *atomic.Bool, key string, fn func() V) {
 	if !started.CompareAndSwap(false, true) {
 		return
 	}
 	f.wg.Add(1)
+	f.group.Forget(key)
 	go func() {
 		defer f.wg.Done()
 		f.group.Do(key, func() (any, error) { return fn(), nil })
