@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/internal/tmpfs"
@@ -57,7 +58,8 @@ func TestAuditLogOnAFullDisk(t *testing.T) {
 				}
 			}
 			os.Remove(filler)
-			get(t, c, o.URL+"/public") // written now: the state recovers
+			get(t, c, o.URL+"/public") // its record is written in the next batch: the state recovers
+			waitReady(t, admin)
 			if resp, _ := get(t, c, o.URL+"/public"); resp.StatusCode != 200 {
 				t.Errorf("after space was freed: %d", resp.StatusCode)
 			}
@@ -71,6 +73,17 @@ func TestAuditLogOnAFullDisk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitReady waits (bounded) for /readyz to answer 200: the signal that
+// the audit log's writer wrote a batch again.
+func waitReady(t *testing.T, admin string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if code, _ := adminGet(t, admin, "/readyz"); code == 200 {
+			return
+		}
 	}
 }
 
