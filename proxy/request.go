@@ -14,6 +14,7 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 )
 
 // serveProxyPort serves a request on the proxy port: a CONNECT (goproxy,
@@ -26,7 +27,7 @@ func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request, rec *r
 		s.gp.ServeHTTP(w, req.WithContext(withRecord(req.Context(), rec)))
 		return
 	case !req.URL.IsAbs():
-		s.refuse(w, req, rec, badRequest("This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
+		s.refuse(w, req, rec, refusal.BadRequest("This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 		return
 	}
 	// A WebSocket URL names the origin its upgrade request goes to
@@ -79,22 +80,22 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 // reads what is left of an unread request body (up to 256 KiB) before it
 // writes the response, so that read gets timeouts.client_body too: a
 // client that stops sending a refused body cannot hold the connection.
-func (s *Server) refuse(w http.ResponseWriter, req *http.Request, rec *record, r *Refusal) {
+func (s *Server) refuse(w http.ResponseWriter, req *http.Request, rec *record, r *refusal.Refusal) {
 	rec.refusal = r
 	if req.ContentLength != 0 && req.ProtoMajor == 1 {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.timeouts.ClientBody.Duration()))
 	}
-	writeResponse(w, r.response(req))
+	r.Write(w, req)
 }
 
 // judge decides one request and returns the refusal to send, or nil when
 // the request may go upstream (it is then held for its pacing slot and
 // prepared to go out as the client sent it).
-func (s *Server) judge(req *http.Request, tunnel *tunnelInfo, rec *record) *Refusal {
+func (s *Server) judge(req *http.Request, tunnel *tunnelInfo, rec *record) *refusal.Refusal {
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return badRequest("The request URL has no valid http or https origin.")
+		return refusal.BadRequest("The request URL has no valid http or https origin.")
 	}
 	target := requestTarget(req)
 	a := admission{route: routeProxyPort, origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr,

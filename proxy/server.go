@@ -9,10 +9,10 @@
 // a transparent connection) and passes it on explicitly; the record is
 // written to the audit log when the request is done. Admission, the
 // response judgement and the upstream side's failures answer with a
-// *Refusal, a value (refusal.go; a policy decision is described in
-// describe.go) rendered at the edge the client came through: an HTTP
-// response, a SOCKS5 reply, a transparent connection closed. /explain and
-// check show the same value.
+// refusal, a value (package refusal, which describes a policy decision
+// too) rendered at the edge the client came through: an HTTP response, a
+// SOCKS5 reply, a transparent connection closed. /explain and check show
+// the same value.
 //
 // Client connections are served by net/http's server: the proxy port
 // (HTTP/1.1) and the inside of intercepted tunnels (HTTP/1.1 and HTTP/2,
