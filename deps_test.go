@@ -64,6 +64,8 @@ var forbiddenImports = []struct {
 	{from: "witness", to: "...", except: []string{"audit"},
 		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses, its signer's fingerprint)"},
 	{from: "statelock", to: "...", why: "statelock locks directories for serve, ca init and the witness: a leaf"},
+	{from: "fleetredis", to: "...", except: []string{"config", "fleet", "metrics", "pacing", "redisconn"}, direct: true,
+		why: "fleetredis opens a fleet's Redis and the stores on it from the configuration: it knows the stores (fleet, pacing) and their connection, never a decision (policy) or a way in (proxy)"},
 	{from: "refusal", to: "...", except: []string{"audit", "egress", "origin", "pacing", "policy", "robots/resolver", "tdmrep"}, direct: true,
 		why: "refusal describes and renders what robotsgate answers in place of the origin: it reads decisions (policy) and the causes they name, never a way in (proxy), the upstream side or the configuration"},
 }

@@ -58,10 +58,10 @@ func (s *Server) Ready(ctx context.Context) error {
 // ReadyNotes tells /readyz which Redis node the instance uses and when it
 // last failed over (nothing without a fleet).
 func (s *Server) ReadyNotes() []string {
-	if s.redis.conn == nil {
+	if s.redis == nil {
 		return nil
 	}
-	return []string{s.redis.conn.Status().String()}
+	return []string{s.redis.Status().String()}
 }
 
 // Explain answers /explain with the decision Judge makes.

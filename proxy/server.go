@@ -58,6 +58,7 @@ import (
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/fleetredis"
 	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -150,9 +151,9 @@ type Server struct {
 	ready func(context.Context) error
 	// closeStore and closeShared release the Redis clients, if any.
 	closeStore, closeShared func() error
-	redis                   redisClients   // the same clients, for metrics
-	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
-	inbound                 listeners      // SOCKS5 and transparent listeners
+	redis                   *fleetredis.Redis // pacing.store: redis (nil without), for Shutdown and metrics
+	denyWatch               *denyListWatch    // re-reads egress.deny_hosts_files
+	inbound                 listeners         // SOCKS5 and transparent listeners
 	listeners               guardedListeners
 	own                     *upstream.OwnConns // robotsgate's own upstream connections
 	loops                   selfLoops          // transparent connections refused as robotsgate's own
@@ -344,7 +345,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.archive != nil {
 		s.archive.Close()
 	}
-	for _, closeRedis := range []func() error{s.closeStore, s.closeShared, s.closeRedis} {
+	for _, closeRedis := range []func() error{s.closeStore, s.closeShared, s.redis.Close} {
 		if closeRedis != nil {
 			closeRedis()
 		}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/doccache"
+	"github.com/robotsgate/robotsgate/fleetredis"
 	"github.com/robotsgate/robotsgate/pacing"
+	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
@@ -23,13 +25,13 @@ import (
 func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	var shared, sharedTDM, sharedRSL resolver.Store
 	if cfg.Pacing.Store == config.StoreRedis {
-		rs, ts, err := s.openSharedStores(cfg.Pacing.Redis)
+		fr, err := s.fleetRedis(cfg.Pacing.Redis)
 		if err != nil {
 			return err
 		}
-		ls, err := s.openRSLStore(cfg.Pacing.Redis)
+		rs, ts, ls, err := fr.Documents()
 		if err != nil {
-			return errors.Join(err, rs.Close(), ts.Close())
+			return fmt.Errorf("proxy: %w", err)
 		}
 		shared, sharedTDM, sharedRSL = rs, ts, ls
 		s.closeShared = func() error { return errors.Join(rs.Close(), ts.Close(), ls.Close()) }
@@ -89,6 +91,35 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	return nil
 }
 
+// fleetRedis returns the connection to the fleet's Redis that every store
+// shares (pacing.store: redis), opening it on first use (Shutdown closes
+// it).
+func (s *Server) fleetRedis(r config.Redis) (*fleetredis.Redis, error) {
+	if s.redis == nil {
+		fr, err := fleetredis.Open(r, s.log)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		s.redis = fr
+	}
+	return s.redis, nil
+}
+
+// longestInterval is the longest interval cfg can pace a request at:
+// pacing.max_delay when set (it caps everything), else the longest of what
+// robots.txt can ask for (robots.MaxDelay), pacing.default_delay and the
+// sites' delays.
+func longestInterval(cfg config.Config) time.Duration {
+	if d := cfg.Pacing.MaxDelay.Duration(); d > 0 {
+		return d
+	}
+	d := max(robots.MaxDelay, cfg.Pacing.DefaultDelay.Duration())
+	for _, site := range cfg.Sites {
+		d = max(d, site.Delay.Duration())
+	}
+	return d
+}
+
 // openPacingStore creates the schedule's store: in memory, or Redis behind
 // the pacing.on_store_error policy. Changing it needs a restart.
 func (s *Server) openPacingStore(p config.Pacing) error {
@@ -97,9 +128,13 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 		s.governor = s.newGovernor(p, nil)
 		return nil
 	}
-	r, err := s.openRedisPacing(p.Redis)
+	fr, err := s.fleetRedis(p.Redis)
 	if err != nil {
 		return err
+	}
+	r, err := fr.Pacing()
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
 	f, err := pacing.NewFallback(r, pacing.FallbackOptions{OnError: pacing.OnError(p.OnStoreError),
 		OnFailure: func(error) { s.metrics.StoreErrors.Inc() }})
@@ -129,7 +164,7 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 }
 
 func (s *Server) registerGauges() {
-	s.registerRedisMetrics()
+	s.redis.RegisterMetrics(s.metrics)
 	s.metrics.GaugeFunc("robotsgate_robots_cache_entries", "Origins whose robots.txt is cached.",
 		func() float64 { return float64(s.resolver.Stats().Entries) })
 	s.metrics.GaugeFunc("robotsgate_robots_cache_bytes", "Memory the robots.txt cache keeps (robots.cache_bytes bounds it).",
