@@ -66,6 +66,8 @@ var forbiddenImports = []struct {
 	{from: "statelock", to: "...", why: "statelock locks directories for serve, ca init and the witness: a leaf"},
 	{from: "fleetredis", to: "...", except: []string{"config", "fleet", "metrics", "pacing", "redisconn"}, direct: true,
 		why: "fleetredis opens a fleet's Redis and the stores on it from the configuration: it knows the stores (fleet, pacing) and their connection, never a decision (policy) or a way in (proxy)"},
+	{from: "headscan", to: "...", except: []string{"botauth", "htmlmeta", "policy"}, direct: true,
+		why: "headscan reads a response's HTML head for the policy (policy.Head) without consuming it: it knows the tags (htmlmeta) and a client's own signature (botauth), never a way in (proxy)"},
 	{from: "refusal", to: "...", except: []string{"audit", "egress", "origin", "pacing", "policy", "robots/resolver", "tdmrep"}, direct: true,
 		why: "refusal describes and renders what robotsgate answers in place of the origin: it reads decisions (policy) and the causes they name, never a way in (proxy), the upstream side or the configuration"},
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/headscan"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
@@ -50,7 +51,7 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
 	if rec.d.ScanHTML && rec.d.ResponseJudge().Refuses() {
-		restrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
+		headscan.RestrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
 	}
 	if tunnel != nil && tunnel.dest.IsValid() {
 		rec.up.Pin = &tunnel.dest // a transparent request goes where its client connected
