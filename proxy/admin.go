@@ -177,6 +177,6 @@ func (s *Server) Status(now time.Time) admin.Status {
 		v.Paused = append(v.Paused, admin.PausedOrigin{Origin: p.Origin, Cause: p.Pause.Cause(), Until: p.Pause.Until.UTC(),
 			Left: max(p.Pause.Until.Sub(now).Round(time.Second), 0), AwaitingProbe: p.AwaitingProbe})
 	}
-	v.TLSFailures, v.TLSLast = s.tlsFails.snapshot()
+	v.TLSFailures, v.TLSLast = s.tlsFails.Snapshot()
 	return v
 }

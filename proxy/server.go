@@ -127,8 +127,8 @@ type Server struct {
 	authFails           authFailures // auth.failure_limit
 	auditFails          auditFailures
 	stats               *admin.Stats
-	archive             *archive.Writer // nil: archive.dir is ""
-	tlsFails            tlsFailures     // clients that failed the intercepted handshake
+	archive             *archive.Writer   // nil: archive.dir is ""
+	tlsFails            admin.TLSFailures // clients that failed the intercepted handshake
 	// caPath is the CA certificate clients must trust (mitm.ca_cert,
 	// absolute), which the messages on failed handshakes name.
 	caPath string
