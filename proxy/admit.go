@@ -181,7 +181,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *reco
 		}
 	}
 	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client, LicenseToken: a.licenseToken, At: a.dest}
-	if g := s.coldGates.gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
+	if g := s.coldGates.Gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
 		ctx = resolver.WithColdGate(ctx, g)
 	}
 	var err error
@@ -230,14 +230,14 @@ func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, *ref
 	}
 	now := time.Now()
 	if a.proxyAuth != "" {
-		if wait, limited := s.authFails.limited(a.remote, st.cfg.Auth.FailureLimit, now); limited {
+		if wait, limited := s.authFails.Limited(a.remote, st.cfg.Auth.FailureLimit, now); limited {
 			return policy.Client{}, refusal.AuthLimited(wait)
 		}
 	}
 	client, err := st.engine.Identify(a.remote, a.proxyAuth)
 	if err != nil {
 		if a.proxyAuth != "" && errors.Is(err, policy.ErrAuthRequired) {
-			s.authFails.failed(a.remote, now)
+			s.authFails.Failed(a.remote, now)
 			s.metrics.AuthFailures.Inc()
 		}
 		return client, refusal.Identify(st.engine.Realm(), err, false)

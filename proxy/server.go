@@ -59,6 +59,7 @@ import (
 	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/fleetredis"
+	"github.com/robotsgate/robotsgate/limits"
 	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -123,8 +124,8 @@ type Server struct {
 	metrics             *metrics.Metrics
 	auditLog            *auditlog.Writer
 	witness             *witness.Client
-	coldGates           coldGates    // robots.cold_fetches_per_client
-	authFails           authFailures // auth.failure_limit
+	coldGates           limits.ColdGates    // robots.cold_fetches_per_client
+	authFails           limits.AuthFailures // auth.failure_limit
 	auditFails          auditFailures
 	stats               *admin.Stats
 	archive             *archive.Writer   // nil: archive.dir is ""
