@@ -158,7 +158,7 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 		return fmt.Errorf("fetch %s: %w", u, err)
 	}
 	req.Header.Set("User-Agent", d.Request.UserAgent) // "" sends none, as a client without one
-	identify(req, st.cfg.Identify)
+	upstream.Identify(req, st.cfg.Identify)
 	s.log.Info("fetching a page to explain its AI-usage signals", "url", u, "user_agent", d.Request.UserAgent)
 	var notes []string
 	status := 0

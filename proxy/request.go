@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/headscan"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/refusal"
+	"github.com/robotsgate/robotsgate/upstream"
 )
 
 // serveProxyPort serves a request on the proxy port: a CONNECT (goproxy,
@@ -113,7 +113,7 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo, rec *record) *refu
 	if r := adm.refusal(s); r != nil {
 		return r
 	}
-	identify(req, st.cfg.Identify)
+	upstream.Identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
 	return nil
 }
@@ -147,23 +147,6 @@ func remoteIP(req *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr()
-}
-
-// identify adds the operator's identification to a request that is going
-// upstream, after the decision (which used the client's own User-Agent).
-// Neither is changed when the client's own signature covers it.
-func identify(req *http.Request, id config.Identify) {
-	if id.From == "" && id.UserAgentSuffix == "" {
-		return
-	}
-	signedFrom, signedUA := clientCovers(req.Header)
-	if id.From != "" && !signedFrom {
-		req.Header.Set("From", id.From)
-	}
-	if id.UserAgentSuffix != "" && !signedUA {
-		ua := strings.TrimSpace(req.UserAgent() + " " + id.UserAgentSuffix)
-		req.Header.Set("User-Agent", ua)
-	}
 }
 
 // requestTarget returns the request-target as the client sent it, in origin
