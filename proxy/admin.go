@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -41,13 +40,8 @@ func (s *Server) Ready(ctx context.Context) error {
 	if err := s.listeners.err(); err != nil {
 		return err
 	}
-	if err := s.auditLog.Failing(); err != nil {
-		return fmt.Errorf("the audit log cannot be written: %w", err)
-	}
-	if s.witness != nil {
-		if err := s.witness.Failing(); err != nil {
-			return fmt.Errorf("the witness did not acknowledge the last checkpoint (requests are served): %w", err)
-		}
+	if err := s.evidence.Failing(); err != nil {
+		return err
 	}
 	if s.ready != nil {
 		return s.ready(ctx)

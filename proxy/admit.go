@@ -158,7 +158,7 @@ func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest neti
 // robotsgate's own).
 func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *record) (out admitted) {
 	if st.cfg.Log.AuditOnError == config.AuditRefuse {
-		if err := s.auditLog.Failing(); err != nil {
+		if err := s.evidence.AuditFailing(); err != nil {
 			return admitted{refused: refusal.AuditUnavailable(err)}
 		}
 	}

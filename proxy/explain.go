@@ -203,5 +203,5 @@ func (s *Server) auditExplainFetch(e *Explained, start, sent time.Time, status i
 	}
 	rec.AddNote(note)
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.writeAudit(&rec)
+	s.evidence.Write(&rec)
 }

@@ -250,7 +250,7 @@ func (s *Server) finish(r *record, req *http.Request) {
 	}
 	rec.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
-	s.writeAudit(rec)
+	s.evidence.Write(rec)
 	if admin.Monitored(rec) {
 		s.metrics.CountRequest(metrics.MonitoredDecision, method)
 		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()

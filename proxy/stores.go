@@ -50,7 +50,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Proxy:        s.upstream.ProxyFor,
 		RootCAs:      roots,
 		OnFetch:      s.robotsFetched,
-		OnAnswer:     s.onAnswer(),
+		OnAnswer:     s.evidence.OnRobots(),
 		// robots.txt and tdmrep.json fetches, each redirect hop, are
 		// signed with the gateway's key when bot_auth is set.
 		WrapTransport: s.signFetches,
@@ -66,7 +66,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Store:        sharedTDM,
 		CacheEntries: cfg.Robots.CacheEntries,
 		CacheBytes:   int64(cfg.Usage.CacheBytes),
-		OnAnswer:     s.onTDMRepAnswer(),
+		OnAnswer:     s.evidence.OnTDMRep(),
 	})
 	if err != nil {
 		r.Close()
@@ -77,7 +77,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Resolver:     r,
 		Store:        sharedRSL,
 		CacheEntries: cfg.Robots.CacheEntries,
-		OnAnswer:     s.onRSLAnswer(),
+		OnAnswer:     s.evidence.OnRSL(),
 		// Licence documents are robotsgate's own requests to their
 		// origins (licencefetch.go).
 		Admit: s.admitLicenceFetch,
@@ -179,15 +179,7 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Hits) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",
 		func() float64 { return float64(s.resolver.Stats().Misses) })
-	s.metrics.CounterFunc("robotsgate_audit_write_failures_total", "Audit records not written (a full disk, an unwritable file).",
-		func() float64 { return float64(s.auditLog.Failures()) })
-	s.metrics.CounterFunc("robotsgate_archive_dropped_total", "robots.txt archive records not written (queue full or disk error).",
-		func() float64 {
-			if s.archive == nil {
-				return 0
-			}
-			return float64(s.archive.Dropped())
-		})
+	s.evidence.RegisterMetrics(s.metrics)
 	s.metrics.CounterFunc("robotsgate_certificates_minted_total", "Leaf certificates minted for intercepted hosts.",
 		func() float64 {
 			if s.minter == nil {

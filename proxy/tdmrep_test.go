@@ -142,7 +142,7 @@ func TestTDMRepRefusesTrainAI(t *testing.T) {
 	if r := recs[1]; r["decision"] != "allow" || r["tdm_entry"] != 0.0 {
 		t.Errorf("the allowed request's audit record %v", r)
 	}
-	p.srv.archive.Close()
+	p.srv.evidence.Archive().Close()
 	if body, err := archive.ReadBody(cfg.Archive.Dir, sum); err != nil || string(body) != proxyTDMRep {
 		t.Errorf("archived body %q %v", body, err)
 	}
