@@ -24,8 +24,8 @@ import (
 )
 
 // Redis is the connection to a fleet's Redis and the stores opened on it,
-// kept for their metrics. Its methods are those of no Redis on a nil
-// *Redis (an instance without a fleet).
+// kept for their metrics. Close and RegisterMetrics take a nil *Redis as
+// an instance without a fleet (nothing to close, every count 0).
 type Redis struct {
 	conn           *redisconn.Conn
 	prefix         string
