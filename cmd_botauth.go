@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/botauth"
-	"github.com/robotsgate/robotsgate/proxy"
 	"github.com/robotsgate/robotsgate/upstream"
 )
 
@@ -82,7 +81,7 @@ var botAuthCommand = &command{
 				fmt.Fprintf(s.errOut, "created the signing key %s (serve signs with it)\n", path)
 			}
 			if *card {
-				fmt.Fprintf(s.out, "%s\n", botauth.Card(proxy.CardFacts(cfg, index)))
+				fmt.Fprintf(s.out, "%s\n", botauth.Card(upstream.CardFacts(cfg, index)))
 				return 0, nil
 			}
 			if *publish != "" {

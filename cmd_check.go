@@ -128,7 +128,7 @@ func check(configPath string, asker proxy.Asker, fetch bool, urls []string, s st
 
 // verdictOf is check's line for an explained URL: the verdict, why, and
 // the exit status it gives. A refusal made before a decision is told as
-// the proxy's refusal tells the operator (proxy.Refusal.Why).
+// the proxy's refusal tells the operator (refusal.Refusal.Why).
 func verdictOf(x *proxy.Explained) (verdict, why string, code int) {
 	if r := x.Refused; r != nil {
 		return strings.ToUpper(r.Decision()), "(" + r.Why() + ")", exitStatus(r.Decision())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/egress"
 	"github.com/robotsgate/robotsgate/proxy"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -189,7 +190,7 @@ func readRobots(arg string, stdin io.Reader, client *http.Client, userAgent stri
 		}
 		var denied *egress.DeniedError
 		if errors.As(err, &denied) {
-			return nil, fmt.Errorf("fetch %s: %w (%s; the egress rules are those of -config FILE)", arg, err, proxy.EgressRule(err))
+			return nil, fmt.Errorf("fetch %s: %w (%s; the egress rules are those of -config FILE)", arg, err, refusal.EgressRule(err))
 		}
 		return nil, fmt.Errorf("fetch %s: %w", arg, err)
 	}

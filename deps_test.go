@@ -64,6 +64,16 @@ var forbiddenImports = []struct {
 	{from: "witness", to: "...", except: []string{"audit"},
 		why: "the witness protocol is shared by serve, verify and the witness command: it imports only audit (the checkpoint it witnesses, its signer's fingerprint)"},
 	{from: "statelock", to: "...", why: "statelock locks directories for serve, ca init and the witness: a leaf"},
+	{from: "fleetredis", to: "...", except: []string{"config", "fleet", "metrics", "pacing", "redisconn"}, direct: true,
+		why: "fleetredis opens a fleet's Redis and the stores on it from the configuration: it knows the stores (fleet, pacing) and their connection, never a decision (policy) or a way in (proxy)"},
+	{from: "headscan", to: "...", except: []string{"botauth", "htmlmeta", "policy"}, direct: true,
+		why: "headscan reads a response's HTML head for the policy (policy.Head) without consuming it: it knows the tags (htmlmeta) and a client's own signature (botauth), never a way in (proxy)"},
+	{from: "limits", to: "...", except: []string{"origin", "robots/resolver"}, direct: true,
+		why: "limits counts what one client or origin made robotsgate do, for the proxy to ask: it knows origins and the resolver's cold gate, never a decision (policy) or a way in (proxy)"},
+	{from: "evidence", to: "...", except: []string{"archive", "audit", "auditlog", "config", "doccache", "metrics", "robots/resolver", "witness"}, direct: true,
+		why: "evidence opens and writes what robotsgate keeps as evidence (the audit log, its witness, the archive of fetched documents): it takes records and answers, never a decision (policy) or a way in (proxy)"},
+	{from: "refusal", to: "...", except: []string{"audit", "egress", "origin", "pacing", "policy", "robots/resolver", "tdmrep"}, direct: true,
+		why: "refusal describes and renders what robotsgate answers in place of the origin: it reads decisions (policy) and the causes they name, never a way in (proxy), the upstream side or the configuration"},
 }
 
 // moduleDeps returns, for every non-test package of the module, the

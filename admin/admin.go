@@ -6,7 +6,8 @@
 // It also keeps the status page's counters (Stats: per origin, per
 // decision, the latest refusals and upstream failures, the last reload),
 // which the proxy feeds with each request's audit record and reads back
-// into Status: what the page shows and what counts it live together.
+// into Status, and the counts of clients' failed TLS handshakes
+// (TLSFailures): what the page shows and what counts it live together.
 //
 // It must not import the proxy: the proxy implements Source and serves this
 // package's handler.

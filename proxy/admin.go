@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -41,13 +40,8 @@ func (s *Server) Ready(ctx context.Context) error {
 	if err := s.listeners.err(); err != nil {
 		return err
 	}
-	if err := s.auditLog.Failing(); err != nil {
-		return fmt.Errorf("the audit log cannot be written: %w", err)
-	}
-	if s.witness != nil {
-		if err := s.witness.Failing(); err != nil {
-			return fmt.Errorf("the witness did not acknowledge the last checkpoint (requests are served): %w", err)
-		}
+	if err := s.evidence.Failing(); err != nil {
+		return err
 	}
 	if s.ready != nil {
 		return s.ready(ctx)
@@ -58,10 +52,10 @@ func (s *Server) Ready(ctx context.Context) error {
 // ReadyNotes tells /readyz which Redis node the instance uses and when it
 // last failed over (nothing without a fleet).
 func (s *Server) ReadyNotes() []string {
-	if s.redis.conn == nil {
+	if s.redis == nil {
 		return nil
 	}
-	return []string{s.redis.conn.Status().String()}
+	return []string{s.redis.Status().String()}
 }
 
 // Explain answers /explain with the decision Judge makes.
@@ -177,6 +171,6 @@ func (s *Server) Status(now time.Time) admin.Status {
 		v.Paused = append(v.Paused, admin.PausedOrigin{Origin: p.Origin, Cause: p.Pause.Cause(), Until: p.Pause.Until.UTC(),
 			Left: max(p.Pause.Until.Sub(now).Round(time.Second), 0), AwaitingProbe: p.AwaitingProbe})
 	}
-	v.TLSFailures, v.TLSLast = s.tlsFails.snapshot()
+	v.TLSFailures, v.TLSLast = s.tlsFails.Snapshot()
 	return v
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
@@ -21,7 +22,7 @@ import (
 // tells admit what it knows of the request; admit identifies the client,
 // checks the destination, asks the policy engine, holds the request for its
 // pacing slot, and logs and records the decision of proxied traffic. Its
-// outcome is a decision, or a refusal (a *Refusal) made before one; each
+// outcome is a decision, or a refusal (a *refusal.Refusal) made before one; each
 // way in renders a refusal at its edge, and /explain and check show the
 // same value.
 
@@ -112,14 +113,14 @@ type admitted struct {
 	// client (identified, authenticated, its credentials limited), the
 	// audit log, the destination (egress guard, port rules, its name, a
 	// transparent request's address), or the client leaving.
-	refused *Refusal
+	refused *refusal.Refusal
 	// permit is the pacing permit of a held request; release it when the
 	// request is done.
 	permit pacing.Permit
 }
 
 // refusal is the refusal to answer with, nil when the request may go on.
-func (a *admitted) refusal(s *Server) *Refusal {
+func (a *admitted) refusal(s *Server) *refusal.Refusal {
 	switch {
 	case a.refused != nil:
 		return a.refused
@@ -133,12 +134,12 @@ func (a *admitted) refusal(s *Server) *Refusal {
 // (an IP literal must be dest), or whose port is not dest's; nothing to
 // check when dest is invalid (not a transparent request). The name is
 // resolved as the egress guard resolves it.
-func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest netip.AddrPort) *Refusal {
+func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest netip.AddrPort) *refusal.Refusal {
 	if !dest.IsValid() {
 		return nil
 	}
 	if o.Port != dest.Port() {
-		return mismatchRefusal(o, dest)
+		return refusal.HostMismatch(o, dest)
 	}
 	ips, err := s.settings().guard.Lookup(ctx, o.Host)
 	if err != nil {
@@ -149,7 +150,7 @@ func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest neti
 			return nil
 		}
 	}
-	return mismatchRefusal(o, dest)
+	return refusal.HostMismatch(o, dest)
 }
 
 // admit judges one request (see above). rec is its record, nil for the
@@ -157,8 +158,8 @@ func (s *Server) checkResolvesTo(ctx context.Context, o origin.Origin, dest neti
 // robotsgate's own).
 func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *record) (out admitted) {
 	if st.cfg.Log.AuditOnError == config.AuditRefuse {
-		if err := s.auditLog.Failing(); err != nil {
-			return admitted{refused: auditRefusal(err)}
+		if err := s.evidence.AuditFailing(); err != nil {
+			return admitted{refused: refusal.AuditUnavailable(err)}
 		}
 	}
 	client, refused := s.identifyClient(st, &a)
@@ -180,7 +181,7 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *reco
 		}
 	}
 	req := policy.Request{Origin: a.origin, Target: a.target, UserAgent: a.userAgent, Client: client, LicenseToken: a.licenseToken, At: a.dest}
-	if g := s.coldGates.gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
+	if g := s.coldGates.Gate(a.remote, st.cfg.Robots.ColdFetchesPerClient, st.cfg.Pacing.MaxWait.Duration()); g != nil {
 		ctx = resolver.WithColdGate(ctx, g)
 	}
 	var err error
@@ -193,11 +194,11 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *reco
 		out.d, err = st.engine.Decide(ctx, req)
 	}
 	if err != nil {
-		return admitted{refused: clientLeft("while robots.txt was fetched", err)}
+		return admitted{refused: refusal.ClientLeft("while robots.txt was fetched", err)}
 	}
 	if a.route.holds() && out.d.Verdict == policy.Allow {
 		if out.permit, err = s.pace(ctx, st, &out.d); err != nil {
-			return admitted{refused: clientLeft("while the request was held", err)}
+			return admitted{refused: refusal.ClientLeft("while the request was held", err)}
 		}
 	}
 	out.decided = true
@@ -216,30 +217,30 @@ func (s *Server) admit(ctx context.Context, st *settings, a admission, rec *reco
 // Credentials that fail (a wrong password, an unknown user) count against
 // their address: beyond auth.failure_limit in a minute, its attempts are
 // refused (auth-limited) without being checked.
-func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, *Refusal) {
+func (s *Server) identifyClient(st *settings, a *admission) (policy.Client, *refusal.Refusal) {
 	if a.client != nil {
 		return *a.client, nil
 	}
 	if a.route == routeExplain || a.route == routeExplainFetch {
 		client, err := st.engine.IdentifyAs(a.remote, a.asUser)
 		if err != nil {
-			return client, identifyRefusal(st, err, true)
+			return client, refusal.Identify(st.engine.Realm(), err, true)
 		}
 		return client, nil
 	}
 	now := time.Now()
 	if a.proxyAuth != "" {
-		if wait, limited := s.authFails.limited(a.remote, st.cfg.Auth.FailureLimit, now); limited {
-			return policy.Client{}, authLimitedRefusal(wait)
+		if wait, limited := s.authFails.Limited(a.remote, st.cfg.Auth.FailureLimit, now); limited {
+			return policy.Client{}, refusal.AuthLimited(wait)
 		}
 	}
 	client, err := st.engine.Identify(a.remote, a.proxyAuth)
 	if err != nil {
 		if a.proxyAuth != "" && errors.Is(err, policy.ErrAuthRequired) {
-			s.authFails.failed(a.remote, now)
+			s.authFails.Failed(a.remote, now)
 			s.metrics.AuthFailures.Inc()
 		}
-		return client, identifyRefusal(st, err, false)
+		return client, refusal.Identify(st.engine.Realm(), err, false)
 	}
 	return client, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/wire"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Connect
 	rec := recordOf(req.Context())
 	o, err := origin.New("https", host)
 	if err != nil {
-		return s.rejectConnect(ctx, rec, badRequest("The CONNECT target is not a valid host:port."))
+		return s.rejectConnect(ctx, rec, refusal.BadRequest("The CONNECT target is not a valid host:port."))
 	}
 	op := s.openTunnel(req.Context(), tunnelOpening{origin: o, clientAddr: req.RemoteAddr, remote: remoteIP(req),
 		userAgent: req.UserAgent(), proxyAuth: req.Header.Get("Proxy-Authorization")}, rec)
@@ -79,7 +80,7 @@ type tunnelOpening struct {
 // openedTunnel is the outcome of opening a tunnel: a refusal to send, or
 // the client and whether the tunnel is intercepted.
 type openedTunnel struct {
-	refusal   *Refusal
+	refusal   *refusal.Refusal
 	intercept bool
 	client    policy.Client
 }
@@ -103,8 +104,8 @@ func (s *Server) openTunnel(ctx context.Context, t tunnelOpening, rec *record) o
 
 // rejectConnect makes goproxy write the refusal r on the client
 // connection and close it, instead of tunnelling.
-func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, rec *record, r *Refusal) (*goproxy.ConnectAction, string) {
-	resp := r.response(ctx.Req)
+func (s *Server) rejectConnect(ctx *goproxy.ProxyCtx, rec *record, r *refusal.Refusal) (*goproxy.ConnectAction, string) {
+	resp := r.Response(ctx.Req)
 	resp.Close = true
 	ctx.Resp = resp
 	rec.answered(r) // written on the hijacked connection, unseen by the writer
@@ -202,14 +203,14 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request, rec 
 	}
 	rec.via = info.via
 	if r.Method == http.MethodConnect {
-		s.refuse(w, r, rec, badRequest("CONNECT inside a tunnel is not supported.").withStatus(http.StatusMethodNotAllowed))
+		s.refuse(w, r, rec, refusal.BadRequest("CONNECT inside a tunnel is not supported.").WithStatus(http.StatusMethodNotAllowed))
 		return
 	}
 	if r.Host == "" {
 		r.Host = info.origin.HostPort()
 	}
 	if !info.byHost && !info.sameOrigin(r.Host) {
-		s.refuse(w, r, rec, newRefusal(audit.Misdirected, "http_request_error",
+		s.refuse(w, r, rec, refusal.New(audit.Misdirected, "http_request_error",
 			"This tunnel was opened to "+info.origin.String()+"; the request's Host names another origin."))
 		return
 	}
@@ -237,7 +238,7 @@ func (s *Server) tunnelDialFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error)
 	}
 	r := s.upstreamFailure(ctx.Req.Context(), ctx.Req.URL.Host, de.err)
 	recordOf(ctx.Req.Context()).answered(r) // written on the hijacked connection, unseen by the writer
-	resp := r.response(ctx.Req)
+	resp := r.Response(ctx.Req)
 	resp.Close = true
 	resp.Write(w)
 }

@@ -24,7 +24,7 @@ func TestDecisionsNameTheArchivedBody(t *testing.T) {
 			t.Errorf("audit record %v: robots_sha256 %v strict_paths %v, want %s true", r["url"], r["robots_sha256"], r["strict_paths"], sum)
 		}
 	}
-	p.srv.archive.Close() // flush (Shutdown would do it too)
+	p.srv.evidence.Archive().Close() // flush (Shutdown would do it too)
 	if body, err := archive.ReadBody(cfg.Archive.Dir, sum); err != nil || string(body) != testRobots {
 		t.Errorf("archived body: %q %v", body, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/upstream"
 )
 
@@ -26,7 +27,7 @@ type Explained struct {
 	// allowed, not known), the egress rules (the destination's address,
 	// host or port), its name not resolving, or time running out (the
 	// asker left).
-	Refused *Refusal
+	Refused *refusal.Refusal
 	// NextSlot is how long a request judged alike would wait for its
 	// pacing slot now (not with Fetch: the fetch itself was held).
 	NextSlot time.Duration
@@ -58,12 +59,12 @@ type Explained struct {
 // (for a monitored client, the one it would answer with): Refused, or the
 // decision's; nil when it is allowed. /explain and check show it as the
 // proxy's refusal says it.
-func (x *Explained) Refusal() *Refusal {
+func (x *Explained) Refusal() *refusal.Refusal {
 	switch {
 	case x.Refused != nil:
 		return x.Refused
 	case x.Decision.Verdict != policy.Allow:
-		return describeDecision(&x.Decision, x.MaxWait)
+		return refusal.Describe(&x.Decision, x.MaxWait)
 	}
 	return nil
 }
@@ -124,10 +125,10 @@ func (s *Server) Judge(ctx context.Context, rawURL string, asker Asker, fetch bo
 	e := Explained{Decision: adm.d}
 	d := &e.Decision
 	if err := st.engine.ConsultTDM(ctx, d); err != nil {
-		return Explained{Refused: clientLeft("while tdmrep.json was fetched", err)}, nil
+		return Explained{Refused: refusal.ClientLeft("while tdmrep.json was fetched", err)}, nil
 	}
 	if err := st.engine.ConsultLicenses(ctx, d); err != nil {
-		return Explained{Refused: clientLeft("while an RSL licence was fetched", err)}, nil
+		return Explained{Refused: refusal.ClientLeft("while an RSL licence was fetched", err)}, nil
 	}
 	e.Signals = d.ExplainSignals()
 	e.MaxWait, e.Pause = st.cfg.Pacing.MaxWait.Duration(), d.Pause
@@ -157,7 +158,7 @@ func (s *Server) fetchToExplain(ctx context.Context, st *settings, e *Explained,
 		return fmt.Errorf("fetch %s: %w", u, err)
 	}
 	req.Header.Set("User-Agent", d.Request.UserAgent) // "" sends none, as a client without one
-	identify(req, st.cfg.Identify)
+	upstream.Identify(req, st.cfg.Identify)
 	s.log.Info("fetching a page to explain its AI-usage signals", "url", u, "user_agent", d.Request.UserAgent)
 	var notes []string
 	status := 0
@@ -202,5 +203,5 @@ func (s *Server) auditExplainFetch(e *Explained, start, sent time.Time, status i
 	}
 	rec.AddNote(note)
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.writeAudit(&rec)
+	s.evidence.Write(&rec)
 }

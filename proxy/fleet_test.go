@@ -60,7 +60,7 @@ func TestFleetFetchesTDMRepOnce(t *testing.T) {
 	if n := o.saw(tdmrep.Path); n != 1 {
 		t.Errorf("tdmrep.json fetched %d times by two instances sharing Redis, want 1", n)
 	}
-	b.srv.archive.Close()
+	b.srv.evidence.Archive().Close()
 	var shared []archive.Fetch
 	for _, f := range readFetchLog(t, cfg.Archive.Dir) {
 		if strings.HasSuffix(f.RobotsURL, tdmrep.Path) {

@@ -87,7 +87,7 @@ func TestFleetFetchesOverCorruptSharedRobotsTxt(t *testing.T) {
 			if got := metric(t, p, `robotsgate_store_corrupt_records_total{store="robots"}`); got != "1" {
 				t.Errorf("corrupt robots.txt records counted: %q, want 1", got)
 			}
-			p.srv.archive.Close()
+			p.srv.evidence.Archive().Close()
 			fetches := readFetchLog(t, cfg.Archive.Dir)
 			if len(fetches) != 1 || fetches[0].From != "" || fetches[0].SHA256 != archive.Sum([]byte(testRobots)) {
 				t.Errorf("fetch log %+v, want one fetch of the origin's file", fetches)
@@ -119,7 +119,7 @@ func TestFleetCutsAnOversizedSharedBody(t *testing.T) {
 	if o.saw("/robots.txt") {
 		t.Error("robots.txt fetched although the store held it")
 	}
-	p.srv.archive.Close()
+	p.srv.evidence.Archive().Close()
 	fetches := readFetchLog(t, cfg.Archive.Dir)
 	cut := body[:robots.MaxFileSize]
 	if len(fetches) != 1 || fetches[0].From != "shared-store" || fetches[0].SHA256 != archive.Sum(cut) ||

@@ -17,6 +17,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/refusal"
 )
 
 // startBusyOrigin serves on 127.0.0.2 an origin that answers every page
@@ -325,7 +326,7 @@ func TestPausedOriginRetryAfterIsWhatIsLeft(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	got1 := time.Now()
-	least, most := seconds(sent0.Add(pause).Sub(got1)), seconds(got0.Add(pause).Sub(sent1))
+	least, most := refusal.Seconds(sent0.Add(pause).Sub(got1)), refusal.Seconds(got0.Add(pause).Sub(sent1))
 	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 	if resp.StatusCode != 429 || resp.Header.Get("X-Robotsgate-Decision") != "origin-backoff" || err != nil || ra < least || ra > most {
 		t.Fatalf("second: %d %q, Retry-After %q; want 429 origin-backoff with Retry-After %d to %d (the pause was %v)",

@@ -6,6 +6,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/fleetredis"
 	"github.com/robotsgate/robotsgate/policy"
 	"github.com/robotsgate/robotsgate/upstream"
 	"github.com/robotsgate/robotsgate/witness"
@@ -44,8 +45,8 @@ func CheckFiles(cfg config.Config) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	if cfg.Pacing.Store == config.StoreRedis {
-		if _, err := readRedisLogin(cfg.Pacing.Redis); err != nil {
-			return err
+		if _, err := fleetredis.ReadLogin(cfg.Pacing.Redis); err != nil {
+			return fmt.Errorf("proxy: %w", err)
 		}
 	}
 	if _, err := witness.Roots(cfg.Log.Witness.CA); err != nil {

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/limits"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
@@ -36,49 +34,11 @@ import (
 // their decisions.
 const licenceFetcher = "robotsgate (RSL licence fetch)"
 
-// licenceWindow is the window of usage.license_fetches_per_origin.
-const licenceWindow = time.Minute
-
-// maxLicenceOrigins bounds the origins whose licence fetches are counted
-// (least recently fetched from forgotten first); each holds at most
-// usage.license_fetches_per_origin times (at most 100).
-const maxLicenceOrigins = 4096
-
 // licenceFetches counts licence fetches per origin, and what was decided.
 type licenceFetches struct {
-	once     sync.Once
-	mu       sync.Mutex
-	byOrigin *lru.Cache[origin.Origin, []time.Time] // the fetches within the window, oldest first
+	perOrigin limits.OriginWindow // usage.license_fetches_per_origin
 
 	fetched, refused, originCap, responseCap atomic.Uint64
-}
-
-// take reserves a fetch from o if fewer than limit were made within the
-// window; give returns the reservation of a fetch that was not made.
-func (l *licenceFetches) take(o origin.Origin, limit int, now time.Time) (give func(), ok bool) {
-	l.once.Do(func() { l.byOrigin, _ = lru.New[origin.Origin, []time.Time](maxLicenceOrigins) })
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	times, _ := l.byOrigin.Get(o)
-	for len(times) > 0 && now.Sub(times[0]) >= licenceWindow {
-		times = times[1:]
-	}
-	if len(times) >= limit {
-		l.byOrigin.Add(o, times)
-		return nil, false
-	}
-	l.byOrigin.Add(o, append(times, now))
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		times, _ := l.byOrigin.Peek(o)
-		for i, t := range times {
-			if t.Equal(now) {
-				l.byOrigin.Add(o, append(times[:i:i], times[i+1:]...))
-				return
-			}
-		}
-	}, true
 }
 
 // registerLicenceMetrics counts the licence fetches by outcome.
@@ -100,7 +60,7 @@ func (s *Server) registerLicenceMetrics() {
 func (s *Server) admitLicenceFetch(ctx context.Context, loc doccache.Location) (func(*resolver.FileAnswer), error) {
 	st := s.settings()
 	limit := st.cfg.Usage.LicenseFetchesPerOrigin
-	give, ok := s.licences.take(loc.Origin, limit, time.Now())
+	give, ok := s.licences.perOrigin.Take(loc.Origin, limit, time.Now())
 	if !ok {
 		s.licences.originCap.Add(1)
 		err := fmt.Errorf("%d licence documents were fetched from %s in the last minute (usage.license_fetches_per_origin)", limit, loc.Origin)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/wire"
 )
 
@@ -85,7 +86,7 @@ func (s *Server) guardFraming(serve serveRecorded) serveRecorded {
 	return func(w http.ResponseWriter, r *http.Request, rec *record) {
 		if status, msg, refused := wire.Refused(r); refused {
 			w.Header().Set("Connection", "close")
-			s.refuse(w, r, rec, badRequest(msg).withStatus(status))
+			s.refuse(w, r, rec, refusal.BadRequest(msg).WithStatus(status))
 			return
 		}
 		serve(wire.CloseAfter(w, r), r, rec)

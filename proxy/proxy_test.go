@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/robots"
 )
 
@@ -74,11 +75,11 @@ func TestRefusalAsJSON(t *testing.T) {
 	o := startOrigin(t, "127.0.0.2", false, testRobots, 0)
 	p := startProxy(t, testConfig(t, nil))
 	resp, body := get(t, p.client(), o.URL+"/private/x", "Accept", "application/json", "User-Agent", "TestBot")
-	var e explanation
+	var e refusal.Explanation
 	if err := json.Unmarshal([]byte(body), &e); err != nil || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("not JSON (%v): %s", err, body)
 	}
-	want := explanation{Decision: "disallow", Status: 403, URL: o.URL + "/private/x", UserAgent: "TestBot", Group: "*",
+	want := refusal.Explanation{Decision: "disallow", Status: 403, URL: o.URL + "/private/x", UserAgent: "TestBot", Group: "*",
 		Rule: "Disallow: /private", Line: 2, RobotsURL: o.URL + "/robots.txt", RobotsInfo: "ok"}
 	e.Message = ""
 	if !reflect.DeepEqual(e, want) {
@@ -102,7 +103,7 @@ func TestRefusalNamesTheClientsEntryThatSetTheAgent(t *testing.T) {
 		}
 	}
 	_, body = get(t, p.client(), o.URL+"/private/x", "User-Agent", "curl/7.88.1", "Accept", "application/json")
-	var e explanation
+	var e refusal.Explanation
 	if err := json.Unmarshal([]byte(body), &e); err != nil || e.ClientRule != "127.0.0.0/8" || e.Agent != "ResearchBot" ||
 		!reflect.DeepEqual(e.Purposes, []string{"search"}) {
 		t.Errorf("JSON refusal (%v): %s", err, body)

@@ -14,6 +14,7 @@ import (
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/upstream"
 	"github.com/robotsgate/robotsgate/wire"
 )
@@ -45,7 +46,7 @@ type record struct {
 	// did; status the status it wrote on a hijacked connection or a
 	// non-HTTP edge, which the writer does not see (a refused CONNECT,
 	// SOCKS5 or transparent opening, a 101).
-	refusal *Refusal
+	refusal *refusal.Refusal
 	status  int
 	// became is what an opening's tunnel became, when it became something
 	// else than a tunnel of judged requests (unknown-protocol,
@@ -105,7 +106,7 @@ func (r *record) decide(d *policy.Decision, permit pacing.Permit) {
 // answered records a refusal answered on a hijacked connection or at a
 // non-HTTP edge (SOCKS5, transparent), whose status the writer does not
 // see.
-func (r *record) answered(ref *Refusal) {
+func (r *record) answered(ref *refusal.Refusal) {
 	r.refusal, r.status = ref, ref.Status()
 }
 
@@ -249,7 +250,7 @@ func (s *Server) finish(r *record, req *http.Request) {
 	}
 	rec.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
 	rec.Cap() // the status page keeps the latest records too, audit log or not
-	s.writeAudit(rec)
+	s.evidence.Write(rec)
 	if admin.Monitored(rec) {
 		s.metrics.CountRequest(metrics.MonitoredDecision, method)
 		s.metrics.MonitoredRequests.WithLabelValues(rec.Decision).Inc()

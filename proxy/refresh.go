@@ -59,7 +59,7 @@ func (s *Server) auditRefresh(start time.Time, by string, res *resolver.Result, 
 	}
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rec.Cap()
-	s.writeAudit(&rec)
+	s.evidence.Write(&rec)
 }
 
 // robotsInfo describes a robots.txt result for the admin listener.

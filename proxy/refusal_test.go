@@ -6,36 +6,12 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/robotsgate/robotsgate/admin"
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/pacing"
-	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 )
-
-// Every refusal of a policy decision answers with the status
-// audit.Decisions lists for its decision (docs/decisions.md's table),
-// but for the one variant the table names: a trap's spent page budget,
-// 429.
-func TestDecisionRefusalsAnswerTheDecisionsStatus(t *testing.T) {
-	listed := map[string]int{}
-	for _, d := range audit.Decisions() {
-		listed[d.Name] = d.Status
-	}
-	for v := policy.Disallow; v <= policy.LicenseRequired; v++ {
-		d := policy.Decision{Verdict: v, Note: "a note", RetryAfter: time.Second, Pause: &pacing.Pause{Until: time.Now().Add(time.Minute)}}
-		r := describeDecision(&d, time.Minute)
-		want := listed[v.String()]
-		if v == policy.TrapBudget {
-			want = http.StatusTooManyRequests
-		}
-		if r.Decision() != v.String() || r.Status() != want || want == 0 {
-			t.Errorf("%s: refusal %s %d, want %s %d", v, r.Decision(), r.Status(), v, want)
-		}
-	}
-}
 
 // A refusal made before a decision is one value: the proxy answers with
 // it, and /explain shows the same decision, status and message, with what
@@ -65,7 +41,7 @@ func TestExplainShowsTheProxysRefusalBeforeADecision(t *testing.T) {
 			}
 			p := startProxyWith(t, cfg, Options{Resolver: mapResolver{"denied.test": "127.0.0.2"}})
 			resp, body := get(t, p.client(), tc.url, "Accept", "application/json")
-			var told explanation
+			var told refusal.Explanation
 			if err := json.Unmarshal([]byte(body), &told); err != nil {
 				t.Fatalf("%v: %s", err, body)
 			}

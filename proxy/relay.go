@@ -14,6 +14,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/upstream"
 	"golang.org/x/net/http/httpguts"
 )
@@ -54,7 +55,7 @@ func (s *Server) relayFailed(w http.ResponseWriter, req *http.Request, err error
 	}
 	if rec.reqBody != nil && rec.reqBody.stalled() {
 		w.Header().Set("Connection", "close") // the rest of the body may never come
-		s.refuse(w, req, rec, newRefusal(audit.ClientTimeout, "http_request_error",
+		s.refuse(w, req, rec, refusal.New(audit.ClientTimeout, "http_request_error",
 			"The request body stalled for longer than timeouts.client_body."))
 		// Nor wait for it: net/http reads what is left of a body
 		// before it closes, which would hold the connection for

@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/headscan"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/pacing"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
+	"github.com/robotsgate/robotsgate/upstream"
 )
 
 // serveProxyPort serves a request on the proxy port: a CONNECT (goproxy,
@@ -26,7 +28,7 @@ func (s *Server) serveProxyPort(w http.ResponseWriter, req *http.Request, rec *r
 		s.gp.ServeHTTP(w, req.WithContext(withRecord(req.Context(), rec)))
 		return
 	case !req.URL.IsAbs():
-		s.refuse(w, req, rec, badRequest("This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
+		s.refuse(w, req, rec, refusal.BadRequest("This is robotsgate, a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY to this address)."))
 		return
 	}
 	// A WebSocket URL names the origin its upgrade request goes to
@@ -49,7 +51,7 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 	}
 	keepOnlyWebSocketUpgrade(req.Header)
 	if rec.d.ScanHTML && rec.d.ResponseJudge().Refuses() {
-		restrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
+		headscan.RestrictAcceptEncoding(req.Header) // the page's head must be readable (usage.go)
 	}
 	if tunnel != nil && tunnel.dest.IsValid() {
 		rec.up.Pin = &tunnel.dest // a transparent request goes where its client connected
@@ -79,22 +81,22 @@ func (s *Server) forward(w http.ResponseWriter, req *http.Request, tunnel *tunne
 // reads what is left of an unread request body (up to 256 KiB) before it
 // writes the response, so that read gets timeouts.client_body too: a
 // client that stops sending a refused body cannot hold the connection.
-func (s *Server) refuse(w http.ResponseWriter, req *http.Request, rec *record, r *Refusal) {
+func (s *Server) refuse(w http.ResponseWriter, req *http.Request, rec *record, r *refusal.Refusal) {
 	rec.refusal = r
 	if req.ContentLength != 0 && req.ProtoMajor == 1 {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.timeouts.ClientBody.Duration()))
 	}
-	writeResponse(w, r.response(req))
+	r.Write(w, req)
 }
 
 // judge decides one request and returns the refusal to send, or nil when
 // the request may go upstream (it is then held for its pacing slot and
 // prepared to go out as the client sent it).
-func (s *Server) judge(req *http.Request, tunnel *tunnelInfo, rec *record) *Refusal {
+func (s *Server) judge(req *http.Request, tunnel *tunnelInfo, rec *record) *refusal.Refusal {
 	st := s.settings()
 	o, err := origin.FromURL(req.URL)
 	if err != nil {
-		return badRequest("The request URL has no valid http or https origin.")
+		return refusal.BadRequest("The request URL has no valid http or https origin.")
 	}
 	target := requestTarget(req)
 	a := admission{route: routeProxyPort, origin: o, target: target, method: req.Method, userAgent: req.UserAgent(), clientAddr: req.RemoteAddr,
@@ -111,7 +113,7 @@ func (s *Server) judge(req *http.Request, tunnel *tunnelInfo, rec *record) *Refu
 	if r := adm.refusal(s); r != nil {
 		return r
 	}
-	identify(req, st.cfg.Identify)
+	upstream.Identify(req, st.cfg.Identify)
 	prepareUpstream(req, target)
 	return nil
 }
@@ -145,23 +147,6 @@ func remoteIP(req *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr()
-}
-
-// identify adds the operator's identification to a request that is going
-// upstream, after the decision (which used the client's own User-Agent).
-// Neither is changed when the client's own signature covers it.
-func identify(req *http.Request, id config.Identify) {
-	if id.From == "" && id.UserAgentSuffix == "" {
-		return
-	}
-	signedFrom, signedUA := clientCovers(req.Header)
-	if id.From != "" && !signedFrom {
-		req.Header.Set("From", id.From)
-	}
-	if id.UserAgentSuffix != "" && !signedUA {
-		ua := strings.TrimSpace(req.UserAgent() + " " + id.UserAgentSuffix)
-		req.Header.Set("User-Agent", ua)
-	}
 }
 
 // requestTarget returns the request-target as the client sent it, in origin

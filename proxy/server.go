@@ -9,10 +9,10 @@
 // a transparent connection) and passes it on explicitly; the record is
 // written to the audit log when the request is done. Admission, the
 // response judgement and the upstream side's failures answer with a
-// *Refusal, a value (refusal.go; a policy decision is described in
-// describe.go) rendered at the edge the client came through: an HTTP
-// response, a SOCKS5 reply, a transparent connection closed. /explain and
-// check show the same value.
+// refusal, a value (package refusal, which describes a policy decision
+// too) rendered at the edge the client came through: an HTTP response, a
+// SOCKS5 reply, a transparent connection closed. /explain and check show
+// the same value.
 //
 // Client connections are served by net/http's server: the proxy port
 // (HTTP/1.1) and the inside of intercepted tunnels (HTTP/1.1 and HTTP/2,
@@ -25,6 +25,13 @@
 // only as requested, truncated bodies aborted. Package upstream sends them
 // (the transport, the parent proxy, signing, pay per crawl) and opens
 // blind tunnels, through the one dial of every upstream connection.
+//
+// What the ways in need beside the decision has a package of its own:
+// refusal (what robotsgate answers in place of the origin), evidence (the
+// audit log, its witness, the robots.txt archive), headscan (reading a
+// response's HTML head), limits (the per-client and per-origin counts),
+// fleetredis (a fleet's shared stores), and admin's counters for the
+// status page.
 //
 // The proxy must not relay any request it has not judged: no upgrade but a
 // requested WebSocket, no pipelined request after a framing it cannot
@@ -51,13 +58,14 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/robotsgate/robotsgate/admin"
-	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/audit"
-	"github.com/robotsgate/robotsgate/auditlog"
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/doccache"
 	"github.com/robotsgate/robotsgate/egress"
+	"github.com/robotsgate/robotsgate/evidence"
+	"github.com/robotsgate/robotsgate/fleetredis"
+	"github.com/robotsgate/robotsgate/limits"
 	"github.com/robotsgate/robotsgate/listener"
 	"github.com/robotsgate/robotsgate/metrics"
 	"github.com/robotsgate/robotsgate/pacing"
@@ -66,7 +74,6 @@ import (
 	"github.com/robotsgate/robotsgate/transparent"
 	"github.com/robotsgate/robotsgate/upstream"
 	"github.com/robotsgate/robotsgate/wire"
-	"github.com/robotsgate/robotsgate/witness"
 )
 
 // Timeouts and limits of client connections (the upstream side has its
@@ -120,14 +127,11 @@ type Server struct {
 	tunnelLn            *tunnelListener
 	timeouts            config.Timeouts // fixed at New: they belong to the servers
 	metrics             *metrics.Metrics
-	auditLog            *auditlog.Writer
-	witness             *witness.Client
-	coldGates           coldGates    // robots.cold_fetches_per_client
-	authFails           authFailures // auth.failure_limit
-	auditFails          auditFailures
+	evidence            *evidence.Evidence  // the audit log, its witness, the robots.txt archive
+	coldGates           limits.ColdGates    // robots.cold_fetches_per_client
+	authFails           limits.AuthFailures // auth.failure_limit
 	stats               *admin.Stats
-	archive             *archive.Writer // nil: archive.dir is ""
-	tlsFails            tlsFailures     // clients that failed the intercepted handshake
+	tlsFails            admin.TLSFailures // clients that failed the intercepted handshake
 	// caPath is the CA certificate clients must trust (mitm.ca_cert,
 	// absolute), which the messages on failed handshakes name.
 	caPath string
@@ -150,9 +154,9 @@ type Server struct {
 	ready func(context.Context) error
 	// closeStore and closeShared release the Redis clients, if any.
 	closeStore, closeShared func() error
-	redis                   redisClients   // the same clients, for metrics
-	denyWatch               *denyListWatch // re-reads egress.deny_hosts_files
-	inbound                 listeners      // SOCKS5 and transparent listeners
+	redis                   *fleetredis.Redis // pacing.store: redis (nil without), for Shutdown and metrics
+	denyWatch               *denyListWatch    // re-reads egress.deny_hosts_files
+	inbound                 listeners         // SOCKS5 and transparent listeners
 	listeners               guardedListeners
 	own                     *upstream.OwnConns // robotsgate's own upstream connections
 	loops                   selfLoops          // transparent connections refused as robotsgate's own
@@ -204,20 +208,17 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 	}
-	key, err := s.evidenceKey(&cfg)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	if err := s.openArchive(cfg.Archive, key); err != nil {
+	if s.evidence, err = evidence.Open(cfg, s.log, s.metrics); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.newResolver(cfg, roots); err != nil {
 		return nil, err
 	}
-	if err := s.openWitness(cfg); err != nil {
-		return nil, fmt.Errorf("proxy: log.witness: %w", err)
+	var witnessDial egress.DialFunc
+	if cfg.Transparent.Mark != 0 { // not redirected back by the firewall rule
+		witnessDial = transparent.MarkedDialer(uint32(cfg.Transparent.Mark), dialTimeout).DialContext
 	}
-	if err := s.openAudit(cfg.Log, key); err != nil {
+	if err := s.evidence.OpenLog(cfg, witnessDial); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if err := s.openPacingStore(cfg.Pacing); err != nil {
@@ -271,7 +272,7 @@ func (s *Server) newHTTPServer(serve serveRecorded, tunnels *tunnelListener) *ht
 }
 
 // ReopenAudit reopens the audit log file, for log rotation (SIGHUP).
-func (s *Server) ReopenAudit() error { return s.auditLog.Reopen() }
+func (s *Server) ReopenAudit() error { return s.evidence.Reopen() }
 
 // Serve accepts proxy connections on ln until Shutdown. Destinations equal
 // to ln's address are refused (a request to the proxy itself would loop).
@@ -339,12 +340,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.rsl.Close()
 	s.resolver.Close()
 	s.upstream.Close()
-	s.auditLog.Close()
-	s.closeWitness()
-	if s.archive != nil {
-		s.archive.Close()
-	}
-	for _, closeRedis := range []func() error{s.closeStore, s.closeShared, s.closeRedis} {
+	s.evidence.Close()
+	for _, closeRedis := range []func() error{s.closeStore, s.closeShared, s.redis.Close} {
 		if closeRedis != nil {
 			closeRedis()
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/origin"
 	"github.com/robotsgate/robotsgate/policy"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/socks"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) serveSOCKS(conn net.Conn) {
 	st := s.settings()
 	conn.SetDeadline(time.Now().Add(s.timeouts.ClientHeader.Duration()))
 	var client *policy.Client
-	var refused *Refusal
+	var refused *refusal.Refusal
 	srv := socks.Server{UserPass: st.hasUsers(), Check: func(c socks.Credentials) bool {
 		cl, r := s.identifyClient(st, &admission{remote: remoteAddrIP(conn), proxyAuth: basicAuth(c)})
 		client, refused = &cl, r
@@ -102,7 +103,7 @@ func (s *Server) openSOCKSTunnel(conn net.Conn, o origin.Origin, client *policy.
 // refuseSOCKS answers a SOCKS5 CONNECT with the reply that stands for the
 // refusal r, which its record says it was answered with, and closes the
 // connection.
-func (s *Server) refuseSOCKS(conn net.Conn, rec *record, r *Refusal) {
+func (s *Server) refuseSOCKS(conn net.Conn, rec *record, r *refusal.Refusal) {
 	rec.answered(r)
 	socks.WriteReply(conn, socksReply(r), netip.AddrPort{})
 	conn.Close()
@@ -111,7 +112,7 @@ func (s *Server) refuseSOCKS(conn net.Conn, rec *record, r *Refusal) {
 // socksReply is the SOCKS5 reply code that stands for a refusal: the
 // destination could not be reached (host unreachable), anything else not
 // allowed by the rules.
-func socksReply(r *Refusal) byte {
+func socksReply(r *refusal.Refusal) byte {
 	if r.Decision() == audit.UpstreamError {
 		return socks.ReplyHostUnreachable
 	}

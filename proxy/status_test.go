@@ -621,7 +621,7 @@ func statusTraffic(t *testing.T, p *testProxy, origins ...*testOrigin) (longURL 
 	if err := tlsClientWithoutCA(tc.Conn, "127.0.0.1"); err == nil {
 		t.Fatal("the handshake succeeded without the CA")
 	}
-	waitFor(t, "the client TLS failure", func() bool { f, _ := p.srv.tlsFails.snapshot(); return len(f) == 1 })
+	waitFor(t, "the client TLS failure", func() bool { f, _ := p.srv.tlsFails.Snapshot(); return len(f) == 1 })
 	waitFor(t, "the refused CONNECTs", func() bool {
 		refusing := viewOf(p.srv.stats, 20, time.Now()).Refusing
 		return slices.ContainsFunc(refusing, func(o admin.Origin) bool { return o.Origin == "127.0.0.9:22 (CONNECT)" }) &&

@@ -9,7 +9,9 @@ import (
 
 	"github.com/robotsgate/robotsgate/config"
 	"github.com/robotsgate/robotsgate/doccache"
+	"github.com/robotsgate/robotsgate/fleetredis"
 	"github.com/robotsgate/robotsgate/pacing"
+	"github.com/robotsgate/robotsgate/robots"
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
@@ -23,13 +25,13 @@ import (
 func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	var shared, sharedTDM, sharedRSL resolver.Store
 	if cfg.Pacing.Store == config.StoreRedis {
-		rs, ts, err := s.openSharedStores(cfg.Pacing.Redis)
+		fr, err := s.fleetRedis(cfg.Pacing.Redis)
 		if err != nil {
 			return err
 		}
-		ls, err := s.openRSLStore(cfg.Pacing.Redis)
+		rs, ts, ls, err := fr.Documents()
 		if err != nil {
-			return errors.Join(err, rs.Close(), ts.Close())
+			return fmt.Errorf("proxy: %w", err)
 		}
 		shared, sharedTDM, sharedRSL = rs, ts, ls
 		s.closeShared = func() error { return errors.Join(rs.Close(), ts.Close(), ls.Close()) }
@@ -48,7 +50,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Proxy:        s.upstream.ProxyFor,
 		RootCAs:      roots,
 		OnFetch:      s.robotsFetched,
-		OnAnswer:     s.onAnswer(),
+		OnAnswer:     s.evidence.OnRobots(),
 		// robots.txt and tdmrep.json fetches, each redirect hop, are
 		// signed with the gateway's key when bot_auth is set.
 		WrapTransport: s.signFetches,
@@ -64,7 +66,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Store:        sharedTDM,
 		CacheEntries: cfg.Robots.CacheEntries,
 		CacheBytes:   int64(cfg.Usage.CacheBytes),
-		OnAnswer:     s.onTDMRepAnswer(),
+		OnAnswer:     s.evidence.OnTDMRep(),
 	})
 	if err != nil {
 		r.Close()
@@ -75,7 +77,7 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 		Resolver:     r,
 		Store:        sharedRSL,
 		CacheEntries: cfg.Robots.CacheEntries,
-		OnAnswer:     s.onRSLAnswer(),
+		OnAnswer:     s.evidence.OnRSL(),
 		// Licence documents are robotsgate's own requests to their
 		// origins (licencefetch.go).
 		Admit: s.admitLicenceFetch,
@@ -89,6 +91,35 @@ func (s *Server) newResolver(cfg config.Config, roots *x509.CertPool) error {
 	return nil
 }
 
+// fleetRedis returns the connection to the fleet's Redis that every store
+// shares (pacing.store: redis), opening it on first use (Shutdown closes
+// it).
+func (s *Server) fleetRedis(r config.Redis) (*fleetredis.Redis, error) {
+	if s.redis == nil {
+		fr, err := fleetredis.Open(r, s.log)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		s.redis = fr
+	}
+	return s.redis, nil
+}
+
+// longestInterval is the longest interval cfg can pace a request at:
+// pacing.max_delay when set (it caps everything), else the longest of what
+// robots.txt can ask for (robots.MaxDelay), pacing.default_delay and the
+// sites' delays.
+func longestInterval(cfg config.Config) time.Duration {
+	if d := cfg.Pacing.MaxDelay.Duration(); d > 0 {
+		return d
+	}
+	d := max(robots.MaxDelay, cfg.Pacing.DefaultDelay.Duration())
+	for _, site := range cfg.Sites {
+		d = max(d, site.Delay.Duration())
+	}
+	return d
+}
+
 // openPacingStore creates the schedule's store: in memory, or Redis behind
 // the pacing.on_store_error policy. Changing it needs a restart.
 func (s *Server) openPacingStore(p config.Pacing) error {
@@ -97,9 +128,13 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 		s.governor = s.newGovernor(p, nil)
 		return nil
 	}
-	r, err := s.openRedisPacing(p.Redis)
+	fr, err := s.fleetRedis(p.Redis)
 	if err != nil {
 		return err
+	}
+	r, err := fr.Pacing()
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
 	f, err := pacing.NewFallback(r, pacing.FallbackOptions{OnError: pacing.OnError(p.OnStoreError),
 		OnFailure: func(error) { s.metrics.StoreErrors.Inc() }})
@@ -129,7 +164,7 @@ func (s *Server) openPacingStore(p config.Pacing) error {
 }
 
 func (s *Server) registerGauges() {
-	s.registerRedisMetrics()
+	s.redis.RegisterMetrics(s.metrics)
 	s.metrics.GaugeFunc("robotsgate_robots_cache_entries", "Origins whose robots.txt is cached.",
 		func() float64 { return float64(s.resolver.Stats().Entries) })
 	s.metrics.GaugeFunc("robotsgate_robots_cache_bytes", "Memory the robots.txt cache keeps (robots.cache_bytes bounds it).",
@@ -144,15 +179,7 @@ func (s *Server) registerGauges() {
 		func() float64 { return float64(s.resolver.Stats().Hits) })
 	s.metrics.CounterFunc("robotsgate_robots_cache_misses_total", "robots.txt lookups that waited for a fetch.",
 		func() float64 { return float64(s.resolver.Stats().Misses) })
-	s.metrics.CounterFunc("robotsgate_audit_write_failures_total", "Audit records not written (a full disk, an unwritable file).",
-		func() float64 { return float64(s.auditLog.Failures()) })
-	s.metrics.CounterFunc("robotsgate_archive_dropped_total", "robots.txt archive records not written (queue full or disk error).",
-		func() float64 {
-			if s.archive == nil {
-				return 0
-			}
-			return float64(s.archive.Dropped())
-		})
+	s.evidence.RegisterMetrics(s.metrics)
 	s.metrics.CounterFunc("robotsgate_certificates_minted_total", "Leaf certificates minted for intercepted hosts.",
 		func() float64 {
 			if s.minter == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/archive"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/refusal"
 	"github.com/robotsgate/robotsgate/tdmrep"
 )
 
@@ -100,7 +101,7 @@ func TestTDMRepRefusesTrainAI(t *testing.T) {
 	for _, base := range []string{o.URL, tlsO.URL} {
 		resp, body := get(t, c, base+"/private/page", "Accept", "application/json")
 		checkRefusal(t, resp, 403, "usage-denied", "http_request_denied")
-		var e explanation
+		var e refusal.Explanation
 		if err := json.Unmarshal([]byte(body), &e); err != nil {
 			t.Fatalf("%s: not JSON: %s", base, body)
 		}
@@ -141,7 +142,7 @@ func TestTDMRepRefusesTrainAI(t *testing.T) {
 	if r := recs[1]; r["decision"] != "allow" || r["tdm_entry"] != 0.0 {
 		t.Errorf("the allowed request's audit record %v", r)
 	}
-	p.srv.archive.Close()
+	p.srv.evidence.Archive().Close()
 	if body, err := archive.ReadBody(cfg.Archive.Dir, sum); err != nil || string(body) != proxyTDMRep {
 		t.Errorf("archived body %q %v", body, err)
 	}
@@ -201,7 +202,7 @@ func TestTDMRepUnknown(t *testing.T) {
 	}
 	resp, body := get(t, p.client(), o.URL+"/page", "Accept", "application/json")
 	checkRefusal(t, resp, 503, "usage-unknown", "http_request_denied")
-	var e explanation
+	var e refusal.Explanation
 	json.Unmarshal([]byte(body), &e)
 	if resp.Header.Get("Retry-After") == "" || e.TDMRepError != "http_5xx" || e.TDMRepURL != o.URL+tdmrep.Path ||
 		!strings.Contains(e.Message, "tdmrep.json could not be fetched (http_5xx)") || o.saw("/page") != 0 {

@@ -1,12 +1,12 @@
-package proxy
+package evidence
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/robotsgate/robotsgate/audit"
 	"github.com/robotsgate/robotsgate/config"
-	"github.com/robotsgate/robotsgate/transparent"
 	"github.com/robotsgate/robotsgate/witness"
 )
 
@@ -20,7 +20,7 @@ const witnessCloseTimeout = 5 * time.Second
 // log is written as ever, and the failure is logged, counted
 // (robotsgate_witness_failures_total) and makes /readyz fail until a
 // checkpoint is witnessed again.
-func (s *Server) openWitness(cfg config.Config) error {
+func (e *Evidence) openWitness(cfg config.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
 	w := cfg.Log.Witness
 	if w.URL == "" || cfg.Log.Audit == "" {
 		return nil
@@ -33,10 +33,7 @@ func (s *Server) openWitness(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	o := witness.ClientOptions{URL: w.URL, Key: key, RootCAs: roots, Log: s.log}
-	if cfg.Transparent.Mark != 0 { // not redirected back by the firewall rule
-		o.DialContext = transparent.MarkedDialer(uint32(cfg.Transparent.Mark), dialTimeout).DialContext
-	}
+	o := witness.ClientOptions{URL: w.URL, Key: key, RootCAs: roots, Log: e.log, DialContext: dial}
 	if cfg.Log.Audit != "-" {
 		o.Receipts = cfg.Log.Audit + ".witness"
 	}
@@ -44,16 +41,16 @@ func (s *Server) openWitness(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	s.witness = c
-	s.metrics.CounterFunc("robotsgate_witness_checkpoints_total", "Audit log checkpoints the witness (log.witness) acknowledged with a receipt.",
+	e.witness = c
+	e.metrics.CounterFunc("robotsgate_witness_checkpoints_total", "Audit log checkpoints the witness (log.witness) acknowledged with a receipt.",
 		func() float64 { return float64(c.Witnessed()) })
-	s.metrics.CounterFunc("robotsgate_witness_failures_total", "Attempts to have a checkpoint witnessed that failed (unreachable, refused, a bad receipt).",
+	e.metrics.CounterFunc("robotsgate_witness_failures_total", "Attempts to have a checkpoint witnessed that failed (unreachable, refused, a bad receipt).",
 		func() float64 { return float64(c.Failures()) })
-	s.metrics.CounterFunc("robotsgate_witness_dropped_total", "Checkpoints given up without a receipt (the queue full, or left at shutdown).",
+	e.metrics.CounterFunc("robotsgate_witness_dropped_total", "Checkpoints given up without a receipt (the queue full, or left at shutdown).",
 		func() float64 { return float64(c.Dropped()) })
-	s.metrics.GaugeFunc("robotsgate_witness_pending", "Checkpoints waiting to be witnessed.",
+	e.metrics.GaugeFunc("robotsgate_witness_pending", "Checkpoints waiting to be witnessed.",
 		func() float64 { return float64(c.Pending()) })
-	s.metrics.GaugeFunc("robotsgate_witness_last_success_timestamp_seconds", "When the witness last acknowledged a checkpoint (Unix time; 0: never).",
+	e.metrics.GaugeFunc("robotsgate_witness_last_success_timestamp_seconds", "When the witness last acknowledged a checkpoint (Unix time; 0: never).",
 		func() float64 {
 			if t := c.LastWitnessed(); !t.IsZero() {
 				return float64(t.UnixNano()) / 1e9
@@ -64,19 +61,19 @@ func (s *Server) openWitness(cfg config.Config) error {
 }
 
 // onCheckpoint is the audit log's OnCheckpoint: nil without a witness.
-func (s *Server) onCheckpoint() func(audit.Checkpoint) {
-	if s.witness == nil {
+func (e *Evidence) onCheckpoint() func(audit.Checkpoint) {
+	if e.witness == nil {
 		return nil
 	}
-	return s.witness.Submit
+	return e.witness.Submit
 }
 
 // closeWitness waits a little for the last checkpoints to be witnessed.
-func (s *Server) closeWitness() {
-	if s.witness == nil {
+func (e *Evidence) closeWitness() {
+	if e.witness == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), witnessCloseTimeout)
 	defer cancel()
-	s.witness.Close(ctx)
+	e.witness.Close(ctx)
 }

@@ -1,4 +1,4 @@
-package proxy
+package limits
 
 import (
 	"net/netip"
@@ -16,10 +16,11 @@ const authFailureWindow = time.Minute
 // words.
 const maxAuthTracked = 10000
 
-// authFailures counts, per client address, the proxy credentials that
+// AuthFailures counts, per client address, the proxy credentials that
 // failed (a wrong password, an unknown user) in the current window, so
-// that guessing is limited to auth.failure_limit a minute an address.
-type authFailures struct {
+// that guessing is limited to auth.failure_limit a minute an address. Its
+// zero value is ready to use.
+type AuthFailures struct {
 	once   sync.Once
 	mu     sync.Mutex
 	counts *lru.Cache[netip.Addr, *failureWindow]
@@ -30,13 +31,13 @@ type failureWindow struct {
 	n     int
 }
 
-func (f *authFailures) init() {
+func (f *AuthFailures) init() {
 	f.once.Do(func() { f.counts, _ = lru.New[netip.Addr, *failureWindow](maxAuthTracked) })
 }
 
-// limited reports whether addr has had limit failures in the window, and
+// Limited reports whether addr has had limit failures in the window, and
 // how long until it may try again.
-func (f *authFailures) limited(addr netip.Addr, limit int, now time.Time) (time.Duration, bool) {
+func (f *AuthFailures) Limited(addr netip.Addr, limit int, now time.Time) (time.Duration, bool) {
 	if limit <= 0 || !addr.IsValid() {
 		return 0, false
 	}
@@ -50,8 +51,8 @@ func (f *authFailures) limited(addr netip.Addr, limit int, now time.Time) (time.
 	return w.start.Add(authFailureWindow).Sub(now), true
 }
 
-// failed counts a failure of addr.
-func (f *authFailures) failed(addr netip.Addr, now time.Time) {
+// Failed counts a failure of addr.
+func (f *AuthFailures) Failed(addr netip.Addr, now time.Time) {
 	if !addr.IsValid() {
 		return
 	}

@@ -1,4 +1,12 @@
-package proxy
+// Package limits keeps the counts behind robotsgate's limits on what one
+// party may make it do, each table bounded in memory: per client address,
+// the lookups waiting at once for an uncached robots.txt or tdmrep.json
+// (ColdGates, robots.cold_fetches_per_client) and the proxy credentials
+// that failed in the last minute (AuthFailures, auth.failure_limit); per
+// origin, the licence documents fetched in the last minute (OriginWindow,
+// usage.license_fetches_per_origin). The proxy asks them as it admits a
+// request; they decide nothing else.
+package limits
 
 import (
 	"context"
@@ -10,13 +18,13 @@ import (
 	"github.com/robotsgate/robotsgate/robots/resolver"
 )
 
-// coldGates bound, per client address, the requests that wait at once for
+// ColdGates bound, per client address, the requests that wait at once for
 // an uncached origin's robots.txt or tdmrep.json
 // (robots.cold_fetches_per_client): one client must not make robotsgate
 // start thousands of fetches at once. The table holds only the addresses
 // with such a request in flight, so it is bounded by the requests being
-// served.
-type coldGates struct {
+// served. Its zero value is ready to use.
+type ColdGates struct {
 	mu      sync.Mutex
 	clients map[netip.Addr]*coldCount
 }
@@ -29,14 +37,15 @@ type coldCount struct {
 // clientGate is one client's gate: at most limit cold lookups at once, a
 // lookup waiting at most wait for a place.
 type clientGate struct {
-	gates *coldGates
+	gates *ColdGates
 	addr  netip.Addr
 	limit int
 	wait  time.Duration
 }
 
-// gate returns addr's gate, nil when there is no bound.
-func (g *coldGates) gate(addr netip.Addr, limit int, wait time.Duration) resolver.ColdGate {
+// Gate returns addr's gate: at most limit of its lookups cold at once,
+// each waiting at most wait for a place; nil when there is no bound.
+func (g *ColdGates) Gate(addr netip.Addr, limit int, wait time.Duration) resolver.ColdGate {
 	if limit <= 0 || !addr.IsValid() {
 		return nil
 	}
@@ -64,7 +73,7 @@ func (c *clientGate) Acquire(ctx context.Context) (func(), error) {
 
 // take takes a place for addr if one is free; otherwise it returns the
 // channel closed when one comes free.
-func (g *coldGates) take(addr netip.Addr, limit int) (<-chan struct{}, bool) {
+func (g *ColdGates) take(addr netip.Addr, limit int) (<-chan struct{}, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.clients == nil {
@@ -83,7 +92,7 @@ func (g *coldGates) take(addr netip.Addr, limit int) (<-chan struct{}, bool) {
 }
 
 // give frees a place of addr.
-func (g *coldGates) give(addr netip.Addr) {
+func (g *ColdGates) give(addr netip.Addr) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.clients[addr]

@@ -1,4 +1,4 @@
-package proxy
+package evidence
 
 import (
 	"crypto/ed25519"
@@ -21,21 +21,21 @@ type auditFailures struct {
 	suppressed int
 }
 
-// writeAudit hands a record to the audit log's writer, which writes it in
-// a batch with others. A failure is never silent: an ERROR line (at most
+// Write hands a record to the audit log's writer, which writes it in a
+// batch with others. A failure is never silent: an ERROR line (at most
 // one a minute, with the count of those not reported; auditWriteFailed),
 // robotsgate_audit_write_failures_total, and /readyz not ready until a
 // batch is written again (auditlog.Writer.Failing).
-func (s *Server) writeAudit(rec *audit.Record) {
-	if err := s.auditLog.Write(rec); err != nil {
-		s.auditWriteFailed(err, 1)
+func (e *Evidence) Write(rec *audit.Record) {
+	if err := e.auditLog.Write(rec); err != nil {
+		e.auditWriteFailed(err, 1)
 	}
 }
 
 // auditWriteFailed reports records the audit log lost (lost 0: a
 // checkpoint or the head file): the writer calls it, off any request.
-func (s *Server) auditWriteFailed(err error, lost int) {
-	f := &s.auditFails
+func (e *Evidence) auditWriteFailed(err error, lost int) {
+	f := &e.fails
 	f.mu.Lock()
 	now := time.Now()
 	if now.Sub(f.last) < auditFailureLogEvery {
@@ -46,13 +46,13 @@ func (s *Server) auditWriteFailed(err error, lost int) {
 	suppressed := f.suppressed
 	f.last, f.suppressed = now, 0
 	f.mu.Unlock()
-	s.log.Error("audit records not written", "err", err, "records", lost, "not_reported_since_last", suppressed)
+	e.log.Error("audit records not written", "err", err, "records", lost, "not_reported_since_last", suppressed)
 }
 
 // evidenceKey loads the evidence key (log.evidence_key), creating it on
 // first use, when there is evidence to sign (an audit log or an archive);
 // nil when there is no key or nothing to sign.
-func (s *Server) evidenceKey(cfg *config.Config) (ed25519.PrivateKey, error) {
+func (e *Evidence) evidenceKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 	if cfg.Log.EvidenceKey == "" || cfg.Log.Audit == "" && cfg.Archive.Dir == "" {
 		return nil, nil
 	}
@@ -61,24 +61,24 @@ func (s *Server) evidenceKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 		return nil, err
 	}
 	if created {
-		s.log.Info("created the evidence key that signs the audit log's checkpoints", "path", cfg.Log.EvidenceKey,
+		e.log.Info("created the evidence key that signs the audit log's checkpoints", "path", cfg.Log.EvidenceKey,
 			"fingerprint", audit.KeyFingerprint(key.Public().(ed25519.PublicKey)))
 	}
 	return key, nil
 }
 
-// openAudit opens the audit log with key (nil: none) signing its
-// checkpoints.
-func (s *Server) openAudit(l config.Log, key ed25519.PrivateKey) error {
+// openAudit opens the audit log with the evidence key (nil: none) signing
+// its checkpoints.
+func (e *Evidence) openAudit(l config.Log) error {
 	if l.Audit == "" {
 		return nil
 	}
-	opts := auditlog.Options{Key: key, OnCheckpoint: s.onCheckpoint(), OnError: s.auditWriteFailed, Sync: l.AuditFsync}
+	opts := auditlog.Options{Key: e.key, OnCheckpoint: e.onCheckpoint(), OnError: e.auditWriteFailed, Sync: l.AuditFsync}
 	opts.CheckpointEvery, opts.CheckpointRecords = l.CheckpointEvery.Duration(), int64(l.CheckpointRecords)
 	w, err := auditlog.Open(l.Audit, opts)
 	if err != nil {
 		return err
 	}
-	s.auditLog = w
+	e.auditLog = w
 	return nil
 }

@@ -1,7 +1,6 @@
-package proxy
+package evidence
 
 import (
-	"crypto/ed25519"
 	"net/http"
 
 	"github.com/robotsgate/robotsgate/archive"
@@ -12,25 +11,25 @@ import (
 
 // openArchive starts the robots.txt archive (archive.dir), nil when off.
 // Its writes never hold a request: the resolver hands each answer over
-// (archiveAnswer; archiveTDMRep for tdmrep.json) and a goroutine of the
-// archive writes it.
-func (s *Server) openArchive(cfg config.Archive, key ed25519.PrivateKey) error {
+// (archiveAnswer; archiveTDMRep for tdmrep.json, archiveRSL for RSL
+// documents) and a goroutine of the archive writes it.
+func (e *Evidence) openArchive(cfg config.Archive) error {
 	if cfg.Dir == "" {
 		return nil
 	}
-	w, err := archive.Open(cfg.Dir, key, func(err error) {
-		s.log.Warn("robots.txt archive: a record was not written", "err", err)
+	w, err := archive.Open(cfg.Dir, e.key, func(err error) {
+		e.log.Warn("robots.txt archive: a record was not written", "err", err)
 	})
 	if err != nil {
 		return err
 	}
-	s.archive = w
+	e.archive = w
 	return nil
 }
 
 // archiveAnswer records one robots.txt answer: the fetch line, and the
 // body when the resolver judged one.
-func (s *Server) archiveAnswer(a resolver.Answer) {
+func (e *Evidence) archiveAnswer(a resolver.Answer) {
 	res := a.Result
 	f := archive.Fetch{
 		Time: a.Time.UTC(), Origin: res.Origin().String(), RobotsURL: res.Origin().RobotsURL(), FinalURL: a.FinalURL,
@@ -43,12 +42,12 @@ func (s *Server) archiveAnswer(a resolver.Answer) {
 	if a.Shared {
 		f.From = "shared-store"
 	}
-	s.recordFetch(&f, a.Header, a.Body)
+	e.recordFetch(&f, a.Header, a.Body)
 }
 
 // recordFetch archives a fetch line with the answer's header fields, and
 // the body when the line names one.
-func (s *Server) recordFetch(f *archive.Fetch, h http.Header, body []byte) {
+func (e *Evidence) recordFetch(f *archive.Fetch, h http.Header, body []byte) {
 	if h != nil {
 		f.CacheControl, f.Expires, f.ETag = h.Get("Cache-Control"), h.Get("Expires"), h.Get("ETag")
 		f.LastModified, f.Date, f.ContentType = h.Get("Last-Modified"), h.Get("Date"), h.Get("Content-Type")
@@ -56,15 +55,15 @@ func (s *Server) recordFetch(f *archive.Fetch, h http.Header, body []byte) {
 	if f.SHA256 == "" {
 		body = nil
 	}
-	s.archive.Record(*f, body)
+	e.archive.Record(*f, body)
 }
 
 // archiveTDMRep records one tdmrep.json answer as robots.txt's are: a
 // fetch line (robots_url is the tdmrep.json URL, which tells them apart)
 // and the body by its SHA-256.
-func (s *Server) archiveTDMRep(a doccache.TDMRepAnswer) {
+func (e *Evidence) archiveTDMRep(a doccache.TDMRepAnswer) {
 	res := a.Result
-	s.archiveDocument(archive.Fetch{
+	e.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: res.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
 		HTTPStatus: a.HTTPStatus, Outcome: res.Status.String(), Cause: res.Cause(),
 		SHA256: res.SHA256, Size: len(a.Body), Truncated: a.Truncated,
@@ -74,9 +73,9 @@ func (s *Server) archiveTDMRep(a doccache.TDMRepAnswer) {
 // archiveRSL records one RSL document answer as tdmrep.json's are: a
 // fetch line (robots_url is the document's URL) and the body by its
 // SHA-256.
-func (s *Server) archiveRSL(a doccache.RSLAnswer) {
+func (e *Evidence) archiveRSL(a doccache.RSLAnswer) {
 	res := a.Result
-	s.archiveDocument(archive.Fetch{
+	e.archiveDocument(archive.Fetch{
 		Time: a.Time.UTC(), Origin: a.Origin.String(), RobotsURL: a.FetchedURL, FinalURL: a.FinalURL,
 		HTTPStatus: a.HTTPStatus, Outcome: res.Status.String(), Cause: res.Cause(),
 		SHA256: res.SHA256, Size: len(a.Body), Truncated: a.Truncated,
@@ -87,38 +86,37 @@ func (s *Server) archiveRSL(a doccache.RSLAnswer) {
 // (tdmrep.json, an RSL document) and its body: a stale answer (the copy
 // kept after a failed fetch) as unreachable without a body, one read from
 // the fleet's shared store as such.
-func (s *Server) archiveDocument(f archive.Fetch, stale, shared bool, h http.Header, body []byte) {
+func (e *Evidence) archiveDocument(f archive.Fetch, stale, shared bool, h http.Header, body []byte) {
 	if stale {
 		f.Outcome, f.SHA256 = resolver.Unreachable.String(), "" // the copy kept is not this fetch's body
 	}
 	if shared {
 		f.From = "shared-store"
 	}
-	s.recordFetch(&f, h, body)
+	e.recordFetch(&f, h, body)
 }
 
-// onRSLAnswer is the RSL cache's OnAnswer: nil without an archive.
-func (s *Server) onRSLAnswer() func(doccache.RSLAnswer) {
-	if s.archive == nil {
+// OnRSL is the RSL cache's OnAnswer: nil without an archive.
+func (e *Evidence) OnRSL() func(doccache.RSLAnswer) {
+	if e.archive == nil {
 		return nil
 	}
-	return s.archiveRSL
+	return e.archiveRSL
 }
 
-// onTDMRepAnswer is the tdmrep.json cache's OnAnswer: nil without an
-// archive.
-func (s *Server) onTDMRepAnswer() func(doccache.TDMRepAnswer) {
-	if s.archive == nil {
+// OnTDMRep is the tdmrep.json cache's OnAnswer: nil without an archive.
+func (e *Evidence) OnTDMRep() func(doccache.TDMRepAnswer) {
+	if e.archive == nil {
 		return nil
 	}
-	return s.archiveTDMRep
+	return e.archiveTDMRep
 }
 
-// onAnswer is the resolver's OnAnswer: nil without an archive, so that
+// OnRobots is the resolver's OnAnswer: nil without an archive, so that
 // files keep no SHA-256 then.
-func (s *Server) onAnswer() func(resolver.Answer) {
-	if s.archive == nil {
+func (e *Evidence) OnRobots() func(resolver.Answer) {
+	if e.archive == nil {
 		return nil
 	}
-	return s.archiveAnswer
+	return e.archiveAnswer
 }

@@ -1,4 +1,4 @@
-package proxy
+package refusal
 
 import (
 	"errors"
@@ -18,8 +18,9 @@ import (
 // robots.txt, the signal or licence it rests on), which the monitor
 // header, /explain and check show too.
 
-// explanation is the body of a refusal.
-type explanation struct {
+// Explanation is the body of a refusal: what the client is told, in
+// JSON or in plain text, and /explain shows.
+type Explanation struct {
 	Decision  string `json:"decision"`
 	Status    int    `json:"status"`
 	Message   string `json:"message"`
@@ -67,7 +68,7 @@ type explanation struct {
 
 // licence fills in the RSL licence that refused, if one did; it reports
 // whether one did.
-func (e *explanation) licence(d *policy.Decision) bool {
+func (e *Explanation) licence(d *policy.Decision) bool {
 	l := d.Licence
 	if l == nil {
 		return false
@@ -84,17 +85,11 @@ func (e *explanation) licence(d *policy.Decision) bool {
 	return true
 }
 
-// decisionRefusal describes a policy decision that refuses the request
-// (or would, in monitor mode).
-func (s *Server) decisionRefusal(d *policy.Decision) *Refusal {
-	return describeDecision(d, s.settings().cfg.Pacing.MaxWait.Duration())
-}
-
-// describeDecision describes d, which refuses a request, under
-// pacing.max_wait maxWait.
-func describeDecision(d *policy.Decision, maxWait time.Duration) *Refusal {
+// Describe describes d, a policy decision that refuses a request (or
+// would, in monitor mode), under pacing.max_wait maxWait.
+func Describe(d *policy.Decision, maxWait time.Duration) *Refusal {
 	proxyError := "http_request_denied"
-	e := explanation{
+	e := Explanation{
 		Decision:  d.Verdict.String(),
 		URL:       d.Request.Origin.URL(d.Request.Target),
 		UserAgent: d.Request.UserAgent,
@@ -121,10 +116,10 @@ func describeDecision(d *policy.Decision, maxWait time.Duration) *Refusal {
 		}
 	case policy.Unreachable:
 		e.Message = "robots.txt could not be fetched (" + unreachableReason(d) + "): every request to this origin is refused until it can be."
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = Seconds(d.RetryAfter)
 		if d.Robots != nil {
 			e.RobotsError, proxyError = d.Robots.Cause(), robotsProxyError(d.Robots.Cause())
-			if hint := causeHint(e.RobotsError, d.Robots.Err()); hint != "" {
+			if hint := CauseHint(e.RobotsError, d.Robots.Err()); hint != "" {
 				e.Message += " Operator: " + hint + "."
 			}
 		}
@@ -148,7 +143,7 @@ func describeDecision(d *policy.Decision, maxWait time.Duration) *Refusal {
 		e.tdmRep(d)
 	case policy.UsageUnknown:
 		e.Message = d.Note + "."
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = Seconds(d.RetryAfter)
 		if r := d.Response; r != nil && r.Signal.Unscanned { // judged on the response
 			e.Message = "The origin's response was withheld: " + r.Signal.Explain() + " (usage.on_unknown: refuse)."
 			e.Group, e.RobotsURL, e.RobotsInfo = "", "", ""
@@ -160,7 +155,7 @@ func describeDecision(d *policy.Decision, maxWait time.Duration) *Refusal {
 			break
 		}
 		e.tdmRep(d)
-		if hint := causeHint(e.TDMRepError, tdmErr(d)); hint != "" {
+		if hint := CauseHint(e.TDMRepError, tdmErr(d)); hint != "" {
 			e.Message += " Operator: " + hint + "."
 		}
 		proxyError = robotsProxyError(e.TDMRepError)
@@ -169,34 +164,21 @@ func describeDecision(d *policy.Decision, maxWait time.Duration) *Refusal {
 	case policy.TrapBudget:
 		e.Status = http.StatusTooManyRequests // the variant of trap-denied (audit.Decisions)
 		e.Message = "crawler-trap guard: " + d.Note + "."
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = Seconds(d.RetryAfter)
 	case policy.RateLimited:
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = Seconds(d.RetryAfter)
 		e.Message = rateLimitMessage(d, e.RetryAfter, maxWait)
 	case policy.OriginPaused:
-		e.RetryAfter = seconds(pauseLeft(d, time.Now()))
+		e.RetryAfter = Seconds(pauseLeft(d, time.Now()))
 		e.Message = fmt.Sprintf("The origin asked to slow down: %s; retry after %d s.", d.Note, e.RetryAfter)
 	case policy.OutsideVisitTime:
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = Seconds(d.RetryAfter)
 		e.Message = fmt.Sprintf("%s; the next window opens in %d s.", upperFirst(d.Note), e.RetryAfter)
 	case policy.PacingDown, policy.FetchLimited:
 		e.Message = d.Note + "."
-		e.RetryAfter = seconds(d.RetryAfter)
+		e.RetryAfter = Seconds(d.RetryAfter)
 	}
 	return &Refusal{body: e, proxyError: proxyError}
-}
-
-// wouldRefuseHeader tells a monitored client (clients[].monitor_header)
-// what the proxy would have answered its request: the decision, the status
-// and the explanation of Proxy-Status's details, as an RFC 9651
-// dictionary-like list item ("disallow; status=403; details=\"...\"").
-const wouldRefuseHeader = "X-Robotsgate-Would-Refuse"
-
-// wouldRefuse is the X-Robotsgate-Would-Refuse value of a monitored
-// decision: what the refusal it stands for says.
-func (s *Server) wouldRefuse(d *policy.Decision) string {
-	r := s.decisionRefusal(d)
-	return fmt.Sprintf("%s; status=%d; details=%s", r.body.Decision, r.body.Status, strconv.Quote(r.details()))
 }
 
 // pauseLeft is the Retry-After of a refusal for a paused origin: what is
@@ -222,7 +204,7 @@ func upperFirst(s string) string {
 }
 
 // tdmRep names the tdmrep.json that refused, and its entry.
-func (e *explanation) tdmRep(d *policy.Decision) {
+func (e *Explanation) tdmRep(d *policy.Decision) {
 	if d.TDMRep == nil {
 		return
 	}
