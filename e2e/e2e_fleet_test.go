@@ -362,12 +362,7 @@ log:
 	if r := get(t, c, o.URL+"/private/before"); r.status != 403 {
 		t.Fatalf("before rotation: %d", r.status)
 	}
-	// The line is written when the response is done: wait for it (bounded).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if b, _ := os.ReadFile(audit); strings.Count(string(b), "\n") == 1 || time.Now().After(deadline) {
-			break
-		}
-	}
+	waitAuditLines(t, audit, 1) // written after the response, in the next batch
 	if err := os.Rename(audit, audit+".1"); err != nil {
 		t.Fatal(err)
 	}
@@ -376,6 +371,7 @@ log:
 	if r := get(t, c, o.URL+"/after"); r.status != 200 {
 		t.Fatalf("after rotation: %d", r.status)
 	}
+	waitAuditLines(t, audit, 1)
 	old, _ := os.ReadFile(audit + ".1")
 	cur, err := os.ReadFile(audit)
 	if err != nil {
