@@ -80,21 +80,35 @@ func hashPassword(user string, password []byte, cost int) (string, error) {
 	return user + ":" + string(hash), nil
 }
 
+// promptPassword turns the terminal's echo off, then prints prompt and
+// reads a line: whoever types once the prompt shows is never echoed (with
+// the prompt first, a quick typist's first keys were).
+func promptPassword(fd int, out io.Writer, prompt string) ([]byte, error) {
+	restore, err := echoOff(fd)
+	if err != nil {
+		return nil, fmt.Errorf("reading the password: %w", err)
+	}
+	defer restore()
+	fmt.Fprint(out, prompt)
+	pw, err := term.ReadPassword(fd)
+	fmt.Fprintln(out)
+	if err != nil {
+		return nil, fmt.Errorf("reading the password: %w", err)
+	}
+	return pw, nil
+}
+
 // readPassword asks twice without echo at a terminal; otherwise it reads
 // standard input's first line (without its line ending).
 func readPassword(s stdio) ([]byte, error) {
 	if f, ok := s.in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprint(s.errOut, "Password: ")
-		first, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(s.errOut)
+		first, err := promptPassword(int(f.Fd()), s.errOut, "Password: ")
 		if err != nil {
-			return nil, fmt.Errorf("reading the password: %w", err)
+			return nil, err
 		}
-		fmt.Fprint(s.errOut, "Again: ")
-		again, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(s.errOut)
+		again, err := promptPassword(int(f.Fd()), s.errOut, "Again: ")
 		if err != nil {
-			return nil, fmt.Errorf("reading the password: %w", err)
+			return nil, err
 		}
 		if string(first) != string(again) {
 			return nil, errors.New("the passwords differ")
