@@ -336,7 +336,9 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 			t.Errorf("/explain lists %+v, want one of %v refusing the purpose given there", s, want)
 		}
 	}
-	// The fetch contacted the origin: the audit log says so.
+	// The fetch contacted the origin: the audit log says so, once its
+	// writer has written the record (after the answer).
+	waitAuditLines(t, auditPath, 2)
 	data, err := os.ReadFile(auditPath)
 	var rec audit.Record
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n") // the checkpoint of the log as opened, the record

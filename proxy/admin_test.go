@@ -276,7 +276,7 @@ func TestAuditLogOneLinePerDecisionAndReopen(t *testing.T) {
 // written when the tunnel closes, after the client has its responses.
 func waitAudit(t *testing.T, path string, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		lines := readAudit(t, path)
 		if len(lines) >= n || time.Now().After(deadline) {
