@@ -362,7 +362,7 @@ log:
 	if r := get(t, c, o.URL+"/private/before"); r.status != 403 {
 		t.Fatalf("before rotation: %d", r.status)
 	}
-	waitAuditLines(t, audit, 1) // written after the response, in the next batch
+	auditRecords(t, audit, 1) // written after the response, in the next batch
 	if err := os.Rename(audit, audit+".1"); err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ log:
 	if r := get(t, c, o.URL+"/after"); r.status != 200 {
 		t.Fatalf("after rotation: %d", r.status)
 	}
-	waitAuditLines(t, audit, 1)
+	auditRecords(t, audit, 1)
 	old, _ := os.ReadFile(audit + ".1")
 	cur, err := os.ReadFile(audit)
 	if err != nil {

@@ -179,7 +179,7 @@ func TestE2EACrashLeavesANamedTail(t *testing.T) {
 	}
 	// The opening checkpoint and the three records, written: what a kill
 	// loses before then (the batch not yet written) is not this test's.
-	waitAuditLines(t, filepath.Join(dir, "robotsgate-state", "audit.log"), 4)
+	auditRecords(t, filepath.Join(dir, "robotsgate-state", "audit.log"), 4)
 	p.cmd.Process.Kill()
 	<-p.done
 	out, errOut, code := runBin(t, dir, "verify")

@@ -338,7 +338,7 @@ func TestE2EExplainAndCheckListUsageSignals(t *testing.T) {
 	}
 	// The fetch contacted the origin: the audit log says so, once its
 	// writer has written the record (after the answer).
-	waitAuditLines(t, auditPath, 2)
+	auditRecords(t, auditPath, 2)
 	data, err := os.ReadFile(auditPath)
 	var rec audit.Record
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n") // the checkpoint of the log as opened, the record
