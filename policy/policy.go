@@ -411,6 +411,30 @@ func (e *Engine) Pace(ctx context.Context, d *Decision) (pacing.Permit, error) {
 	return permit, nil
 }
 
+// Repause changes d, allowed and paced (Pace), into OriginPaused when its
+// origin is paused now, and reports whether it did. Pace checks the pause
+// when it lets a request go; the request is written to the origin later
+// (a connection to get, a body to start). A 429 answered to another
+// request in between pauses the origin, and this request must not follow
+// it: the proxy calls Repause right before the request is written. The
+// common case (no origin paused anywhere) is one atomic load.
+func (e *Engine) Repause(d *Decision) bool {
+	g := e.cfg.Governor
+	if !g.Pausing() || d.Verdict != Allow || d.Request.Client.Mode != Enforce {
+		return false
+	}
+	key := e.pauseKey(d)
+	if key == "" {
+		return false
+	}
+	p, ok := g.Paused(key)
+	if !ok {
+		return false
+	}
+	refusedByPacing(d, &pacing.PausedError{Pause: p, RetryAfter: time.Until(p.Until)})
+	return true
+}
+
 // refusedByPacing turns the pacer's refusal into d's verdict; any other
 // error (the client left) is returned.
 func refusedByPacing(d *Decision, err error) error {

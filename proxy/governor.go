@@ -112,3 +112,14 @@ func backoffHeader(d *policy.Decision) string {
 func backoffText(p *pacing.Pause) string {
 	return p.Cause() + ", paused until " + p.Until.UTC().Format("15:04:05.000Z")
 }
+
+// holdForPause is the upstream's last look before it sends a request: an
+// origin paused since the request was let go (another request's 429) keeps
+// it, refused as origin-backoff through the relay's error handler.
+func (s *Server) holdForPause(ctx context.Context) error {
+	rec := recordOf(ctx)
+	if rec == nil || !rec.decided || !s.settings().engine.Repause(&rec.d) {
+		return nil
+	}
+	return &usageRefusedError{d: rec.d}
+}

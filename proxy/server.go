@@ -194,7 +194,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	s.roots = roots
-	s.upstream = upstream.New(upstream.Options{Route: s.route, Exchange: exchangeOf, DialParent: s.dialOpt, Roots: roots,
+	s.upstream = upstream.New(upstream.Options{Route: s.route, Exchange: exchangeOf, Hold: s.holdForPause, DialParent: s.dialOpt, Roots: roots,
 		Log: s.log, Metrics: s.metrics})
 	s.caPath = cfg.MITM.CACert
 	if abs, err := filepath.Abs(s.caPath); err == nil {

@@ -38,7 +38,10 @@ import (
 
 // usageRefusedError is a response withheld because one of its AI-usage
 // signals refuses the client's purpose: the decision, made UsageDenied by
-// the response (policy.Decision.ApplyResponse).
+// the response (policy.Decision.ApplyResponse); or a request kept from
+// its origin, paused since the request was let go (holdForPause: the
+// decision made OriginPaused). The relay's error handler answers with the
+// changed decision.
 type usageRefusedError struct{ d policy.Decision }
 
 func (e *usageRefusedError) Error() string {

@@ -51,6 +51,10 @@ type Options struct {
 	// Exchange is the exchange of a request the proxy sends, from its
 	// context (the transport's only channel); nil: none.
 	Exchange func(context.Context) *Exchange
+	// Hold, when set, is asked right before a request is sent: an error
+	// keeps the request from the origin and is the RoundTrip's (the
+	// proxy's last look at its decision: an origin paused since).
+	Hold func(context.Context) error
 	// DialParent connects to the parent proxy (the egress guard dials
 	// origins itself); nil: a plain dialer.
 	DialParent egress.DialFunc
@@ -155,6 +159,11 @@ func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if x.Sign != nil {
 		req = SignedCopy(req, x.Sign.Signer)
 		u.opts.Metrics.SignedRequests.WithLabelValues("proxied").Inc()
+	}
+	if u.opts.Hold != nil {
+		if err := u.opts.Hold(req.Context()); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := u.send(req, x.pin())
 	if err == nil {
