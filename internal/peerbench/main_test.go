@@ -22,7 +22,7 @@ func TestParseFlagsDefaultsMatchTheIssue(t *testing.T) {
 	if cfg.rounds != 2 || cfg.duration != 8*time.Second || cfg.conns != 50 {
 		t.Errorf("defaults: %d rounds of %v, %d connections; want 2 of 8s, 50", cfg.rounds, cfg.duration, cfg.conns)
 	}
-	want := []string{"privoxy", "squid", "goproxy", "robotsgate", "robotsgate-noaudit", "robotsgate-botauth"}
+	want := []string{"privoxy", "squid", "goproxy", "nethttp", "robotsgate", "robotsgate-noaudit", "robotsgate-botauth"}
 	if !slices.Equal(cfg.setups, want) {
 		t.Errorf("setups = %v, want %v", cfg.setups, want)
 	}

@@ -31,6 +31,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"os"
 	"os/signal"
 	"sync"
@@ -50,6 +51,7 @@ type options struct {
 	originAddr, originTLSAddr         string
 	originCACert, originCAKey         string
 	goproxyAddr                       string
+	floorAddr                         string
 	mitmCACert, mitmCAKey, upstreamCA string
 }
 
@@ -67,6 +69,7 @@ func main() {
 	flag.StringVar(&o.originCACert, "origin-ca-cert", "", "CA certificate (PEM) that signs the HTTPS origin's certificate")
 	flag.StringVar(&o.originCAKey, "origin-ca-key", "", "that CA's private key (PEM)")
 	flag.StringVar(&o.goproxyAddr, "goproxy", "127.0.0.1:18082", "tuned goproxy listen address (\"\": none)")
+	flag.StringVar(&o.floorAddr, "floor", "", "listen address of the net/http floor: httputil.ReverseProxy, transported as goproxy is, no logic (\"\": none); plain HTTP only")
 	flag.StringVar(&o.mitmCACert, "mitm-ca-cert", "", "goproxy intercepts CONNECT with leaves from this CA (PEM; \"\": tunnels are blind)")
 	flag.StringVar(&o.mitmCAKey, "mitm-ca-key", "", "the interception CA's private key (PEM)")
 	flag.StringVar(&o.upstreamCA, "upstream-ca", "", "extra PEM roots goproxy trusts for the origin's TLS")
@@ -109,6 +112,9 @@ func run(o options) error {
 		}
 		add(o.goproxyAddr, gp, nil)
 	}
+	if o.floorAddr != "" {
+		add(o.floorAddr, newFloor(), nil)
+	}
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.addr)
 		if err != nil {
@@ -120,8 +126,8 @@ func run(o options) error {
 		srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second}
 		go srv.Serve(ln)
 	}
-	fmt.Printf("origin %q, origin-tls %q, goproxy %q (mitm %v); interrupt to stop\n",
-		o.originAddr, o.originTLSAddr, o.goproxyAddr, o.mitmCACert != "")
+	fmt.Printf("origin %q, origin-tls %q, goproxy %q (mitm %v), floor %q; interrupt to stop\n",
+		o.originAddr, o.originTLSAddr, o.goproxyAddr, o.mitmCACert != "", o.floorAddr)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	<-stop
@@ -152,13 +158,24 @@ func originHandler(served, signed *atomic.Int64) http.Handler {
 	})
 }
 
-// newGoproxy is goproxy tuned as docs/benchmarks.md says, with none of
-// robotsgate's logic.
-func newGoproxy(o options) (*goproxy.ProxyHttpServer, error) {
-	gp := goproxy.NewProxyHttpServer()
-	gp.Logger = log.New(io.Discard, "", 0)
-	gp.KeepAcceptEncoding = true
-	tr := &http.Transport{
+// newFloor is the least a forward proxy built on net/http's server and
+// httputil.ReverseProxy does for a plain HTTP request: the server parses
+// it, ReverseProxy strips the hop-by-hop fields and sends it with a
+// Transport tuned as goproxy's below, and copies the response back. No
+// decision, no log, no CONNECT. What it costs per request is what any
+// proxy keeping those two pays before its own work.
+func newFloor() http.Handler {
+	return &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) {}, // absolute-form: Out.URL is the target already
+		Transport: newTransport(),
+		ErrorLog:  log.New(io.Discard, "", 0),
+	}
+}
+
+// newTransport is the upstream transport of goproxy and the floor: no
+// HTTP(S)_PROXY, 256 idle connections per host, no compression.
+func newTransport() *http.Transport {
+	return &http.Transport{
 		Proxy:                 nil,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		ResponseHeaderTimeout: 60 * time.Second,
@@ -167,6 +184,15 @@ func newGoproxy(o options) (*goproxy.ProxyHttpServer, error) {
 		MaxIdleConnsPerHost:   256,
 		DisableCompression:    true,
 	}
+}
+
+// newGoproxy is goproxy tuned as docs/benchmarks.md says, with none of
+// robotsgate's logic.
+func newGoproxy(o options) (*goproxy.ProxyHttpServer, error) {
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = log.New(io.Discard, "", 0)
+	gp.KeepAcceptEncoding = true
+	tr := newTransport()
 	if o.upstreamCA != "" {
 		pem, err := os.ReadFile(o.upstreamCA)
 		if err != nil {
