@@ -12,7 +12,7 @@ func testReport() *report {
 		columns: []column{
 			{name: "privoxy", title: "Privoxy 3.0.34", rssKiB: 5 * 1024},
 			{name: "goproxy", title: "goproxy 1.9.2 tuned"},
-			{name: "nethttp", title: "net/http floor (ReverseProxy)"},
+			{name: "nethttp", title: "net/http floor"},
 			{name: "robotsgate", title: "robotsgate (defaults: audit on)"},
 			{name: "robotsgate-noaudit", title: "robotsgate, `log.audit: \"\"`"},
 		},

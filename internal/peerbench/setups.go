@@ -52,7 +52,7 @@ var setupKinds = []struct {
 		"goproxy v1.9.2 tuned (internal/wrkbench: 256 idle upstream connections per host, Connection: close not copied upstream, MITM with an ECDSA P-256 CA and a leaf per host cached), no log",
 		startGoproxy},
 	{"nethttp", true, nil,
-		"the net/http floor (internal/wrkbench -floor): net/http's server and httputil.ReverseProxy with goproxy's tuned transport, no logic, no log; what any proxy built on them pays per request before its own work; plain HTTP only",
+		"the net/http floor (internal/wrkbench -floor): net/http's server and httputil.ReverseProxy with goproxy's tuned transport, no logic, no log; CONNECT hijacked and intercepted (ECDSA P-256 leaf per host cached) into a second net/http server, as robotsgate does; what any proxy built on them pays per request before its own work",
 		startFloor},
 	{"robotsgate", true, nil,
 		"robotsgate built from the tree with its defaults (audit log and robots.txt archive on, in a temporary state_dir; interception CA created at start), egress allowed to the loopback origin",
@@ -321,10 +321,14 @@ func startGoproxy(e *env, name string) (*setup, error) {
 	return &setup{name: name, title: title, plain: proxyURL(addr), tls: proxyURL(addr), roots: roots, proc: p}, nil
 }
 
-// startFloor: internal/wrkbench's net/http floor, plain HTTP only (it
-// answers no CONNECT).
+// startFloor: internal/wrkbench's net/http floor, intercepting with a CA
+// of its own.
 func startFloor(e *env, name string) (*setup, error) {
 	dir, err := e.mkdir(name)
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, roots, err := newCA(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -333,14 +337,15 @@ func startFloor(e *env, name string) (*setup, error) {
 		return nil, err
 	}
 	p, err := e.ps.start(name, e.proxyCPU, filepath.Join(dir, "floor.out"), nil, e.wrkbench,
-		"-origin", "", "-goproxy", "", "-floor", addr)
+		"-origin", "", "-goproxy", "", "-floor", addr,
+		"-mitm-ca-cert", certFile, "-mitm-ca-key", keyFile, "-upstream-ca", e.originCA)
 	if err != nil {
 		return nil, err
 	}
 	if err := waitListening(p, addr, 20*time.Second); err != nil {
 		return nil, err
 	}
-	return &setup{name: name, title: "net/http floor (ReverseProxy)", plain: proxyURL(addr), proc: p}, nil
+	return &setup{name: name, title: "net/http floor", plain: proxyURL(addr), tls: proxyURL(addr), roots: roots, proc: p}, nil
 }
 
 // startRobotsgate: the real binary with its defaults but what a loopback

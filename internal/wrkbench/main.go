@@ -31,7 +31,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"os"
 	"os/signal"
 	"sync"
@@ -52,7 +51,7 @@ type options struct {
 	originCACert, originCAKey         string
 	goproxyAddr                       string
 	floorAddr                         string
-	mitmCACert, mitmCAKey, upstreamCA string
+	mitmCACert, mitmCAKey, upstreamCA string // goproxy's and the floor's
 }
 
 // server is one listener of this process.
@@ -69,7 +68,7 @@ func main() {
 	flag.StringVar(&o.originCACert, "origin-ca-cert", "", "CA certificate (PEM) that signs the HTTPS origin's certificate")
 	flag.StringVar(&o.originCAKey, "origin-ca-key", "", "that CA's private key (PEM)")
 	flag.StringVar(&o.goproxyAddr, "goproxy", "127.0.0.1:18082", "tuned goproxy listen address (\"\": none)")
-	flag.StringVar(&o.floorAddr, "floor", "", "listen address of the net/http floor: httputil.ReverseProxy, transported as goproxy is, no logic (\"\": none); plain HTTP only")
+	flag.StringVar(&o.floorAddr, "floor", "", "listen address of the net/http floor: net/http's server and httputil.ReverseProxy, transported as goproxy is, no logic (\"\": none); intercepts CONNECT with -mitm-ca-cert")
 	flag.StringVar(&o.mitmCACert, "mitm-ca-cert", "", "goproxy intercepts CONNECT with leaves from this CA (PEM; \"\": tunnels are blind)")
 	flag.StringVar(&o.mitmCAKey, "mitm-ca-key", "", "the interception CA's private key (PEM)")
 	flag.StringVar(&o.upstreamCA, "upstream-ca", "", "extra PEM roots goproxy trusts for the origin's TLS")
@@ -113,7 +112,11 @@ func run(o options) error {
 		add(o.goproxyAddr, gp, nil)
 	}
 	if o.floorAddr != "" {
-		add(o.floorAddr, newFloor(), nil)
+		f, err := newFloor(o)
+		if err != nil {
+			return err
+		}
+		add(o.floorAddr, f, nil)
 	}
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.addr)
@@ -158,24 +161,11 @@ func originHandler(served, signed *atomic.Int64) http.Handler {
 	})
 }
 
-// newFloor is the least a forward proxy built on net/http's server and
-// httputil.ReverseProxy does for a plain HTTP request: the server parses
-// it, ReverseProxy strips the hop-by-hop fields and sends it with a
-// Transport tuned as goproxy's below, and copies the response back. No
-// decision, no log, no CONNECT. What it costs per request is what any
-// proxy keeping those two pays before its own work.
-func newFloor() http.Handler {
-	return &httputil.ReverseProxy{
-		Rewrite:   func(pr *httputil.ProxyRequest) {}, // absolute-form: Out.URL is the target already
-		Transport: newTransport(),
-		ErrorLog:  log.New(io.Discard, "", 0),
-	}
-}
-
 // newTransport is the upstream transport of goproxy and the floor: no
-// HTTP(S)_PROXY, 256 idle connections per host, no compression.
-func newTransport() *http.Transport {
-	return &http.Transport{
+// HTTP(S)_PROXY, 256 idle connections per host, no compression, trusting
+// -upstream-ca for the origin's TLS.
+func newTransport(o options) (*http.Transport, error) {
+	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		ResponseHeaderTimeout: 60 * time.Second,
@@ -184,6 +174,53 @@ func newTransport() *http.Transport {
 		MaxIdleConnsPerHost:   256,
 		DisableCompression:    true,
 	}
+	if o.upstreamCA == "" {
+		return tr, nil
+	}
+	pem, err := os.ReadFile(o.upstreamCA)
+	if err != nil {
+		return nil, fmt.Errorf("-upstream-ca: %w", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-upstream-ca %s: no PEM certificate", o.upstreamCA)
+	}
+	tr.TLSClientConfig = &tls.Config{RootCAs: roots}
+	return tr, nil
+}
+
+// mitmMinter is the interception CA's minter; nil when -mitm-ca-cert and
+// -mitm-ca-key are not given (CONNECT tunnels are blind).
+func mitmMinter(o options) (*certs.Minter, error) {
+	if o.mitmCACert == "" && o.mitmCAKey == "" {
+		return nil, nil
+	}
+	if o.mitmCACert == "" || o.mitmCAKey == "" {
+		return nil, errors.New("-mitm-ca-cert and -mitm-ca-key go together")
+	}
+	ca, err := certs.LoadCA(o.mitmCACert, o.mitmCAKey)
+	if err != nil {
+		return nil, fmt.Errorf("-mitm-ca-cert/-mitm-ca-key: %w", err)
+	}
+	return certs.NewMinter(ca, certs.MinterOptions{})
+}
+
+// tlsConfigs hands out one server tls.Config per CONNECT host, made once
+// (as a careful goproxy user would).
+type tlsConfigs struct {
+	m       *certs.Minter
+	configs sync.Map // host -> *tls.Config
+}
+
+func (t *tlsConfigs) get(host string) *tls.Config {
+	if c, ok := t.configs.Load(host); ok {
+		return c.(*tls.Config)
+	}
+	c, _ := t.configs.LoadOrStore(host, t.m.TLSConfigFor(host))
+	return c.(*tls.Config)
 }
 
 // newGoproxy is goproxy tuned as docs/benchmarks.md says, with none of
@@ -192,43 +229,19 @@ func newGoproxy(o options) (*goproxy.ProxyHttpServer, error) {
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = log.New(io.Discard, "", 0)
 	gp.KeepAcceptEncoding = true
-	tr := newTransport()
-	if o.upstreamCA != "" {
-		pem, err := os.ReadFile(o.upstreamCA)
-		if err != nil {
-			return nil, fmt.Errorf("-upstream-ca: %w", err)
-		}
-		roots, err := x509.SystemCertPool()
-		if err != nil {
-			roots = x509.NewCertPool()
-		}
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("-upstream-ca %s: no PEM certificate", o.upstreamCA)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: roots}
+	tr, err := newTransport(o)
+	if err != nil {
+		return nil, err
 	}
 	gp.Tr = tr
 	gp.ConnectDial = nil
-	if o.mitmCACert != "" || o.mitmCAKey != "" {
-		if o.mitmCACert == "" || o.mitmCAKey == "" {
-			return nil, errors.New("-mitm-ca-cert and -mitm-ca-key go together")
-		}
-		ca, err := certs.LoadCA(o.mitmCACert, o.mitmCAKey)
-		if err != nil {
-			return nil, fmt.Errorf("-mitm-ca-cert/-mitm-ca-key: %w", err)
-		}
-		m, err := certs.NewMinter(ca, certs.MinterOptions{})
-		if err != nil {
-			return nil, err
-		}
-		var configs sync.Map // host -> *tls.Config
-		tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
-			if c, ok := configs.Load(host); ok {
-				return c.(*tls.Config), nil
-			}
-			c, _ := configs.LoadOrStore(host, m.TLSConfigFor(host))
-			return c.(*tls.Config), nil
-		}
+	m, err := mitmMinter(o)
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
+		configs := &tlsConfigs{m: m}
+		tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) { return configs.get(host), nil }
 		gp.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 			return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: tlsConfig}, host
 		})
