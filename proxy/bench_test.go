@@ -70,6 +70,7 @@ import (
 
 	"github.com/robotsgate/robotsgate/certs"
 	"github.com/robotsgate/robotsgate/config"
+	"github.com/robotsgate/robotsgate/internal/floorproxy"
 	"github.com/robotsgate/robotsgate/upstream"
 )
 
@@ -78,6 +79,7 @@ var (
 	benchUnpaired = flag.Bool("proxybench.unpaired", false, "BenchmarkProxy: no slices of the other proxy in a proxy's runs (for a CPU profile)")
 	benchArchive  = flag.Bool("proxybench.archive", true, "BenchmarkProxy: robotsgate keeps its robots.txt archive (archive.dir), as deployed")
 	benchBotAuth  = flag.Bool("proxybench.botauth", false, "BenchmarkProxy: robotsgate signs every request it forwards (bot_auth, Web Bot Auth)")
+	benchAgainst  = flag.String("proxybench.against", "goproxy", "BenchmarkProxy: the proxy robotsgate's runs are paired with, and its req/s-vs- metric: goproxy, or floor (net/http's server and ReverseProxy, no logic: internal/floorproxy)")
 	benchAudit    = flag.Bool("proxybench.audit", false, "BenchmarkProxy: robotsgate writes its audit log (log.audit, with its evidence key), as by default")
 )
 
@@ -178,6 +180,20 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	gpAddr := startBenchServer(b, "127.0.0.1", newBenchGoproxy(gpMinter, originCA.CertPool()), nil, nil)
 	env.proxies["goproxy"] = benchProxy{url: &url.URL{Scheme: "http", Host: gpAddr}, roots: gpCA.CertPool()}
+
+	// The net/http floor: net/http's server and ReverseProxy, no logic.
+	floorCA, err := certs.GenerateCA(time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	floorMinter, err := certs.NewMinter(floorCA, certs.MinterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	floor := floorproxy.New(upstream.NewTransport((&net.Dialer{Timeout: dialTimeout}).DialContext, nil, originCA.CertPool()), floorMinter)
+	b.Cleanup(func() { floor.Close() })
+	floorAddr := startBenchServer(b, "127.0.0.1", floor, nil, nil)
+	env.proxies["floor"] = benchProxy{url: &url.URL{Scheme: "http", Host: floorAddr}, roots: floorCA.CertPool()}
 
 	// robotsgate.
 	rgCA, err := certs.GenerateCA(time.Now())
@@ -405,7 +421,7 @@ func (m benchMode) impls() []string {
 	if m.h2 || m.transparent {
 		return []string{"robotsgate"}
 	}
-	return []string{"direct", "goproxy", "robotsgate"}
+	return []string{"direct", "goproxy", "floor", "robotsgate"}
 }
 
 // benchRequest sends one GET and checks the response: 200 and exactly
@@ -457,7 +473,7 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 	// separate columns are measured with the same company: 50 more client
 	// connections and the other proxy's heap and goroutines. HTTP/2 is
 	// paired with robotsgate's HTTP/1.1 (as many requests in flight).
-	baseMode, other := mode, map[string]string{"robotsgate": "goproxy", "goproxy": "robotsgate"}[impl]
+	baseMode, other := mode, map[string]string{"robotsgate": *benchAgainst, "goproxy": "robotsgate", "floor": "robotsgate"}[impl]
 	if mode.h2 || mode.transparent {
 		baseMode, other = httpsKeepAlive, "robotsgate"
 	}
@@ -500,8 +516,8 @@ func (env *benchEnv) run(b *testing.B, mode benchMode, impl string) {
 		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-connect")
 		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-connect-ns")
 	case base != nil && impl == "robotsgate":
-		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-goproxy")
-		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-goproxy-ns")
+		b.ReportMetric(subj.rate()/ref.rate(), "req/s-vs-"+*benchAgainst)
+		b.ReportMetric(float64(subj.p99()-ref.p99()), "p99-vs-"+*benchAgainst+"-ns")
 	}
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/robotsgate/robotsgate/certs"
+	"github.com/robotsgate/robotsgate/internal/floorproxy"
 )
 
 // bodySize is the size of the benchmark body, which clients check.
@@ -112,11 +113,15 @@ func run(o options) error {
 		add(o.goproxyAddr, gp, nil)
 	}
 	if o.floorAddr != "" {
-		f, err := newFloor(o)
+		tr, err := newTransport(o)
 		if err != nil {
 			return err
 		}
-		add(o.floorAddr, f, nil)
+		m, err := mitmMinter(o)
+		if err != nil {
+			return err
+		}
+		add(o.floorAddr, floorproxy.New(tr, m), nil)
 	}
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.addr)
@@ -208,21 +213,6 @@ func mitmMinter(o options) (*certs.Minter, error) {
 	return certs.NewMinter(ca, certs.MinterOptions{})
 }
 
-// tlsConfigs hands out one server tls.Config per CONNECT host, made once
-// (as a careful goproxy user would).
-type tlsConfigs struct {
-	m       *certs.Minter
-	configs sync.Map // host -> *tls.Config
-}
-
-func (t *tlsConfigs) get(host string) *tls.Config {
-	if c, ok := t.configs.Load(host); ok {
-		return c.(*tls.Config)
-	}
-	c, _ := t.configs.LoadOrStore(host, t.m.TLSConfigFor(host))
-	return c.(*tls.Config)
-}
-
 // newGoproxy is goproxy tuned as docs/benchmarks.md says, with none of
 // robotsgate's logic.
 func newGoproxy(o options) (*goproxy.ProxyHttpServer, error) {
@@ -240,8 +230,14 @@ func newGoproxy(o options) (*goproxy.ProxyHttpServer, error) {
 		return nil, err
 	}
 	if m != nil {
-		configs := &tlsConfigs{m: m}
-		tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) { return configs.get(host), nil }
+		var configs sync.Map // host -> *tls.Config, made once per host
+		tlsConfig := func(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
+			if c, ok := configs.Load(host); ok {
+				return c.(*tls.Config), nil
+			}
+			c, _ := configs.LoadOrStore(host, m.TLSConfigFor(host))
+			return c.(*tls.Config), nil
+		}
 		gp.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 			return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: tlsConfig}, host
 		})
