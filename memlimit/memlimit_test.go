@@ -82,3 +82,35 @@ func TestDecisionString(t *testing.T) {
 		}
 	}
 }
+
+// Under a limit and with GOGC unset the collector's percentage is raised
+// to GCPercent (the documented 400); GOGC, or no limit, leaves the
+// runtime's.
+func TestApplyGCRaisesThePercentageOnlyUnderALimitWithoutGOGC(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	if GCPercent != 400 {
+		t.Fatalf("GCPercent = %d, the documented figure is 400", GCPercent)
+	}
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		gogc string
+		want int
+		set  bool
+	}{
+		{"auto limit", Decision{Limit: 484 << 20, Source: SourceAuto}, "", 400, true},
+		{"GOMEMLIMIT", Decision{Limit: 700 << 20, Source: SourceEnv}, "", 400, true},
+		{"GOGC set", Decision{Limit: 484 << 20, Source: SourceAuto}, "150", 100, false},
+		{"no limit", Decision{Limit: math.MaxInt64, Source: SourceOff}, "", 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			got, set := ApplyGC(tc.d, tc.gogc)
+			running := debug.SetGCPercent(100)
+			if got != tc.want || set != tc.set || running != tc.want {
+				t.Errorf("ApplyGC = %d, %v; runtime has %d; want %d, %v", got, set, running, tc.want, tc.set)
+			}
+		})
+	}
+}
