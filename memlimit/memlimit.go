@@ -92,7 +92,7 @@ func Apply(d Decision) int64 {
 // so at the default the collector ran 18 times a second under 6,000
 // requests/s, and its marking, assists and write barriers took about a
 // tenth of the CPU; at 400 robotsgate needed 5–13 % less CPU per request
-// for about 12 MiB more RSS (docs/benchmarks.md, "The net/http floor").
+// for 12–20 MiB more peak RSS (docs/benchmarks.md, "The net/http floor").
 // A heap that fills its caches meets the limit first, so its peak is the
 // limit's, as before.
 const GCPercent = 400
