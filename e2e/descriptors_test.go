@@ -93,11 +93,16 @@ func holdIdle(t *testing.T, addr, src string, n int) (closeAll func()) {
 	return closeAll
 }
 
-// readyz asks /readyz with a short timeout: its status, or 0 when no
-// answer came (an admin listener out of descriptors cannot answer).
+// readyz asks /readyz with a short timeout, on a connection of its own:
+// its status, or 0 when no answer came (an admin listener out of
+// descriptors cannot answer). A connection kept alive from an earlier
+// call would be answered without the admin listener accepting anything,
+// so a listener that failed to accept would still count as failing.
 func (e *limitedEnv) readyz(t *testing.T) (int, string) {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 3 * time.Second}).Get(e.admin + "/readyz")
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 3 * time.Second}).Get(e.admin + "/readyz")
 	if err != nil {
 		return 0, err.Error()
 	}
