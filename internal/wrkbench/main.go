@@ -1,7 +1,7 @@
 // Command wrkbench starts what an external load generator (wrk, or
 // internal/peerbench's Go client) needs to compare robotsgate with goproxy
-// outside the Go benchmark: a loopback origin and a tuned goproxy v1.9.2
-// with none of robotsgate's logic. robotsgate itself runs as its real
+// outside the Go benchmark: a loopback origin, a tuned goproxy v1.9.2
+// and the net/http floor, with none of robotsgate's logic. robotsgate itself runs as its real
 // binary. docs/benchmarks.md gives the commands. It is a benchmark tool,
 // never part of robotsgate.
 //
