@@ -292,38 +292,34 @@ func squidUser() (*syscall.Credential, error) {
 // startGoproxy: internal/wrkbench's tuned goproxy, intercepting with a CA
 // of its own.
 func startGoproxy(e *env, name string) (*setup, error) {
-	dir, err := e.mkdir(name)
+	s, err := startWrkbench(e, name, "-goproxy")
 	if err != nil {
 		return nil, err
 	}
-	certFile, keyFile, roots, err := newCA(dir)
-	if err != nil {
-		return nil, err
-	}
-	addr, err := freeAddr("127.0.0.1")
-	if err != nil {
-		return nil, err
-	}
-	p, err := e.ps.start(name, e.proxyCPU, filepath.Join(dir, "goproxy.out"), nil, e.wrkbench,
-		"-origin", "", "-goproxy", addr, "-mitm-ca-cert", certFile, "-mitm-ca-key", keyFile, "-upstream-ca", e.originCA)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitListening(p, addr, 20*time.Second); err != nil {
-		return nil, err
-	}
-	title := "goproxy tuned"
+	s.title = "goproxy tuned"
 	if v := firstLine("github.com/elazarl/goproxy", "go", "version", "-m", e.wrkbench); v != "" {
 		if f := strings.Fields(v); len(f) >= 3 {
-			title = "goproxy " + strings.TrimPrefix(f[2], "v") + " tuned"
+			s.title = "goproxy " + strings.TrimPrefix(f[2], "v") + " tuned"
 		}
 	}
-	return &setup{name: name, title: title, plain: proxyURL(addr), tls: proxyURL(addr), roots: roots, proc: p}, nil
+	return s, nil
 }
 
 // startFloor: internal/wrkbench's net/http floor, intercepting with a CA
 // of its own.
 func startFloor(e *env, name string) (*setup, error) {
+	s, err := startWrkbench(e, name, "-floor")
+	if err != nil {
+		return nil, err
+	}
+	s.title = "net/http floor"
+	return s, nil
+}
+
+// startWrkbench runs internal/wrkbench with only the proxy its flag (-goproxy
+// or -floor) names, on a free loopback port, intercepting with a CA of its
+// own and trusting the origin's.
+func startWrkbench(e *env, name, flag string) (*setup, error) {
 	dir, err := e.mkdir(name)
 	if err != nil {
 		return nil, err
@@ -336,16 +332,17 @@ func startFloor(e *env, name string) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := e.ps.start(name, e.proxyCPU, filepath.Join(dir, "floor.out"), nil, e.wrkbench,
-		"-origin", "", "-goproxy", "", "-floor", addr,
-		"-mitm-ca-cert", certFile, "-mitm-ca-key", keyFile, "-upstream-ca", e.originCA)
+	// -goproxy "" first: the flag named last wins, so -goproxy ADDR still can.
+	argv := []string{e.wrkbench, "-origin", "", "-goproxy", "", flag, addr,
+		"-mitm-ca-cert", certFile, "-mitm-ca-key", keyFile, "-upstream-ca", e.originCA}
+	p, err := e.ps.start(name, e.proxyCPU, filepath.Join(dir, name+".out"), nil, argv...)
 	if err != nil {
 		return nil, err
 	}
 	if err := waitListening(p, addr, 20*time.Second); err != nil {
 		return nil, err
 	}
-	return &setup{name: name, title: "net/http floor", plain: proxyURL(addr), tls: proxyURL(addr), roots: roots, proc: p}, nil
+	return &setup{name: name, plain: proxyURL(addr), tls: proxyURL(addr), roots: roots, proc: p}, nil
 }
 
 // startRobotsgate: the real binary with its defaults but what a loopback
