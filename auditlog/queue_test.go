@@ -103,3 +103,43 @@ func TestFlushWritesWhatWasHandedOver(t *testing.T) {
 		}
 	}
 }
+
+// A Reopen (SIGHUP, logrotate) while records are being written keeps the
+// chain whole: each line after it names the hash of the line before it,
+// whichever of the two came first. Regression: Reopen read the file's
+// last line before it took the writer's lock, so a batch written in
+// between was forgotten and the next line chained to the one before it.
+func TestReopenWhileWritingKeepsTheChain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	w, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, each, reopens = 4, 2000, 2000
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				if err := w.Write(&audit.Record{URL: fmt.Sprintf("http://a.example/%d/%d", g, i), Decision: audit.Allow}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range reopens {
+			if err := w.Reopen(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if records, _ := checkChain(t, path); len(records) != goroutines*each {
+		t.Errorf("%d records, want %d", len(records), goroutines*each)
+	}
+}

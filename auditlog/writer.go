@@ -179,11 +179,15 @@ func (a *Writer) start() {
 
 // Reopen closes and reopens the file, so a rotated log continues in a new
 // file, the chain with it. It does nothing for standard output or a nil
-// Writer.
+// Writer. It holds the writer's lock from reading the file's last line to
+// taking the new file: a batch written in between would otherwise be
+// left out of the chain's head.
 func (a *Writer) Reopen() error {
 	if a == nil || a.path == "-" {
 		return nil
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	f, err := os.OpenFile(a.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -193,8 +197,6 @@ func (a *Writer) Reopen() error {
 		f.Close()
 		return fmt.Errorf("audit log %s: %w", a.path, err)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.f != nil {
 		a.f.Close()
 	}
