@@ -41,6 +41,21 @@ func checkChain(t *testing.T, path string) (records []audit.Record, checkpoints 
 	return records, checkpoints
 }
 
+// writeFrom starts goroutines goroutines on wg, each writing each records
+// with URLs distinct across all of them.
+func writeFrom(t *testing.T, wg *sync.WaitGroup, w *Writer, goroutines, each int) {
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				if err := w.Write(&audit.Record{URL: fmt.Sprintf("http://a.example/%d/%d", g, i), Decision: audit.Allow}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+}
+
 // Close writes every record handed over before it, from many goroutines
 // at once, chained in the order they were taken, then its last
 // checkpoint: a clean stop loses nothing. A Write after Close is refused.
@@ -54,16 +69,7 @@ func TestCloseWritesEveryRecordHandedOver(t *testing.T) {
 	}
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range each {
-				if err := w.Write(&audit.Record{URL: fmt.Sprintf("http://a.example/%d/%d", g, i), Decision: audit.Allow}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	writeFrom(t, &wg, w, goroutines, each)
 	wg.Wait()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -117,16 +123,7 @@ func TestReopenWhileWritingKeepsTheChain(t *testing.T) {
 	}
 	const goroutines, each, reopens = 4, 2000, 2000
 	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range each {
-				if err := w.Write(&audit.Record{URL: fmt.Sprintf("http://a.example/%d/%d", g, i), Decision: audit.Allow}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	writeFrom(t, &wg, w, goroutines, each)
 	wg.Go(func() {
 		for range reopens {
 			if err := w.Reopen(); err != nil {
